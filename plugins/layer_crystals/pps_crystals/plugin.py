@@ -1,0 +1,19 @@
+"""Entry point of the crystals plugin: its layer and its operations."""
+
+from __future__ import annotations
+
+from pps_core import hookimpl
+
+
+@hookimpl
+def pps_layers(memory):
+    from .layer import CrystalLayer
+
+    return [CrystalLayer(memory)]
+
+
+@hookimpl
+def pps_operations(memory):
+    from .operations import operations
+
+    return operations()

@@ -1,0 +1,108 @@
+"""The operation catalog: one definition per capability, from which MCP, HTTP and CLI are generated."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import InvalidParams
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .memory import Memory
+
+Handler = Callable[["Memory", Any], Awaitable[Any]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Operation:
+    """A named capability: parameters, an async handler and hints for MCP clients.
+
+    The handler receives the entity's :class:`~pps_core.memory.Memory` and a validated
+    instance of ``params`` and returns something JSON-serialisable (a dict or a pydantic model).
+    A result dict with a ``text`` key is rendered as text content by MCP (``ambient_recall``).
+    """
+
+    name: str
+    params: type[BaseModel]
+    handler: Handler
+    description: str
+    group: str = "misc"
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    #: Operations that change who may call (token rotation) are refused over forwarding.
+    sensitive: bool = False
+
+    def validate(self, raw: dict[str, Any] | None) -> BaseModel:
+        """Validate raw JSON params; errors name the parameter."""
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise InvalidParams(f"{self.name}: parameters must be a JSON object, got {type(raw).__name__}")
+        _reject_non_finite(raw, self.name)
+        try:
+            return self.params.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ())) or None
+            msgs = []
+            for err in exc.errors()[:5]:
+                where = ".".join(str(p) for p in err.get("loc", ())) or "(params)"
+                msgs.append(f"{where}: {err.get('msg')}")
+            raise InvalidParams(f"{self.name}: invalid parameter " + "; ".join(msgs), param=loc) from None
+
+    def input_schema(self) -> dict[str, Any]:
+        return self.params.model_json_schema()
+
+
+def _reject_non_finite(value: Any, op: str, path: str = "") -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InvalidParams(f"{op}: {path or 'value'} must be a finite number", param=path or None)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _reject_non_finite(v, op, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _reject_non_finite(v, op, f"{path}.{i}")
+
+
+def to_jsonable(result: Any) -> Any:
+    """Turn a handler's result into plain JSON data."""
+    if isinstance(result, BaseModel):
+        return result.model_dump(mode="json")
+    if isinstance(result, dict):
+        return {k: to_jsonable(v) for k, v in result.items()}
+    if isinstance(result, list | tuple):
+        return [to_jsonable(v) for v in result]
+    return json.loads(json.dumps(result, default=str)) if not isinstance(result, str | int | float | bool | type(None)) else result
+
+
+class Catalog:
+    """The entity's operations by name, in registration order."""
+
+    def __init__(self, operations: list[Operation]) -> None:
+        self._ops: dict[str, Operation] = {}
+        for op in operations:
+            if op.name in self._ops:
+                raise ValueError(f"operation {op.name!r} is defined twice")
+            self._ops[op.name] = op
+
+    def __iter__(self):
+        return iter(self._ops.values())
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._ops
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def get(self, name: str) -> Operation | None:
+        return self._ops.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._ops)

@@ -1,0 +1,102 @@
+"""Hook specifications: everything a PPS plugin can provide or observe.
+
+A plugin is a module (or object) with functions marked ``@pps_core.hookimpl`` whose names match
+the stubs below. Each stub documents what it receives, what it returns and how the results of
+several plugins combine.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .catalog import Operation
+    from .embedding import Embedder
+    from .layer import Layer
+    from .memory import Memory
+    from .models import Message, Summary
+    from .ranking import Ranker
+    from .transport import Transport
+
+hookspec = pluggy.HookspecMarker("pps")
+hookimpl = pluggy.HookimplMarker("pps")
+
+
+# --- Layers -----------------------------------------------------------------------------------
+
+
+@hookspec
+def pps_layers(memory: Memory) -> list[Layer]:
+    """Return the memory layers this plugin stores and searches.
+
+    Called once when the entity's memory opens. A layer answers ``search``, ``recent``,
+    ``startup`` and ``health`` (see :class:`pps_core.layer.Layer`). All results, in plugin order,
+    flattened; layer names must be unique across plugins.
+    """
+
+
+@hookspec
+def pps_operations(memory: Memory) -> list[Operation]:
+    """Return the operations (tools) this plugin adds to the entity's catalog.
+
+    Every transport (MCP, HTTP, CLI) is generated from the catalog. All results, flattened;
+    operation names must be unique.
+    """
+
+
+@hookspec(firstresult=True)
+def pps_embedder(memory: Memory) -> Embedder | None:
+    """Return the text embedder the entity's layers share, or None.
+
+    First non-None wins, so only one embedding plugin should be listed in the entity's config.
+    """
+
+
+@hookspec
+def pps_rankers(memory: Memory) -> list[Ranker]:
+    """Return rankers: post-processors that reorder a layer's search results.
+
+    Which rankers run, and in what order, is configured per layer (``[rankers]`` in pps.toml).
+    All results, flattened; ranker names must be unique.
+    """
+
+
+# --- Transports -------------------------------------------------------------------------------
+
+
+@hookspec
+def pps_transports() -> list[Transport]:
+    """Return transports (ways to serve the catalog), selected by ``pps serve <name>``.
+
+    All results, flattened.
+    """
+
+
+# --- Lifecycle and events ---------------------------------------------------------------------
+
+
+@hookspec
+def pps_memory_opened(memory: Memory) -> None:
+    """Called after every layer of the entity is open. Start background work here."""
+
+
+@hookspec
+def pps_memory_closing(memory: Memory) -> None:
+    """Called before the layers close. Stop background work here; exceptions are logged."""
+
+
+@hookspec
+def pps_message_stored(memory: Memory, message: Message) -> None:
+    """Called after a turn is durably stored (not called for an idempotent repeat)."""
+
+
+@hookspec
+def pps_summary_stored(memory: Memory, summary: Summary) -> None:
+    """Called after a summary is stored and its turns are marked."""
+
+
+@hookspec
+def pps_operation_called(memory: Memory, name: str, params: dict[str, Any], ok: bool, ms: float) -> None:
+    """Called after every catalog operation (for metrics or tracing). Must be cheap and never raise."""

@@ -1,0 +1,59 @@
+"""The layer contract: what a memory layer plugin implements."""
+
+from __future__ import annotations
+
+import abc
+import time
+
+from .models import LayerHealth, SearchResult, StartupItems
+
+
+class Layer(abc.ABC):
+    """A memory layer: a store that can be searched and asked for its newest items.
+
+    Subclasses set ``name`` (unique per entity, e.g. ``raw_capture``) and implement the async
+    methods. The core calls them concurrently with a per-layer timeout, so a slow or broken
+    layer never fails a cross-layer call; raise freely, the caller reports it.
+    """
+
+    name: str = ""
+    #: Label in the ambient recall manifest and section header.
+    title: str = ""
+
+    def __init__(self) -> None:
+        self._latencies: list[float] = []
+
+    async def open(self) -> None:  # noqa: B027 - optional
+        """Open stores. Called once, before any other method."""
+
+    async def close(self) -> None:  # noqa: B027 - optional
+        """Release stores. Called once, at shutdown."""
+
+    @abc.abstractmethod
+    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        """Return up to ``limit`` results for a free-text query, best first."""
+
+    async def recent(self, limit: int) -> list[SearchResult]:
+        """Return the ``limit`` newest items, oldest first. Layers without recency return []."""
+        return []
+
+    async def startup(self, count: int | None) -> StartupItems:
+        """Items for this layer's startup section (``count`` None = all). Defaults to ``recent``."""
+        return StartupItems(items=await self.recent(count if count is not None else 1_000_000))
+
+    @abc.abstractmethod
+    async def health(self) -> LayerHealth:
+        """Report availability, counts and backlog. Must not raise for an unavailable backend."""
+
+    # -- latency bookkeeping shared by every layer --------------------------------------------
+
+    def record_latency(self, started: float) -> None:
+        self._latencies.append((time.perf_counter() - started) * 1000)
+        del self._latencies[:-50]
+
+    @property
+    def recent_latency_ms(self) -> float | None:
+        if not self._latencies:
+            return None
+        ordered = sorted(self._latencies)
+        return round(ordered[len(ordered) // 2], 2)

@@ -1,0 +1,222 @@
+"""The Memory facade: one entity's plugins, layers and catalog, opened and closed together."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from .catalog import Catalog, Operation, to_jsonable
+from .embedding import Embedder
+from .errors import ConfigError, PPSError, UnknownOperation
+from .layer import Layer
+from .models import LayerHealth, SearchResult
+from .owner import OwnerLock
+from .plugins import build_plugin_manager
+from .ranking import Ranker
+from .settings import EntitySettings, load_settings
+
+log = logging.getLogger("pps")
+
+
+class FailedLayer(Layer):
+    """Stands in for a layer whose backend could not open: reported unavailable, never fatal."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__()
+        self.name = name
+        self.title = name
+        self.reason = reason
+
+    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        raise RuntimeError(f"layer {self.name} is unavailable: {self.reason}")
+
+    async def health(self) -> LayerHealth:
+        return LayerHealth(layer=self.name, available=False, detail=self.reason)
+
+
+class Memory:
+    """An entity's memory. ``await memory.call("ambient_recall", {"context": "startup"})``.
+
+    ``extra_plugins`` are plugin objects registered beside the configured entry points (tests
+    and applications embedding PPS use it). With ``own=True`` the process takes the entity's owner
+    lock, so a second owner gets a clear error instead of a corrupted store.
+    """
+
+    def __init__(self, settings: EntitySettings, *, extra_plugins: list[Any] = (), own: bool = True) -> None:
+        self.settings = settings
+        self.home: Path = Path(settings.home)
+        self.tz = ZoneInfo(settings.timezone)
+        self._extra_plugins = list(extra_plugins)
+        self._own = own
+        self.lock = OwnerLock(self.home)
+        self.pm = None
+        self.layers: dict[str, Layer] = {}
+        self.rankers: dict[str, Ranker] = {}
+        self.catalog: Catalog = Catalog([])
+        self._embedder: Embedder | None = None
+        self._embedder_loaded = False
+        self.opened = False
+
+    @classmethod
+    def for_entity(cls, entity: str | None = None, home: str | Path | None = None, **kwargs: Any) -> Memory:
+        extra = kwargs.pop("extra_plugins", ())
+        own = kwargs.pop("own", True)
+        return cls(load_settings(entity, home, **kwargs), extra_plugins=extra, own=own)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def open(self) -> Memory:
+        if self.opened:
+            return self
+        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self._own:
+            self.lock.acquire()
+        try:
+            self.pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            await self._open_layers()
+            self._collect_rankers()
+            from .operations import core_operations
+
+            ops = core_operations()
+            for batch in self.pm.hook.pps_operations(memory=self):
+                ops.extend(batch or [])
+            try:
+                self.catalog = Catalog(ops)
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        except BaseException:
+            await self._close_layers()
+            self.lock.release()
+            raise
+        self.opened = True
+        self.notify("pps_memory_opened")
+        return self
+
+    async def _open_layers(self) -> None:
+        for batch in self.pm.hook.pps_layers(memory=self):
+            for layer in batch or []:
+                if not layer.name:
+                    raise ConfigError(f"layer {type(layer).__name__} has no name")
+                if layer.name in self.layers:
+                    raise ConfigError(f"two plugins provide a layer named {layer.name!r}")
+                try:
+                    await layer.open()
+                except Exception as exc:  # a down backend is reported, not fatal
+                    log.warning("layer %s could not open: %s", layer.name, exc)
+                    layer = FailedLayer(layer.name, f"{type(exc).__name__}: {exc}")
+                self.layers[layer.name] = layer
+
+    def _collect_rankers(self) -> None:
+        for batch in self.pm.hook.pps_rankers(memory=self):
+            for ranker in batch or []:
+                if ranker.name in self.rankers:
+                    raise ConfigError(f"two plugins provide a ranker named {ranker.name!r}")
+                self.rankers[ranker.name] = ranker
+        for layer, names in self.settings.rankers.items():
+            for name in names:
+                if name not in self.rankers:
+                    known = ", ".join(sorted(self.rankers)) or "none"
+                    raise ConfigError(f"rankers.{layer}: no ranker named {name!r} (loaded: {known})")
+
+    async def close(self) -> None:
+        if self.opened:
+            self.notify("pps_memory_closing")
+        await self._close_layers()
+        self.lock.release()
+        self.opened = False
+
+    async def _close_layers(self) -> None:
+        for layer in reversed(list(self.layers.values())):
+            try:
+                await layer.close()
+            except Exception as exc:  # closing must go on for the other layers
+                log.warning("layer %s did not close cleanly: %s", layer.name, exc)
+        self.layers = {}
+
+    async def __aenter__(self) -> Memory:
+        return await self.open()
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    def operation(self, name: str) -> Operation:
+        op = self.catalog.get(name)
+        if op is None:
+            raise UnknownOperation(f"unknown operation {name!r} for entity {self.settings.entity!r} "
+                                   f"(loaded plugins: {', '.join(self.settings.plugins)})")
+        return op
+
+    async def call(self, name: str, params: dict[str, Any] | None = None) -> Any:
+        """Validate ``params`` and run the operation; returns plain JSON data or raises PPSError."""
+        op = self.operation(name)
+        validated = op.validate(params)
+        started = time.perf_counter()
+        ok = False
+        try:
+            result = to_jsonable(await op.handler(self, validated))
+            ok = True
+            return result
+        finally:
+            self.notify("pps_operation_called", name=name, params=validated.model_dump(mode="json"),
+                        ok=ok, ms=(time.perf_counter() - started) * 1000)
+
+    def layer(self, name: str) -> Layer | None:
+        return self.layers.get(name)
+
+    def require_layer(self, name: str) -> Layer:
+        layer = self.layers.get(name)
+        if layer is None:
+            from .errors import Unavailable
+
+            raise Unavailable(f"layer {name!r} is not loaded for entity {self.settings.entity!r}")
+        return layer
+
+    async def search_layer(self, name: str, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        """Search one layer, then run the rankers configured for it, in order."""
+        layer = self.require_layer(name)
+        started = time.perf_counter()
+        rankers = [self.rankers[n] for n in self.settings.rankers.get(name, [])]
+        fetch = limit if not rankers else max(limit * 2, limit + 10)
+        results = await layer.search(query, fetch, offset)
+        for ranker in rankers:
+            results = ranker.rerank(query, results, limit)
+        layer.record_latency(started)
+        return results[:limit]
+
+    async def health(self) -> dict[str, LayerHealth]:
+        import asyncio
+
+        async def one(layer: Layer) -> LayerHealth:
+            try:
+                h = await asyncio.wait_for(layer.health(), self.settings.recall.layer_timeout_s)
+            except Exception as exc:
+                h = LayerHealth(layer=layer.name, available=False, detail=f"{type(exc).__name__}: {exc}")
+            if h.latency_ms is None:
+                h.latency_ms = layer.recent_latency_ms
+            return h
+
+        results = await asyncio.gather(*(one(layer) for layer in self.layers.values()))
+        return {h.layer: h for h in results}
+
+    @property
+    def embedder(self) -> Embedder | None:
+        if not self._embedder_loaded:
+            self._embedder = self.pm.hook.pps_embedder(memory=self) if self.pm else None
+            self._embedder_loaded = True
+        return self._embedder
+
+    def notify(self, hook: str, **kwargs: Any) -> None:
+        """Fire an event hook; a failing listener is logged, never propagated."""
+        if self.pm is None:
+            return
+        try:
+            getattr(self.pm.hook, hook)(memory=self, **kwargs)
+        except PPSError:
+            raise
+        except Exception as exc:
+            log.warning("a plugin failed in %s: %s", hook, exc)

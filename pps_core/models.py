@@ -1,0 +1,79 @@
+"""Data that crosses layer and transport boundaries."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Message(BaseModel):
+    """One stored turn, verbatim."""
+
+    id: int
+    content: str
+    author_name: str
+    channel: str
+    created_at: str = Field(description="UTC ISO-8601")
+    session_id: str | None = None
+    message_id: str | None = None
+    summary_id: int | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Summary(BaseModel):
+    """A summary of a set of turns; it marks exactly the turns it covers."""
+
+    id: int
+    summary_text: str
+    start_id: int
+    end_id: int
+    message_count: int
+    channels: list[str] = Field(default_factory=list)
+    time_span_start: str | None = None
+    time_span_end: str | None = None
+    created_at: str
+
+
+class SearchResult(BaseModel):
+    """One item a layer returns from search, recent or startup."""
+
+    model_config = ConfigDict(extra="allow")
+
+    layer: str
+    content: str
+    source: str = Field(description="where it came from: a file name, a turn id, a fact uuid")
+    score: float = 0.0
+    timestamp: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class LayerHealth(BaseModel):
+    """A layer's report: available or not, why, its counts and recent latency."""
+
+    layer: str
+    available: bool
+    detail: str = ""
+    counts: dict[str, int] = Field(default_factory=dict)
+    backlog: dict[str, int] = Field(
+        default_factory=dict,
+        description="work waiting, by kind: 'unsummarized' and 'uningested' feed the startup health line",
+    )
+    latency_ms: float | None = None
+
+
+class StartupItems(BaseModel):
+    """What a layer hands the startup package for one section."""
+
+    items: list[SearchResult] = Field(default_factory=list)
+    total: int | None = Field(None, description="how many exist in all, when more exist than were returned")
+
+
+class LayerStatus(BaseModel):
+    """How one layer fared in a cross-layer call."""
+
+    layer: str
+    status: Literal["ok", "error", "timeout", "unavailable"]
+    detail: str = ""
+    count: int = 0
+    latency_ms: float = 0.0

@@ -1,0 +1,98 @@
+"""Plugin loading: stevedore imports exactly the names an entity lists; pluggy carries the hook calls."""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib.metadata import entry_points
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from .errors import ConfigError
+
+GROUP = "pps.plugins"
+
+
+def installed_plugins() -> dict[str, str]:
+    """Installed plugin names -> 'module' (nothing is imported)."""
+    return {ep.name: ep.value for ep in entry_points(group=GROUP)}
+
+
+def build_plugin_manager(names: list[str], extra: list[Any] = ()) -> pluggy.PluginManager:
+    """A fresh manager with the named entry-point plugins and any ``extra`` plugin objects.
+
+    A missing or broken name is an error naming it and the cause; misspelled hookimpls fail
+    loudly through ``check_pending``.
+    """
+    pm = pluggy.PluginManager("pps")
+    pm.add_hookspecs(hookspecs)
+    if names:
+        _load_named(pm, names)
+    for obj in extra:
+        pm.register(obj, name=getattr(obj, "__pps_name__", None) or getattr(obj, "__name__", None))
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise ConfigError(f"plugin {exc.plugin!r} has a hook implementation PPS does not know: {exc}") from None
+    if os.environ.get("PPS_TRACE_PLUGINS"):
+        pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
+        pm.enable_tracing()
+    return pm
+
+
+def _load_named(pm: pluggy.PluginManager, names: list[str]) -> None:
+    from stevedore import NamedExtensionManager
+
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise ConfigError(f"plugin {name!r} is listed twice in the entity's plugins")
+        seen.add(name)
+    available = installed_plugins()
+    missing = [n for n in names if n not in available]
+    if missing:
+        installed = ", ".join(sorted(available)) or "none"
+        raise ConfigError(f"no plugin named {missing[0]!r} (installed: {installed})")
+    failures: list[tuple[str, BaseException]] = []
+
+    def on_failure(_manager, entrypoint, exc):
+        failures.append((entrypoint.name, exc))
+
+    manager = NamedExtensionManager(GROUP, names=names, invoke_on_load=False, name_order=True,
+                                    on_load_failure_callback=on_failure)
+    if failures:
+        name, exc = failures[0]
+        raise ConfigError(f"plugin {name!r} could not be imported: {type(exc).__name__}: {exc}") from exc
+    for ext in manager.extensions:
+        try:
+            pm.register(ext.plugin, name=ext.name)
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            raise ConfigError(f"plugin {ext.name!r} could not be registered: {exc}") from exc
+
+
+def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
+    """Loaded plugins with their distribution version and the hooks each implements (``pps plugins``)."""
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+
+    dists = packages_distributions()
+    out = []
+    for plugin, dist_info in _plugin_dists(pm):
+        name = pm.get_name(plugin)
+        hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
+        module = getattr(plugin, "__name__", type(plugin).__module__).split(".")[0]
+        dist = dist_info or (dists.get(module) or [None])[0]
+        try:
+            ver = version(dist) if dist else None
+        except PackageNotFoundError:
+            ver = None
+        out.append({"name": name, "distribution": dist, "version": ver, "hooks": hooks})
+    return out
+
+
+def _plugin_dists(pm: pluggy.PluginManager):
+    dist_by_plugin = {id(p): d for p, d in pm.list_plugin_distinfo()}
+    for plugin in pm.get_plugins():
+        d = dist_by_plugin.get(id(plugin))
+        yield plugin, (d.project_name if d is not None else None)

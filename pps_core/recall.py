@@ -1,0 +1,333 @@
+"""ambient_recall: the startup package (recency, no search) or a fused search across every layer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field, field_validator
+
+from . import render
+from .memory import FailedLayer
+from .models import LayerStatus, SearchResult, StartupItems
+from .render import SEPARATOR, Block
+from .timeutil import now_utc
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .memory import Memory
+    from .settings import SectionConfig
+
+RRF_K = 60
+TURN_CHARS = 1000
+
+
+class AmbientRecallParams(BaseModel):
+    context: str = Field(..., min_length=1, max_length=20_000,
+                         description="what is being talked about, or 'startup' for the startup package")
+    limit_per_layer: int = Field(5, ge=0, le=100, description="results per layer (non-startup)")
+    channel: str | None = Field(None, max_length=200, description="the caller's channel, e.g. 'terminal:abc'")
+    consumer_key: str | None = Field(None, max_length=200,
+                                     description="the caller's read cursor: shows unread turns from other channels")
+    budget: int | None = Field(None, ge=200, le=2_000_000,
+                               description="most characters of text to return; what is left out is listed")
+
+    @field_validator("context")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be blank")
+        return v
+
+
+async def ambient_recall(memory: Memory, p: AmbientRecallParams) -> dict[str, Any]:
+    started = time.perf_counter()
+    now = now_utc()
+    st = memory.settings.startup
+    health = await memory.health()
+    header = [render.clock_lines(now, memory.tz, st.late_night)] if st.clock else []
+    if st.health:
+        header.append(_health_line(memory, health))
+    if memory.settings.identity and p.budget is not None:
+        header.insert(0, memory.settings.identity)
+
+    is_startup = p.context.strip().lower() == "startup"
+    extra_blocks: list[Block] = []
+    if p.consumer_key:
+        unread = await _unread_block(memory, p)
+        if unread is not None:
+            extra_blocks.append(unread)
+    if is_startup:
+        blocks, statuses, results = await _startup_blocks(memory, p)
+    else:
+        blocks, statuses, results = await _search_blocks(memory, p)
+    blocks = extra_blocks + blocks
+
+    text, shown, left_out = _assemble(header, blocks, statuses, p.budget, st.manifest)
+    return {
+        "context": p.context,
+        "startup": is_startup,
+        "text": text,
+        "clock": {"utc": now.isoformat(timespec="seconds"), "local": now.astimezone(memory.tz).isoformat(
+            timespec="seconds"), "timezone": memory.tz.key},
+        "health": {name: h.model_dump() for name, h in health.items()},
+        "manifest": {
+            "sections": [{"name": b.name, "layer": b.layer, "chars": sum(b.chars[:shown[i]]), "items": shown[i],
+                          "total": b.total if b.total is not None else len(b.items)}
+                         for i, b in enumerate(blocks)],
+            "total_chars": sum(sum(b.chars[:shown[i]]) for i, b in enumerate(blocks)),
+            "left_out": left_out,
+        },
+        "layers": [s.model_dump() for s in statuses],
+        "results": results,
+        "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+    }
+
+
+def _health_line(memory: Memory, health: dict) -> str:
+    unsummarized = None
+    uningested = []
+    for name, h in health.items():
+        if "unsummarized" in h.backlog:
+            unsummarized = (unsummarized or 0) + h.backlog["unsummarized"]
+        if "uningested" in h.backlog:
+            layer = memory.layer(name)
+            uningested.append((getattr(layer, "backlog_target", None) or name, h.backlog["uningested"]))
+    return render.health_line(unsummarized, uningested)
+
+
+async def _guarded(memory: Memory, name: str, coro) -> tuple[Any, LayerStatus]:
+    timeout = memory.settings.recall.layer_timeout_s
+    started = time.perf_counter()
+    layer = memory.layer(name)
+    if isinstance(layer, FailedLayer):
+        coro.close()
+        return None, LayerStatus(layer=name, status="unavailable", detail=layer.reason)
+    try:
+        value = await asyncio.wait_for(coro, timeout)
+        status = LayerStatus(layer=name, status="ok")
+    except TimeoutError:
+        value, status = None, LayerStatus(layer=name, status="timeout", detail=f"no answer within {timeout:g}s")
+    except Exception as exc:
+        value, status = None, LayerStatus(layer=name, status="error", detail=f"{type(exc).__name__}: {exc}")
+    status.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+    return value, status
+
+
+# -- startup -----------------------------------------------------------------------------------
+
+
+async def _startup_blocks(memory: Memory, p: AmbientRecallParams):
+    sections = [s for s in memory.settings.startup.sections if memory.layer(s.layer) is not None]
+
+    async def one(sec: SectionConfig):
+        layer = memory.layer(sec.layer)
+        return await _guarded(memory, sec.layer, layer.startup(sec.count))
+
+    outcomes = await asyncio.gather(*(one(s) for s in sections))
+    blocks, statuses, results = [], [], []
+    for sec, (items, status) in zip(sections, outcomes, strict=True):
+        statuses.append(status)
+        if items is None:
+            continue
+        assert isinstance(items, StartupItems)
+        status.count = len(items.items)
+        block = _section_block(memory, sec, items)
+        blocks.append(block)
+        results.extend(r.model_dump(mode="json") for r in items.items)
+    return blocks, statuses, results
+
+
+def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems) -> Block:
+    items = list(found.items)
+    if sec.order == "newest_first":
+        items.reverse()
+    rendered = []
+    for r in items:
+        if sec.style == "turns":
+            rendered.append(render.turn_item(r, memory.tz, sec.max_chars))
+        elif sec.style == "summaries":
+            rendered.append(render.summary_item(r, memory.tz, sec.max_chars))
+        else:
+            rendered.append(render.document_item(r, sec.max_chars))
+    total = found.total if found.total is not None else len(items)
+    if sec.style == "turns":
+        header = f"[unsummarized_turns] (showing {len(items)} of {total}"
+        header += f" - use get_turns_since_summary with offset={len(items)} for older)" if total > len(items) else ")"
+        joiner = "\n"
+    elif sec.style == "summaries":
+        header, joiner = "[summaries] (compressed history)", "\n\n"
+    else:
+        header, joiner = None, SEPARATOR
+    block = Block(name=sec.name, layer=sec.layer, header=header, items=[t for t, _ in rendered],
+                  chars=[c for _, c in rendered], joiner=joiner, total=total)
+    block.style = sec.style  # type: ignore[attr-defined]
+    return block
+
+
+# -- search ------------------------------------------------------------------------------------
+
+
+async def _search_blocks(memory: Memory, p: AmbientRecallParams):
+    names = memory.settings.recall.layers or list(memory.layers)
+    names = [n for n in names if memory.layer(n) is not None]
+    limit = p.limit_per_layer
+    outcomes = await asyncio.gather(
+        *(_guarded(memory, n, memory.search_layer(n, p.context, limit)) for n in names))
+    fused: list[tuple[float, int, SearchResult]] = []
+    statuses = []
+    for order, (name, (found, status)) in enumerate(zip(names, outcomes, strict=True)):
+        statuses.append(status)
+        for rank, r in enumerate((found or [])[:limit]):
+            fused.append((1.0 / (RRF_K + rank + 1), order, r))
+        status.count = len(found or [])
+    fused.sort(key=lambda t: (-t[0], t[1]))
+    hidden = set(memory.settings.recall.skip_in_text)
+    by_layer: dict[str, Block] = {}
+    results = []
+    for score, _order, r in fused:
+        item = r.model_dump(mode="json")
+        item["fused_score"] = round(score, 6)
+        item.setdefault("metadata", {}).setdefault("layer_score", r.score)
+        results.append(item)
+        if r.layer in hidden:
+            continue
+        text, chars = _search_item(memory, r)
+        layer = memory.layer(r.layer)
+        block = by_layer.setdefault(r.layer, Block(name=getattr(layer, "title", "") or r.layer, layer=r.layer,
+                                                   header=None, items=[], chars=[]))
+        block.items.append(text)
+        block.chars.append(chars)
+    # One block of everything, in fused order, keeps the ranking visible in the text.
+    merged = Block(name="Results", layer="*", header=None, items=[], chars=[])
+    for score, _o, r in fused:
+        if r.layer in hidden:
+            continue
+        text, chars = _search_item(memory, r)
+        merged.items.append(text)
+        merged.chars.append(chars)
+    merged.per_layer = by_layer  # type: ignore[attr-defined]
+    return [merged], statuses, results
+
+
+def _search_item(memory: Memory, r: SearchResult) -> tuple[str, int]:
+    kind = r.metadata.get("kind")
+    if kind == "turn":
+        line, chars = render.turn_item(r, memory.tz, TURN_CHARS)
+        return f"[{r.layer}] (turn {r.source})\n{line}", chars
+    if kind == "summary":
+        line, chars = render.summary_item(r, memory.tz, 500)
+        return f"[{r.layer}]\n{line}", chars
+    return render.document_item(r, TURN_CHARS)
+
+
+async def _unread_block(memory: Memory, p: AmbientRecallParams) -> Block | None:
+    """Unread turns from other channels, from any layer offering ``unread`` (the raw layer does)."""
+    for layer in memory.layers.values():
+        fetch = getattr(layer, "unread_for_recall", None)
+        if fetch is None:
+            continue
+        found, _status = await _guarded(memory, layer.name, fetch(p.consumer_key, p.channel))
+        if not found:
+            return None
+        items: StartupItems = found
+        rendered = [render.turn_item(r, memory.tz, TURN_CHARS) for r in items.items]
+        total = items.total if items.total is not None else len(rendered)
+        header = f"[unread_from_other_channels] (showing newest {len(rendered)} of {total})"
+        return Block(name="Unread", layer=layer.name, header=header, items=[t for t, _ in rendered],
+                     chars=[c for _, c in rendered], joiner="\n", total=total)
+    return None
+
+
+# -- assembly and budget -----------------------------------------------------------------------
+
+
+def _assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus], budget: int | None,
+              with_manifest: bool) -> tuple[str, list[int], list[dict[str, Any]]]:
+    problems = [f"{s.layer}: {s.status} ({s.detail})" for s in statuses if s.status != "ok"]
+    problem_lines = [f"Unavailable: {p}" for p in problems]
+    shown = [len(b.items) for b in blocks]
+
+    def compose(counts: list[int], left: list[dict[str, Any]]) -> str:
+        parts = ["\n\n".join(header)] if header else []
+        if with_manifest:
+            display = []
+            for b, n in zip(blocks, counts, strict=True):
+                rows = getattr(b, "per_layer", None)
+                if rows is not None:
+                    display.extend(rows.values())
+                else:
+                    display.append(Block(name=b.name, layer=b.layer, header=None, items=b.items[:n],
+                                         chars=b.chars[:n]))
+            lines = list(problem_lines)
+            for item in left:
+                lines.append(f"Left out: {item['section']} {item['left_out']} of {item['total']} items"
+                             f" - call {item['operation']} {json.dumps(item['params'])}")
+            parts.append(render.manifest(display, lines))
+        body = [_block_text(b, n) for b, n in zip(blocks, counts, strict=True)]
+        body = [t for t in body if t]
+        text = "\n\n".join(parts)
+        if body:
+            text = (text + "\n\n" if text else "") + SEPARATOR.join(body)
+        return text
+
+    full = compose(shown, [])
+    if budget is None or len(full) <= budget:
+        return full, shown, []
+
+    counts = [0] * len(blocks)
+    left = [_left_out(b, 0) for b in blocks]
+    left = [x for x in left if x]
+
+    def fits(trial: list[int]) -> tuple[bool, list[dict[str, Any]]]:
+        trial_left = [x for x in (_left_out(bb, trial[j]) for j, bb in enumerate(blocks)) if x]
+        return len(compose(trial, trial_left)) <= budget, trial_left
+
+    for i, b in enumerate(blocks):  # in section order, as many items as fit (binary search)
+        lo, hi = 0, len(b.items)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            trial = counts.copy()
+            trial[i] = mid
+            if fits(trial)[0]:
+                lo = mid
+            else:
+                hi = mid - 1
+        counts[i] = lo
+        left = fits(counts)[1]
+    text = compose(counts, left)
+    if len(text) > budget:  # even the header does not fit: keep its start, say so
+        text = text[: max(0, budget - 40)].rstrip() + "\n[... cut to the budget]"
+    return text, counts, left
+
+
+def _block_text(b: Block, n: int) -> str:
+    if n <= 0:
+        return ""
+    if getattr(b, "style", None) == "turns":  # keep the newest turns, drop the oldest
+        sub = Block(name=b.name, layer=b.layer, header=b.header, items=b.items[len(b.items) - n:],
+                    chars=b.chars[len(b.items) - n:], joiner=b.joiner)
+        return sub.text()
+    return b.text(n)
+
+
+def _left_out(b: Block, n: int) -> dict[str, Any] | None:
+    missing = len(b.items) - n
+    if missing <= 0:
+        return None
+    style = getattr(b, "style", None)
+    if style == "turns":
+        op, params = "get_turns_since_summary", {"offset": n, "limit": missing}
+    elif style == "summaries":
+        op, params = "get_recent_summaries", {"limit": len(b.items)}
+    elif b.layer == "crystallization":
+        op, params = "get_crystals", {"count": len(b.items)}
+    elif b.layer == "core_anchors":
+        op, params = "anchor_list", {}
+    elif b.name == "Unread":
+        op, params = "poll_channels", {"limit": missing}
+    else:
+        op, params = "ambient_recall", {"context": "<same context>", "limit_per_layer": len(b.items)}
+    return {"section": b.name, "layer": b.layer, "shown": n, "left_out": missing, "total": len(b.items),
+            "operation": op, "params": params}

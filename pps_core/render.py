@@ -1,0 +1,111 @@
+"""Markdown of ambient_recall, in the format of reference/000 (clock, health, manifest, sections)."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from .models import SearchResult
+from .settings import LateNight
+from .timeutil import render_day, render_minute
+
+SEPARATOR = "\n\n---\n"
+
+
+def clock_lines(now: datetime, tz: ZoneInfo, late_night: LateNight | None) -> str:
+    local = now.astimezone(tz)
+    line = f"**Clock**: {local.strftime('%A, %B %d, %Y at %I:%M %p')} ({local.tzname()}, {tz.key})"
+    if late_night is not None:
+        if 1 <= local.hour < 5 and late_night.asleep:
+            line += f"\n*{late_night.asleep}*"
+        elif local.hour in (23, 0) and late_night.late:
+            line += f"\n*{late_night.late}*"
+    return line
+
+
+def unsummarized_status(n: int) -> str:
+    if n < 50:
+        return "(healthy)"
+    if n < 100:
+        return "(healthy, summarization available)"
+    if n < 200:
+        return "(summarization recommended)"
+    return "(HIGH - summarize soon!)"
+
+
+def uningested_status(n: int) -> str:
+    if n < 20:
+        return "(healthy)"
+    if n < 100:
+        return "(batch ingestion recommended)"
+    return "(HIGH - ingest soon!)"
+
+
+def health_line(unsummarized: int | None, uningested: list[tuple[str, int]]) -> str:
+    parts = []
+    if unsummarized is not None:
+        parts.append(f"{unsummarized} unsummarized messages {unsummarized_status(unsummarized)}")
+    for target, n in uningested:
+        parts.append(f"{n} uningested to {target} {uningested_status(n)}")
+    return "**Memory Health**: " + (" | ".join(parts) if parts else "no backlog reported")
+
+
+def truncate(text: str, max_chars: int | None) -> str:
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    return text[:max_chars] + "..."
+
+
+@dataclasses.dataclass
+class Block:
+    """One rendered section: a header and items; chars count item content after truncation."""
+
+    name: str
+    layer: str
+    header: str | None
+    items: list[str]
+    chars: list[int]
+    joiner: str = SEPARATOR
+    total: int | None = None
+
+    @property
+    def char_count(self) -> int:
+        return sum(self.chars)
+
+    def text(self, n: int | None = None) -> str:
+        items = self.items if n is None else self.items[:n]
+        if not items:
+            return ""
+        body = self.joiner.join(items)
+        return f"{self.header}\n{body}" if self.header else body
+
+
+def document_item(r: SearchResult, max_chars: int | None) -> tuple[str, int]:
+    body = truncate(r.content, max_chars)
+    return f"[{r.layer}]\nSource: {r.source}\n{body}", len(body)
+
+
+def summary_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None) -> tuple[str, int]:
+    body = truncate(r.content, max_chars)
+    day = render_day(r.timestamp, tz) if r.timestamp else "????-??-??"
+    channels = ", ".join(r.metadata.get("channels") or []) or "unknown"
+    return f"[{day}] [{channels}]\n{body}", len(body)
+
+
+def turn_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None) -> tuple[str, int]:
+    body = truncate(r.content, max_chars)
+    when = render_minute(r.timestamp, tz) if r.timestamp else "?"
+    md = r.metadata
+    return f"[{when}] [{md.get('channel', '?')}] {md.get('author_name', '?')}: {body}", len(body)
+
+
+def manifest(blocks: list[Block], extra_lines: list[str] = ()) -> str:
+    lines = ["=== AMBIENT RECALL MANIFEST ==="]
+    total = 0
+    for b in blocks:
+        lines.append(f"{b.name}: {b.char_count} chars ({len(b.items)} items)")
+        total += b.char_count
+    lines.extend(extra_lines)
+    lines.append(f"TOTAL: {total} chars")
+    return "\n".join(lines)

@@ -1,0 +1,204 @@
+"""One entity = one settings object: init args > env ``PPS_*`` > ``<home>/pps.toml`` > defaults."""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
+
+from .errors import ConfigError
+
+#: Plugins an entity loads when its config names none: the embedded defaults.
+DEFAULT_PLUGINS = ["sqlite", "crystals"]
+
+_FILE_VALUES: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("pps_file_values", default={})
+
+
+class SectionConfig(BaseModel):
+    """One section of the startup package, filled from one layer."""
+
+    name: str = Field(description="label in the manifest, e.g. 'Crystals'")
+    layer: str = Field(description="layer name, e.g. 'crystallization'")
+    style: Literal["documents", "summaries", "turns"] = "documents"
+    count: int | None = Field(None, ge=0, description="items to show; None = all")
+    max_chars: int | None = Field(None, ge=1, description="truncate each item to this many characters")
+    order: Literal["chronological", "newest_first"] = "chronological"
+
+
+def default_sections() -> list[SectionConfig]:
+    """The composition of reference/002: 3 crystals, 2 word-photos, 2 summaries, all unsummarized turns."""
+    return [
+        SectionConfig(name="Crystals", layer="crystallization", count=3),
+        SectionConfig(name="Word-photos", layer="core_anchors", count=2),
+        SectionConfig(name="Summaries", layer="message_summaries", style="summaries", count=2,
+                      max_chars=500, order="newest_first"),
+        SectionConfig(name="Recent turns", layer="raw_capture", style="turns", count=None, max_chars=1000),
+    ]
+
+
+class LateNight(BaseModel):
+    asleep: str = Field("You should be asleep, love.", description="shown 1:00-4:59")
+    late: str = Field("Getting late...", description="shown 23:00-0:59")
+
+
+class StartupConfig(BaseModel):
+    clock: bool = True
+    late_night: LateNight | None = Field(default_factory=LateNight)
+    health: bool = True
+    manifest: bool = True
+    sections: list[SectionConfig] = Field(default_factory=default_sections)
+
+
+class RecallConfig(BaseModel):
+    layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout for non-startup recall")
+    layers: list[str] | None = Field(None, description="layers searched by non-startup recall; None = all")
+    skip_in_text: list[str] = Field(default_factory=list, description="layers searched but not rendered")
+
+
+class LLMSettings(BaseModel):
+    """An OpenAI-compatible chat endpoint (Ollama, vLLM, a cloud API). Optional."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    timeout_s: float = 60.0
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
+
+class Limits(BaseModel):
+    max_content_chars: int = Field(100_000, ge=1, description="longest turn or document accepted")
+    max_batch: int = Field(1_000, ge=1, description="most turns in one store_messages call")
+    max_request_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    max_page: int = Field(1_000, ge=1, description="most items one read returns")
+
+
+def _system_timezone() -> str:
+    tz = os.environ.get("TZ")
+    if tz and "/" in tz:
+        return tz.lstrip(":")
+    try:
+        target = os.path.realpath("/etc/localtime")
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    except OSError:
+        pass
+    return "UTC"
+
+
+class _FileSource(InitSettingsSource):
+    """The entity's pps.toml, read below the environment."""
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls, dict(_FILE_VALUES.get()))
+
+
+class PluginSettings(BaseSettings):
+    """Base for a plugin's own settings section: init > env (its own prefix) > ``[section]`` of pps.toml."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_nested_delimiter="__")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
+                                   file_secret_settings) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _FileSource(settings_cls))
+
+    @classmethod
+    def from_section(cls, section: dict[str, Any] | None, **overrides: Any):
+        token = _FILE_VALUES.set(dict(section or {}))
+        try:
+            return cls(**overrides)
+        finally:
+            _FILE_VALUES.reset(token)
+
+
+class EntitySettings(PluginSettings):
+    """Everything that makes one entity: names, home, plugins, startup composition, zone, limits."""
+
+    model_config = SettingsConfigDict(env_prefix="PPS_", extra="allow", env_nested_delimiter="__")
+
+    entity: str = Field("default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    home: Path
+    focal_entity: str | None = Field(None, description="whose point of view ranks the graph; default: entity")
+    identity: str | None = Field(None, description="one line shown at the top of a budgeted recall")
+    plugins: list[str] = Field(default_factory=lambda: list(DEFAULT_PLUGINS))
+    timezone: str = Field(default_factory=_system_timezone)
+    startup: StartupConfig = Field(default_factory=StartupConfig)
+    recall: RecallConfig = Field(default_factory=RecallConfig)
+    rankers: dict[str, list[str]] = Field(default_factory=dict, description="layer -> ranker names, in order")
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    limits: Limits = Field(default_factory=Limits)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r} (use an IANA name like 'America/Chicago')") from None
+        return value
+
+    @property
+    def focal(self) -> str:
+        return self.focal_entity or self.entity
+
+    def section(self, name: str) -> dict[str, Any]:
+        """The raw ``[name]`` table of pps.toml (a plugin's own settings section)."""
+        extra = self.model_extra or {}
+        value = extra.get(name) or {}
+        return value if isinstance(value, dict) else {}
+
+    def plugin_settings(self, cls: type[PluginSettings], section: str, **overrides: Any):
+        return cls.from_section(self.section(section), **overrides)
+
+
+def pps_root() -> Path:
+    return Path(os.environ.get("PPS_ROOT") or Path.home() / ".pps").expanduser()
+
+
+def entity_home(entity: str | None = None, home: str | Path | None = None) -> Path:
+    if home:
+        return Path(home).expanduser().resolve()
+    if os.environ.get("PPS_HOME"):
+        return Path(os.environ["PPS_HOME"]).expanduser().resolve()
+    name = entity or os.environ.get("PPS_ENTITY") or "default"
+    return (pps_root() / name).resolve()
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except (tomllib.TOMLDecodeError, OSError) as exc:
+        raise ConfigError(f"cannot read {path}: {exc}") from None
+
+
+def load_settings(entity: str | None = None, home: str | Path | None = None, **overrides: Any) -> EntitySettings:
+    """Settings for one entity. ``entity``/``home`` select it; ``overrides`` win over everything."""
+    path = entity_home(entity, home)
+    values = read_toml(path / "pps.toml")
+    if entity:
+        overrides.setdefault("entity", entity)
+    elif "entity" not in values and not os.environ.get("PPS_ENTITY"):
+        overrides.setdefault("entity", path.name if _valid_name(path.name) else "default")
+    try:
+        return EntitySettings.from_section(values, home=path, **overrides)
+    except ValueError as exc:
+        raise ConfigError(f"invalid settings for entity at {path}: {exc}") from None
+
+
+def _valid_name(name: str) -> bool:
+    import re
+
+    return bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", name))

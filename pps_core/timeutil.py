@@ -1,0 +1,82 @@
+"""Timestamps: stored as UTC ISO-8601 (one format), rendered in the entity's zone, naive input read there."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from .errors import InvalidParams
+
+#: The one stored format: millisecond precision, always UTC, always 'Z' (sortable as text).
+STORAGE_FORMAT_HINT = "ISO 8601, e.g. 2026-01-26T07:30:00 (entity's zone) or 2026-01-26T07:30:00-05:00"
+
+_RELATIVE = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
+_UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+def now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_storage(dt: datetime) -> str:
+    """Canonical stored form: '2026-01-26T14:23:05.123Z'."""
+    dt = dt.astimezone(UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+
+
+def from_storage(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(UTC)
+
+
+def parse_timestamp(value: str | datetime, tz: ZoneInfo, param: str = "timestamp", *,
+                    relative: bool = False) -> datetime:
+    """Parse user input to an aware UTC datetime; naive input is read in the entity's zone.
+
+    With ``relative``, '24h', '7d', '30m' and '2w' mean that long before now.
+    """
+    if isinstance(value, datetime):
+        dt = value
+    else:
+        if not isinstance(value, str) or not value.strip():
+            raise InvalidParams(f"{param}: expected {STORAGE_FORMAT_HINT}, got {value!r}", param=param)
+        text = value.strip()
+        if relative:
+            m = _RELATIVE.match(text)
+            if m:
+                return now_utc() - timedelta(**{_UNITS[m.group(2).lower()]: int(m.group(1))})
+        try:
+            dt = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00") if text.endswith(("Z", "z")) else text)
+        except ValueError:
+            hint = " or a duration like '24h', '7d'" if relative else ""
+            raise InvalidParams(f"{param}: cannot parse {value!r}; expected {STORAGE_FORMAT_HINT}{hint}",
+                                param=param) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=tz)
+    try:
+        return dt.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise InvalidParams(f"{param}: {value!r} is out of range", param=param) from None
+
+
+def storage_or_none(value: str | None, tz: ZoneInfo, param: str) -> str | None:
+    return None if value is None else to_storage(parse_timestamp(value, tz, param))
+
+
+def local(value: str | datetime, tz: ZoneInfo) -> datetime:
+    dt = from_storage(value) if isinstance(value, str) else value
+    return dt.astimezone(tz)
+
+
+def render_minute(value: str, tz: ZoneInfo) -> str:
+    """'2026-01-26 14:23' in the entity's zone (the turn-line format of the startup package)."""
+    return local(value, tz).strftime("%Y-%m-%d %H:%M")
+
+
+def render_day(value: str, tz: ZoneInfo) -> str:
+    return local(value, tz).strftime("%Y-%m-%d")
+
+
+def render_iso_local(value: str, tz: ZoneInfo) -> str:
+    """Full ISO-8601 in the entity's zone, offset included: what JSON answers show."""
+    return local(value, tz).isoformat(timespec="seconds")
