@@ -1,0 +1,242 @@
+"""The ``pps`` command: init, plugins, health, token, call <operation>, serve <transport>.
+
+Operation commands are generated from the catalog (``pps call <name> '<json>'``), never hand-written.
+Heavy plugin libraries load only when an entity is opened, so ``pps --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+from .errors import PPSError
+
+
+def _entity_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--entity", "-e", help="entity name (default: $PPS_ENTITY or 'default')")
+    p.add_argument("--home", help="entity home directory (default: ~/.pps/<entity>, or $PPS_HOME)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pps", description="Pattern Persistence System: memory for AI entities.")
+    parser.add_argument("--version", action="version", version="pps " + _version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("init", help="create an entity: home, pps.toml, token")
+    _entity_args(p)
+    p.add_argument("--plugins", help="comma-separated plugin names (default: the embedded defaults)")
+    p.add_argument("--timezone", help="IANA zone, e.g. America/Chicago")
+    p.add_argument("--focal", help="focal entity name for graph ranking (default: the entity name)")
+    p.add_argument("--force", action="store_true", help="rewrite pps.toml if it exists")
+
+    p = sub.add_parser("plugins", help="list installed plugins and what the entity loads")
+    _entity_args(p)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("health", help="health of every layer of the entity")
+    _entity_args(p)
+
+    p = sub.add_parser("token", help="print the entity's bearer token")
+    _entity_args(p)
+
+    p = sub.add_parser("operations", help="list the entity's operations")
+    _entity_args(p)
+
+    p = sub.add_parser("call", help="run an operation: pps call <operation> '<json params>'")
+    _entity_args(p)
+    p.add_argument("operation")
+    p.add_argument("params", nargs="?", default="{}", help="JSON object (or '-' to read stdin)")
+    p.add_argument("--text", action="store_true", help="print the 'text' field only (ambient_recall)")
+    p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
+
+    p = sub.add_parser("serve", help="serve the entity over a transport plugin (mcp, http)")
+    p.add_argument("transport", help="transport name, e.g. mcp or http")
+    _entity_args(p)
+    p.add_argument("args", nargs=argparse.REMAINDER, help="transport options (see pps serve <name> --help)")
+    return parser
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 0
+    try:
+        return COMMANDS[args.command](args)
+    except PPSError as exc:
+        print(f"pps: error: {exc.message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _settings(args):
+    from .settings import load_settings
+
+    return load_settings(args.entity, args.home)
+
+
+def _memory(args, own: bool = True):
+    from .memory import Memory
+
+    return Memory(_settings(args), own=own)
+
+
+def cmd_init(args) -> int:
+    from . import auth
+    from .plugins import installed_plugins
+    from .settings import DEFAULT_PLUGINS, entity_home
+
+    home = entity_home(args.entity, args.home)
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(home, 0o700)
+    toml = home / "pps.toml"
+    name = args.entity or os.environ.get("PPS_ENTITY") or home.name
+    if toml.exists() and not args.force:
+        print(f"{toml} exists (use --force to rewrite)")
+    else:
+        installed = installed_plugins()
+        plugins = args.plugins.split(",") if args.plugins else [p for p in DEFAULT_PLUGINS if p in installed]
+        lines = [f'entity = "{name}"', f"plugins = {json.dumps(plugins)}"]
+        if args.timezone:
+            lines.append(f'timezone = "{args.timezone}"')
+        if args.focal:
+            lines.append(f'focal_entity = "{args.focal}"')
+        lines += ["", "# [llm]  an OpenAI-compatible endpoint, optional:",
+                  '# base_url = "http://127.0.0.1:11434/v1"', '# model = "llama3.1"', ""]
+        from .atomic import atomic_write
+
+        atomic_write(toml, "\n".join(lines))
+        print(f"wrote {toml}")
+    auth.ensure_token(home)
+    settings = _settings(args)  # validates what was written
+    print(f"entity {settings.entity!r} at {home} (plugins: {', '.join(settings.plugins)})")
+    return 0
+
+
+def cmd_plugins(args) -> int:
+    from .plugins import build_plugin_manager, describe, installed_plugins
+
+    settings = _settings(args)
+    pm = build_plugin_manager(settings.plugins)
+    loaded = describe(pm)
+    if args.json:
+        print(json.dumps({"installed": installed_plugins(), "loaded": loaded}, indent=2))
+        return 0
+    print(f"entity {settings.entity!r} loads:")
+    for p in loaded:
+        print(f"  {p['name']:<12} {p['distribution'] or '-'} {p['version'] or ''}  hooks: {', '.join(p['hooks'])}")
+    others = sorted(set(installed_plugins()) - {p["name"] for p in loaded})
+    if others:
+        print("installed, not loaded: " + ", ".join(others))
+    return 0
+
+
+def cmd_token(args) -> int:
+    from . import auth
+
+    settings = _settings(args)
+    token = auth.read_token(settings.home)
+    if not token:
+        print(f"pps: error: no token for entity {settings.entity!r}; run `pps init` first", file=sys.stderr)
+        return 2
+    print(token)
+    return 0
+
+
+def _run_call(args, operation: str, params: dict[str, Any]) -> Any:
+    forwarded = None
+    if not getattr(args, "local", False):
+        try:
+            from .forward import try_forward
+        except ImportError:  # pragma: no cover - forward is part of core
+            try_forward = None
+        if try_forward is not None:
+            forwarded = try_forward(_settings(args), operation, params)
+    if forwarded is not None:
+        return forwarded
+
+    async def go():
+        async with _memory(args) as memory:
+            return await memory.call(operation, params)
+
+    return asyncio.run(go())
+
+
+def cmd_call(args) -> int:
+    raw = sys.stdin.read() if args.params == "-" else args.params
+    try:
+        params = json.loads(raw) if raw.strip() else {}
+    except json.JSONDecodeError as exc:
+        print(f"pps: error: params are not valid JSON: {exc}", file=sys.stderr)
+        return 2
+    result = _run_call(args, args.operation, params)
+    if args.text and isinstance(result, dict) and "text" in result:
+        print(result["text"])
+    else:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_health(args) -> int:
+    result = _run_call(args, "pps_health", {})
+    print(json.dumps(result, indent=2))
+    return 0 if result.get("ok") else 1
+
+
+def cmd_operations(args) -> int:
+    async def go():
+        async with _memory(args, own=False) as memory:
+            return [(op.name, op.group, op.description.split(". ")[0]) for op in memory.catalog]
+
+    for name, group, desc in asyncio.run(go()):
+        print(f"{name:<28} {group:<11} {desc}")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from .plugins import build_plugin_manager
+
+    settings = _settings(args)
+    pm = build_plugin_manager(settings.plugins)
+    transports = {t.name: t for batch in pm.hook.pps_transports() for t in batch or []}
+    transport = transports.get(args.transport)
+    if transport is None:
+        known = ", ".join(sorted(transports)) or "none"
+        print(f"pps: error: no transport named {args.transport!r} loaded for entity {settings.entity!r} "
+              f"(loaded: {known}; add its plugin to the entity's plugins)", file=sys.stderr)
+        return 2
+    sub = argparse.ArgumentParser(prog=f"pps serve {transport.name}", description=transport.help)
+    _entity_args(sub)
+    transport.add_arguments(sub)
+    extra = list(args.args)
+    if args.entity:
+        extra += ["--entity", args.entity]
+    if args.home:
+        extra += ["--home", args.home]
+    return transport.serve(sub.parse_args(extra))
+
+
+COMMANDS = {
+    "init": cmd_init,
+    "plugins": cmd_plugins,
+    "health": cmd_health,
+    "token": cmd_token,
+    "operations": cmd_operations,
+    "call": cmd_call,
+    "serve": cmd_serve,
+}
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
