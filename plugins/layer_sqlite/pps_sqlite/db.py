@@ -1,0 +1,105 @@
+"""One SQLite connection per entity, used from one worker thread (WAL, busy timeout)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import Field
+
+from pps_core import PluginSettings
+
+from .schema import migrate
+
+T = TypeVar("T")
+
+
+class SQLiteSettings(PluginSettings, env_prefix="PPS_SQLITE_"):
+    file: str = Field("pps.db", description="database file under the entity's home")
+    busy_timeout_ms: int = Field(10_000, ge=0, description="how long a writer waits for another writer")
+
+
+def connect(path: Path, busy_timeout_ms: int = 10_000) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+class Database:
+    """Runs every statement on one worker thread, so the event loop never blocks on a lock."""
+
+    def __init__(self, path: Path, busy_timeout_ms: int = 10_000) -> None:
+        self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"pps-sqlite-{path.parent.name}")
+        self.conn: sqlite3.Connection | None = None
+        self.version = 0
+
+    def _open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        new = not self.path.exists()
+        self.conn = connect(self.path, self.busy_timeout_ms)
+        if new:
+            self.path.chmod(0o600)
+        self.version = migrate(self.conn)
+
+    async def open(self) -> None:
+        await self.run(self._open)
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, fn, *args)
+
+    def call(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run synchronously on the worker thread (for sync callers such as benchmarks)."""
+        return self._pool.submit(fn, *args).result()
+
+    async def close(self) -> None:
+        def _close():
+            if self.conn is not None:
+                try:
+                    self.conn.execute("PRAGMA optimize")
+                except sqlite3.Error:
+                    pass
+                self.conn.close()
+                self.conn = None
+
+        try:
+            await self.run(_close)
+        finally:
+            self._pool.shutdown(wait=True)
+
+
+class Tx:
+    """``with Tx(conn):`` — BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on any error."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+        else:
+            self.conn.execute("ROLLBACK")
+
+
+def loads(value: str | None) -> Any:
+    if not value:
+        return {}
+    try:
+        return json.loads(value)
+    except ValueError:
+        return {}

@@ -1,0 +1,134 @@
+"""PPS owns this schema: versioned migrations, applied in order, each in one transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+
+CANONICAL_GLOB = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9].[0-9][0-9][0-9]Z"
+
+MIGRATIONS: list[str] = [
+    # 1: turns, summaries, FTS kept by triggers, timestamps normalised by trigger, read cursors.
+    f"""
+    CREATE TABLE message_summaries (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        summary_text TEXT NOT NULL,
+        start_id INTEGER NOT NULL,
+        end_id INTEGER NOT NULL,
+        message_count INTEGER NOT NULL,
+        channels TEXT NOT NULL DEFAULT '[]',
+        time_span_start TEXT,
+        time_span_end TEXT,
+        summary_type TEXT NOT NULL DEFAULT 'work',
+        created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    );
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        message_id TEXT UNIQUE,
+        content TEXT NOT NULL,
+        author_name TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        session_id TEXT,
+        created_at TEXT NOT NULL,
+        stored_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        metadata TEXT NOT NULL DEFAULT '{{}}',
+        summary_id INTEGER REFERENCES message_summaries(id),
+        ingested_at TEXT
+    );
+    CREATE INDEX idx_messages_created ON messages(created_at, id);
+    CREATE INDEX idx_messages_unsummarized ON messages(id) WHERE summary_id IS NULL;
+    CREATE INDEX idx_messages_uningested ON messages(id) WHERE ingested_at IS NULL;
+    CREATE INDEX idx_messages_channel ON messages(channel, id);
+    CREATE INDEX idx_summaries_span ON message_summaries(time_span_end);
+
+    CREATE TRIGGER messages_normalise_time AFTER INSERT ON messages
+    WHEN NEW.created_at NOT GLOB '{CANONICAL_GLOB}'
+    BEGIN
+        UPDATE messages SET created_at = strftime('%Y-%m-%dT%H:%M:%fZ', NEW.created_at) WHERE id = NEW.id;
+    END;
+
+    CREATE VIRTUAL TABLE messages_fts USING fts5(
+        content, author_name, channel, content='messages', content_rowid='id', tokenize='porter unicode61');
+    CREATE TRIGGER messages_fts_ai AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts(rowid, content, author_name, channel)
+        VALUES (NEW.id, NEW.content, NEW.author_name, NEW.channel);
+    END;
+    CREATE TRIGGER messages_fts_ad AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content, author_name, channel)
+        VALUES ('delete', OLD.id, OLD.content, OLD.author_name, OLD.channel);
+    END;
+    CREATE TRIGGER messages_fts_au AFTER UPDATE OF content, author_name, channel ON messages BEGIN
+        INSERT INTO messages_fts(messages_fts, rowid, content, author_name, channel)
+        VALUES ('delete', OLD.id, OLD.content, OLD.author_name, OLD.channel);
+        INSERT INTO messages_fts(rowid, content, author_name, channel)
+        VALUES (NEW.id, NEW.content, NEW.author_name, NEW.channel);
+    END;
+
+    CREATE VIRTUAL TABLE summaries_fts USING fts5(
+        summary_text, content='message_summaries', content_rowid='id', tokenize='porter unicode61');
+    CREATE TRIGGER summaries_fts_ai AFTER INSERT ON message_summaries BEGIN
+        INSERT INTO summaries_fts(rowid, summary_text) VALUES (NEW.id, NEW.summary_text);
+    END;
+    CREATE TRIGGER summaries_fts_ad AFTER DELETE ON message_summaries BEGIN
+        INSERT INTO summaries_fts(summaries_fts, rowid, summary_text) VALUES ('delete', OLD.id, OLD.summary_text);
+    END;
+    CREATE TRIGGER summaries_fts_au AFTER UPDATE OF summary_text ON message_summaries BEGIN
+        INSERT INTO summaries_fts(summaries_fts, rowid, summary_text) VALUES ('delete', OLD.id, OLD.summary_text);
+        INSERT INTO summaries_fts(rowid, summary_text) VALUES (NEW.id, NEW.summary_text);
+    END;
+
+    CREATE TABLE read_cursors (
+        consumer_key TEXT PRIMARY KEY,
+        last_id INTEGER NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    """,
+    # 2: vectors for summaries and turns (filled when an embedder is loaded).
+    """
+    CREATE TABLE summary_vectors (
+        summary_id INTEGER PRIMARY KEY REFERENCES message_summaries(id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    CREATE TABLE message_vectors (
+        message_id INTEGER PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        vector BLOB NOT NULL
+    );
+    """,
+]
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the database to the newest schema version; returns it. Safe to run concurrently."""
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > len(MIGRATIONS):
+        raise RuntimeError(f"database schema v{current} is newer than this PPS (v{len(MIGRATIONS)}); upgrade PPS")
+    for version in range(current + 1, len(MIGRATIONS) + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            now = conn.execute("PRAGMA user_version").fetchone()[0]
+            if now >= version:  # another process migrated meanwhile
+                conn.execute("COMMIT")
+                continue
+            for stmt in _split(MIGRATIONS[version - 1]):
+                conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return conn.execute("PRAGMA user_version").fetchone()[0]
+
+
+def _split(script: str) -> list[str]:
+    """Split a migration into statements, keeping trigger bodies whole."""
+    out, buf = [], []
+    for line in script.strip().splitlines():
+        buf.append(line)
+        joined = "\n".join(buf).strip()
+        if joined.endswith(";") and sqlite3.complete_statement(joined):
+            out.append(joined)
+            buf = []
+    if "\n".join(buf).strip():
+        out.append("\n".join(buf).strip())
+    return out

@@ -1,0 +1,200 @@
+"""Turns: capture (idempotent, atomic), lexical search, time navigation, read cursors.
+
+Every function takes the connection and runs on the database's worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from pps_core.errors import Conflict
+from pps_core.textsearch import fts5_query
+
+from .db import Tx, loads
+
+COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
+
+
+def row_to_turn(row: sqlite3.Row) -> dict[str, Any]:
+    return {
+        "id": row["id"], "message_id": row["message_id"], "content": row["content"],
+        "author_name": row["author_name"], "channel": row["channel"], "session_id": row["session_id"],
+        "created_at": row["created_at"], "metadata": loads(row["metadata"]), "summary_id": row["summary_id"],
+    }
+
+
+def _ack(row: sqlite3.Row) -> dict[str, Any]:
+    return {"id": row["id"], "message_id": row["message_id"], "created_at": row["created_at"],
+            "channel": row["channel"]}
+
+
+def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict]]:
+    """Store turns in one transaction. Returns (acks in input order, newly stored turns).
+
+    A turn whose ``message_id`` is already stored stores nothing and answers as the first did.
+    """
+    acks: list[dict[str, Any]] = []
+    new: list[dict[str, Any]] = []
+    with Tx(conn):
+        for t in turns:
+            if t.get("message_id") is not None:
+                row = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = ?",
+                                   (t["message_id"],)).fetchone()
+                if row is not None:
+                    acks.append(_ack(row))
+                    continue
+            cur = conn.execute(
+                "INSERT INTO messages (message_id, content, author_name, channel, session_id, created_at, metadata)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (t.get("message_id"), t["content"], t["author_name"], t["channel"], t.get("session_id"),
+                 t["created_at"], json.dumps(t.get("metadata") or {}, ensure_ascii=False)),
+            )
+            row = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id = ?", (cur.lastrowid,)).fetchone()
+            acks.append(_ack(row))
+            new.append(row_to_turn(row))
+    return acks, new
+
+
+def search(conn: sqlite3.Connection, query: str, limit: int, offset: int = 0,
+           channel: str | None = None) -> list[dict[str, Any]]:
+    """BM25 over content (weighted), author and channel; never errors on punctuation or operators."""
+    match = fts5_query(query)
+    if match is None:
+        return []
+    sql = (f"SELECT {', '.join('m.' + c.strip() for c in COLUMNS.split(','))}, "
+           "bm25(messages_fts, 1.0, 0.5, 0.2) AS rank FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+           "WHERE messages_fts MATCH ?")
+    args: list[Any] = [match]
+    if channel:
+        sql += " AND m.channel = ?"
+        args.append(channel)
+    sql += " ORDER BY rank LIMIT ? OFFSET ?"
+    args += [limit, offset]
+    out = []
+    for row in conn.execute(sql, args):
+        turn = row_to_turn(row)
+        turn["score"] = round(-row["rank"], 6)
+        out.append(turn)
+    return out
+
+
+def counts(conn: sqlite3.Connection) -> dict[str, int]:
+    row = conn.execute(
+        "SELECT COUNT(*) AS total, "
+        "(SELECT COUNT(*) FROM messages WHERE summary_id IS NULL) AS unsummarized, "
+        "(SELECT COUNT(*) FROM messages WHERE ingested_at IS NULL) AS uningested FROM messages").fetchone()
+    return {"total": row["total"], "unsummarized": row["unsummarized"], "uningested": row["uningested"]}
+
+
+def unsummarized_count(conn: sqlite3.Connection, channel: str | None = None) -> int:
+    if channel:
+        return conn.execute("SELECT COUNT(*) FROM messages WHERE summary_id IS NULL AND channel = ?",
+                            (channel,)).fetchone()[0]
+    return conn.execute("SELECT COUNT(*) FROM messages WHERE summary_id IS NULL").fetchone()[0]
+
+
+def unsummarized(conn: sqlite3.Connection, limit: int | None, offset: int = 0, *, oldest_first: bool = False,
+                 channel: str | None = None) -> list[dict[str, Any]]:
+    """Unsummarized turns. Pages count from the newest (offset 0 = newest) unless ``oldest_first``.
+
+    Either way the page comes back in chronological order. Ordered by id: arrival order, which
+    a backfilled turn (old time, new id) cannot disturb.
+    """
+    where = "summary_id IS NULL" + (" AND channel = ?" if channel else "")
+    args: list[Any] = [channel] if channel else []
+    order = "ASC" if oldest_first else "DESC"
+    sql = f"SELECT {COLUMNS} FROM messages WHERE {where} ORDER BY id {order} LIMIT ? OFFSET ?"
+    rows = conn.execute(sql, [*args, -1 if limit is None else limit, offset]).fetchall()
+    turns = [row_to_turn(r) for r in rows]
+    if not oldest_first:
+        turns.reverse()
+    return turns
+
+
+def newest(conn: sqlite3.Connection, limit: int) -> list[dict[str, Any]]:
+    rows = conn.execute(f"SELECT {COLUMNS} FROM messages ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    return [row_to_turn(r) for r in reversed(rows)]
+
+
+def since(conn: sqlite3.Connection, ts: str, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    rows = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE created_at >= ? ORDER BY created_at, id LIMIT ?",
+                        (ts, limit + 1)).fetchall()
+    return [row_to_turn(r) for r in rows[:limit]], len(rows) > limit
+
+
+def around(conn: sqlite3.Connection, ts: str, before: int, after: int) -> tuple[list[dict], list[dict]]:
+    b = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE created_at < ? ORDER BY created_at DESC, id DESC "
+                     "LIMIT ?", (ts, before)).fetchall()
+    a = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE created_at >= ? ORDER BY created_at, id LIMIT ?",
+                     (ts, after)).fetchall()
+    return [row_to_turn(r) for r in reversed(b)], [row_to_turn(r) for r in a]
+
+
+def by_ids(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
+    if not ids:
+        return []
+    marks = ",".join("?" * len(ids))
+    rows = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id IN ({marks})", ids).fetchall()
+    by = {r["id"]: row_to_turn(r) for r in rows}
+    return [by[i] for i in ids if i in by]
+
+
+# -- graph ingestion state (one per turn) -----------------------------------------------------
+
+
+def pending_ingestion(conn: sqlite3.Connection, limit: int) -> list[dict[str, Any]]:
+    rows = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE ingested_at IS NULL ORDER BY id LIMIT ?",
+                        (limit,)).fetchall()
+    return [row_to_turn(r) for r in rows]
+
+
+def mark_ingested(conn: sqlite3.Connection, ids: list[int]) -> int:
+    if not ids:
+        return 0
+    with Tx(conn):
+        marks = ",".join("?" * len(ids))
+        return conn.execute(f"UPDATE messages SET ingested_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') "
+                            f"WHERE ingested_at IS NULL AND id IN ({marks})", ids).rowcount
+
+
+# -- read cursors (per consumer, in the same transaction as the read) --------------------------
+
+
+def poll(conn: sqlite3.Connection, consumer: str, channel: str | None, limit: int,
+         *, newest_first_preview: bool = False) -> dict[str, Any]:
+    """Unread turns from channels other than ``channel`` since the consumer's cursor; advances it.
+
+    A new consumer starts at "now": nothing old is reported as new. ``limit`` bounds what is
+    returned (oldest first); the rest is counted and stays unread, unless ``newest_first_preview``
+    (ambient recall), which shows the newest ``limit``, counts the older and marks all read.
+    """
+    with Tx(conn):
+        row = conn.execute("SELECT last_id FROM read_cursors WHERE consumer_key = ?", (consumer,)).fetchone()
+        top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+        if row is None:
+            conn.execute("INSERT INTO read_cursors (consumer_key, last_id, updated_at) VALUES (?, ?, "
+                         "strftime('%Y-%m-%dT%H:%M:%fZ','now'))", (consumer, top))
+            return {"consumer_key": consumer, "new_consumer": True, "unread_total": 0, "turns": [],
+                    "remaining": 0, "cursor": top}
+        last = row["last_id"]
+        other = "channel != ?" if channel else "1"
+        args: list[Any] = [channel] if channel else []
+        total = conn.execute(f"SELECT COUNT(*) FROM messages WHERE id > ? AND id <= ? AND {other}",
+                             [last, top, *args]).fetchone()[0]
+        if newest_first_preview:
+            rows = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id > ? AND id <= ? AND {other} "
+                                "ORDER BY id DESC LIMIT ?", [last, top, *args, limit]).fetchall()[::-1]
+            cursor = top
+        else:
+            rows = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id > ? AND id <= ? AND {other} "
+                                "ORDER BY id LIMIT ?", [last, top, *args, limit]).fetchall()
+            cursor = top if len(rows) >= total else rows[-1]["id"]
+        conn.execute("UPDATE read_cursors SET last_id = ?, updated_at = strftime('%Y-%m-%dT%H:%M:%fZ','now') "
+                     "WHERE consumer_key = ? AND last_id = ?", (cursor, consumer, last))
+        if conn.execute("SELECT changes()").fetchone()[0] != 1:
+            raise Conflict(f"consumer {consumer!r} was read concurrently; poll again")
+        turns = [row_to_turn(r) for r in rows]
+    return {"consumer_key": consumer, "new_consumer": False, "unread_total": total, "turns": turns,
+            "remaining": total - len(turns) if not newest_first_preview else 0, "cursor": cursor}
