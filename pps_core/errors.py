@@ -59,6 +59,27 @@ class ConfigError(PPSError):
     code = "config_error"
 
 
+class Unauthorized(PPSError):
+    """No bearer token was presented to a server that requires one."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(PPSError):
+    """The token presented does not belong to this entity (or the call needs one). Nothing was done."""
+
+    status = 403
+    code = "forbidden"
+
+
+class TooLarge(PPSError):
+    """The request body is over the entity's ``limits.max_request_bytes``."""
+
+    status = 413
+    code = "too_large"
+
+
 class OwnershipError(PPSError):
     """Another process owns this entity's stores."""
 

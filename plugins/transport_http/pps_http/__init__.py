@@ -1,0 +1,1 @@
+"""PPS transport: HTTP."""

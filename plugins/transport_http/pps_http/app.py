@@ -1,0 +1,191 @@
+"""``create_app(memories)``: REST routes and MCP over streamable HTTP, generated from each entity's catalog.
+
+Routes per hosted entity ``<name>``: ``POST /entities/<name>/tools/<operation>``, ``GET
+/entities/<name>/tools`` and MCP at ``/entities/<name>/mcp``. The first (primary) entity is also served
+at ``/tools/...`` and ``/mcp``. Operations come from plugins when the memory opens, so the tool
+routes are added in the lifespan, before the first request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from starlette.routing import Route
+
+from pps_core import Memory, __version__
+from pps_core.catalog import Operation
+from pps_core.errors import InvalidParams, PPSError
+
+from .security import BearerGuard, BodyLimit, EntityAuth, is_loopback
+
+log = logging.getLogger("pps.http")
+
+
+def _error(exc: PPSError) -> JSONResponse:
+    headers = {"WWW-Authenticate": 'Bearer realm="pps"'} if exc.status == 401 else None
+    return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise InvalidParams(f"request body is not valid JSON: {exc}") from None
+
+
+class _Entity:
+    """One hosted entity: its memory, its token, its MCP session manager."""
+
+    def __init__(self, memory: Memory, host: str) -> None:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+        from pps_mcp.server import create_server
+
+        self.memory = memory
+        self.name = memory.settings.entity
+        self.auth = EntityAuth(self.name, memory.home)
+        if is_loopback(host):
+            security = TransportSecuritySettings(
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+        else:  # reachable from elsewhere: the bearer token is the gate (a token is required there)
+            security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        self.mcp = StreamableHTTPSessionManager(
+            app=create_server(memory), json_response=True, security_settings=security,
+            max_request_body_size=memory.settings.limits.max_request_bytes)
+
+    def mcp_endpoint(self):
+        from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+
+        return BearerGuard(StreamableHTTPASGIApp(self.mcp), self.auth)
+
+
+def _tool_endpoint(entity: _Entity, op: Operation):
+    async def endpoint(request: Request) -> JSONResponse:
+        try:
+            entity.auth.check(request.headers.get("authorization"), sensitive=op.sensitive)
+            params = await _json_body(request)
+            return JSONResponse(await entity.memory.call(op.name, params))
+        except PPSError as exc:
+            return _error(exc)
+        except Exception as exc:  # a bug: the log gets the traceback, the caller a plain message
+            log.exception("operation %s failed", op.name)
+            return _error(PPSError(f"{op.name} failed unexpectedly ({type(exc).__name__}); see the server log"))
+
+    endpoint.__name__ = f"{entity.name}_{op.name}"
+    return endpoint
+
+
+def _list_endpoint(entity: _Entity):
+    from pps_mcp.backend import ToolSpec
+
+    async def list_tools(request: Request) -> JSONResponse:
+        try:
+            entity.auth.check(request.headers.get("authorization"))
+        except PPSError as exc:
+            return _error(exc)
+        return JSONResponse({"entity": entity.name,
+                             "tools": [ToolSpec.from_operation(op).to_dict() for op in entity.memory.catalog]})
+
+    return list_tools
+
+
+def _schema_ref(op: Operation, components: dict[str, Any], owners: dict[str, type]) -> str:
+    key = op.params.__name__
+    if owners.setdefault(key, op.params) is not op.params:
+        key = f"{op.name}_{key}"
+        owners[key] = op.params
+    schema = op.params.model_json_schema(ref_template="#/components/schemas/{model}")
+    components.update(schema.pop("$defs", {}))
+    components[key] = schema
+    return f"#/components/schemas/{key}"
+
+
+def _add_tool_routes(app: FastAPI, entity: _Entity, primary: bool, components: dict, owners: dict) -> None:
+    prefixes = [f"/entities/{entity.name}"] + ([""] if primary else [])
+    for op in entity.memory.catalog:
+        ref = _schema_ref(op, components, owners)
+        required = bool(op.params.model_json_schema().get("required"))
+        extra = {"requestBody": {"required": required,
+                                 "content": {"application/json": {"schema": {"$ref": ref}}}}}
+        for prefix in prefixes:
+            app.add_api_route(
+                f"{prefix}/tools/{op.name}", _tool_endpoint(entity, op), methods=["POST"],
+                summary=op.name, description=op.description, tags=[entity.name if prefix else op.group],
+                operation_id=f"{entity.name}__{op.name}" if prefix else op.name,
+                openapi_extra=extra, response_model=None)
+    for prefix in prefixes:
+        app.add_api_route(f"{prefix}/tools", _list_endpoint(entity), methods=["GET"],
+                          summary="the entity's operations", include_in_schema=True,
+                          operation_id=f"{entity.name}__list_tools" if prefix else "list_tools")
+
+
+def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", address: str | None = None) -> FastAPI:
+    """A FastAPI app for one or several entities; the first is also served at the bare paths.
+
+    ``address`` (e.g. ``http://127.0.0.1:8765``) is written to each entity's owner lock, so CLI
+    calls and stdio MCP servers forward to this server.
+    """
+    memories = [memories] if isinstance(memories, Memory) else list(memories)
+    if not memories:
+        raise ValueError("create_app needs at least one entity")
+    entities = {m.settings.entity: _Entity(m, host) for m in memories}
+    if len(entities) != len(memories):
+        raise ValueError("two hosted entities have the same name")
+    primary = next(iter(entities.values()))
+    components: dict[str, Any] = {}
+    owners: dict[str, type] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        async with AsyncExitStack() as stack:
+            for entity in entities.values():
+                await stack.enter_async_context(entity.memory)
+                if address:
+                    entity.memory.lock.set_address(f"{address.rstrip('/')}/entities/{entity.name}")
+            for entity in entities.values():
+                _add_tool_routes(app, entity, entity is primary, components, owners)
+                await stack.enter_async_context(entity.mcp.run())
+            app.openapi_schema = None
+            yield
+
+    app = FastAPI(title="PPS", version=__version__, lifespan=lifespan,
+                  description="Pattern Persistence System: memory for AI entities. "
+                              "Every route is generated from the entity's operation catalog.")
+    app.state.entities = entities
+
+    @app.get("/health", tags=["health"])
+    async def health() -> dict[str, Any]:
+        """Liveness (no token needed). The entity's detailed health is the `pps_health` operation."""
+        return {"ok": all(e.memory.opened for e in entities.values()), "entities": len(entities)}
+
+    for entity in entities.values():
+        app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint()))
+    app.router.routes.append(Route("/mcp", primary.mcp_endpoint()))
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                 routes=app.routes)
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(components)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
+
+    def limit_for(path: str) -> int:
+        parts = path.split("/")
+        entity = entities.get(parts[2]) if len(parts) > 2 and parts[1] == "entities" else None
+        return (entity or primary).memory.settings.limits.max_request_bytes
+
+    app.add_middleware(BodyLimit, limit_for=limit_for)
+    return app

@@ -1,0 +1,84 @@
+"""``create_server(memory)``: an MCP server whose tools are the entity's operation catalog.
+
+Built on the SDK's low-level ``mcp.server.Server`` (MCPServer derives schemas from Python function
+signatures; ours come from the catalog's parameter models, so the low-level handlers are the fit).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server
+
+from pps_core import PPSError
+
+from .backend import Backend, LocalBackend, ToolSpec
+
+log = logging.getLogger("pps.mcp")
+
+
+def tool_from_spec(spec: ToolSpec) -> types.Tool:
+    return types.Tool(
+        name=spec.name,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        annotations=types.ToolAnnotations(
+            read_only_hint=spec.read_only, destructive_hint=spec.destructive,
+            idempotent_hint=spec.idempotent, open_world_hint=False,
+        ),
+    )
+
+
+def success_result(result: Any) -> types.CallToolResult:
+    """A result with a ``text`` key (ambient_recall) shows its markdown; others show their JSON."""
+    if isinstance(result, dict) and isinstance(result.get("text"), str):
+        text = result["text"]
+    else:
+        text = json.dumps(result, ensure_ascii=False, indent=1)
+    structured = result if isinstance(result, dict) else {"result": result}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured)
+
+
+def error_result(exc: PPSError) -> types.CallToolResult:
+    """A tool error the model can read and correct: the message names the parameter at fault."""
+    text = f"{exc.code}: {exc.message}"
+    if exc.param and exc.param not in exc.message:
+        text += f" (parameter: {exc.param})"
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content=exc.to_dict(), is_error=True)
+
+
+async def call_tool(backend: Backend, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    try:
+        return success_result(await backend.call(name, arguments))
+    except PPSError as exc:
+        return error_result(exc)
+    except Exception as exc:  # a bug, not the caller's fault: logged to stderr, reported without traceback
+        log.exception("tool %s failed", name)
+        return error_result(PPSError(f"{name} failed unexpectedly ({type(exc).__name__}); see the server log"))
+
+
+def create_server(memory=None, *, backend: Backend | None = None, name: str | None = None) -> Server:
+    """An MCP server for one entity: ``memory`` (opened by the caller) or any ``backend``."""
+    if backend is None:
+        if memory is None:
+            raise ValueError("create_server needs a memory or a backend")
+        backend = LocalBackend(memory)
+    if name is None:
+        name = f"pps-{memory.settings.entity}" if memory is not None else "pps"
+
+    async def on_list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[tool_from_spec(s) for s in await backend.tools()])
+
+    async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await call_tool(backend, params.name, params.arguments)
+
+    from pps_core import __version__
+
+    server = Server(name, version=__version__, on_list_tools=on_list_tools, on_call_tool=on_call_tool,
+                    instructions="Memory of an AI entity (PPS). Start a session with ambient_recall(context='startup').")
+    server.pps_backend = backend  # type: ignore[attr-defined]
+    return server
