@@ -208,6 +208,10 @@ def cmd_operations(args) -> int:
 def cmd_serve(args) -> int:
     from .plugins import build_plugin_manager
 
+    given = argparse.ArgumentParser(add_help=False)  # `pps serve mcp --entity lyra`: options after the name
+    _entity_args(given)
+    after, _ = given.parse_known_args(list(args.args))
+    args.entity, args.home = after.entity or args.entity, after.home or args.home
     settings = _settings(args)
     pm = build_plugin_manager(settings.plugins)
     transports = {t.name: t for batch in pm.hook.pps_transports() for t in batch or []}
