@@ -57,6 +57,11 @@ def truncate(text: str, max_chars: int | None) -> str:
     return text[:max_chars] + "..."
 
 
+def shown_chars(text: str, max_chars: int | None) -> int:
+    """Characters of content shown (the manifest's count): after truncation, without the '...' marker."""
+    return len(text) if max_chars is None else min(len(text), max_chars)
+
+
 @dataclasses.dataclass
 class Block:
     """One rendered section: a header and items; chars count item content after truncation."""
@@ -83,21 +88,21 @@ class Block:
 
 def document_item(r: SearchResult, max_chars: int | None) -> tuple[str, int]:
     body = truncate(r.content, max_chars)
-    return f"[{r.layer}]\nSource: {r.source}\n{body}", len(body)
+    return f"[{r.layer}]\nSource: {r.source}\n{body}", shown_chars(r.content, max_chars)
 
 
 def summary_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None) -> tuple[str, int]:
     body = truncate(r.content, max_chars)
     day = render_day(r.timestamp, tz) if r.timestamp else "????-??-??"
     channels = ", ".join(r.metadata.get("channels") or []) or "unknown"
-    return f"[{day}] [{channels}]\n{body}", len(body)
+    return f"[{day}] [{channels}]\n{body}", shown_chars(r.content, max_chars)
 
 
 def turn_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None) -> tuple[str, int]:
     body = truncate(r.content, max_chars)
     when = render_minute(r.timestamp, tz) if r.timestamp else "?"
     md = r.metadata
-    return f"[{when}] [{md.get('channel', '?')}] {md.get('author_name', '?')}: {body}", len(body)
+    return f"[{when}] [{md.get('channel', '?')}] {md.get('author_name', '?')}: {body}", shown_chars(r.content, max_chars)
 
 
 def manifest(blocks: list[Block], extra_lines: list[str] = ()) -> str:

@@ -15,10 +15,10 @@ she she'd she'll she's should shouldn't so some such than that that's the their 
 there there's these they they'd they'll they're they've this those through to too under until up very was
 wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom
 why why's will with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
-did does do say said tell told think thought
+did does do say said tell told think thought s t d ll re ve m
 """.split())
 
-_TOKEN = re.compile(r"[\w']+", re.UNICODE)
+_TOKEN = re.compile(r"\w+", re.UNICODE)
 
 
 def tokens(text: str) -> list[str]:

@@ -125,10 +125,17 @@ def since(conn: sqlite3.Connection, ts: str, limit: int) -> tuple[list[dict[str,
 
 
 def around(conn: sqlite3.Connection, ts: str, before: int, after: int) -> tuple[list[dict], list[dict]]:
+    """``before`` turns before ``ts`` and ``after`` from it; a side that runs out lends to the other."""
+    total = before + after
     b = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE created_at < ? ORDER BY created_at DESC, id DESC "
-                     "LIMIT ?", (ts, before)).fetchall()
+                     "LIMIT ?", (ts, total)).fetchall()
     a = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE created_at >= ? ORDER BY created_at, id LIMIT ?",
-                     (ts, after)).fetchall()
+                     (ts, total)).fetchall()
+    if len(b) < before:
+        after += before - len(b)
+    if len(a) < after:
+        before += after - len(a)
+    b, a = b[:before], a[:after]
     return [row_to_turn(r) for r in reversed(b)], [row_to_turn(r) for r in a]
 
 

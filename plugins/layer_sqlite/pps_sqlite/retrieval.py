@@ -1,0 +1,228 @@
+"""Fused turn retrieval: FTS5 BM25 and dense turn vectors, score-normalised and weighted.
+
+Plain RRF of BM25 and a small embedder loses to BM25 alone on conversational recall (LoCoMo),
+because rank fusion gives a weak dense list as much say as a strong lexical one. Here each signal
+is normalised by its own best candidate and weighted, and a few cheap, general signals are added:
+the speaker named in the question, absolute dates in the question resolved against the turns'
+timestamps, and the turns around a strong hit. Every weight is in ``FusionConfig``; bench/locomo.py
+measures them. Without an embedder the same code ranks by the lexical signals alone.
+
+Functions taking ``conn`` run on the database's worker thread.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pps_core.textsearch import STOP_WORDS, tokens
+
+#: Words that shape a question but rarely appear in the turn that answers it.
+QUESTION_WORDS = frozenset("""
+kind type sort sorts kinds types many much long ever also recently currently usually often likely would
+might something anything things thing someone one ones name names named mention mentioned mentions
+share shared shares talk talked talks discuss discussed get got go going went make made
+""".split())
+
+MONTHS = {m: i + 1 for i, m in enumerate(
+    "january february march april may june july august september october november december".split())}
+
+
+def _month(name: str) -> int:
+    return MONTHS[next(m for m in MONTHS if m.startswith(name.lower()[:3]))]
+
+
+_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|" \
+         r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\.?,?\s+(\d{{4}})\b", re.I)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH}\.?,?\s+(\d{{4}})\b", re.I)
+_YEAR = re.compile(r"\b(?:in|during|of)\s+((?:19|20)\d\d)\b", re.I)
+
+
+@dataclass(frozen=True)
+class FusionConfig:
+    """Weights of the fused score; the defaults are what bench/locomo.py measured best."""
+
+    candidates: int = 200          # from each signal
+    w_bm25: float = 0.5
+    w_dense: float = 0.5
+    dense_floor_rank: int = 50     # dense scores are scaled between this candidate's cosine and the best one's
+    context: float = 0.0           # weight of the neighbours' vectors in a turn's context vector
+    author_boost: float = 0.0      # added when the turn's author is named in the question
+    names_in_bm25: bool = True     # keep author names as lexical terms
+    question_words: bool = True    # drop QUESTION_WORDS from the lexical query
+    time_boost: float = 0.0        # added when the turn falls in a date window named in the question
+    time_slack_days: int = 0       # a window also covers this many days after its end
+    neighbour: float = 0.0         # share of the best adjacent turn's score a turn inherits
+    use_bm25: bool = True
+    use_dense: bool = True
+
+
+DEFAULT = FusionConfig()
+
+
+@dataclass
+class Query:
+    text: str
+    terms: list[str]
+    names: set[str] = field(default_factory=set)
+    windows: list[tuple[str, str]] = field(default_factory=list)  # [start, end) in storage format
+
+
+def _storage(dt: datetime) -> str:
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def date_windows(text: str, slack_days: int = 0) -> tuple[list[tuple[str, str]], str]:
+    """Absolute dates in ``text`` as [start, end) UTC windows, and the text with them removed."""
+    windows: list[tuple[datetime, datetime]] = []
+    rest = text
+
+    def cut(m: re.Match) -> str:
+        return " " * (m.end() - m.start())
+
+    for rx, kind in ((_DAY_MONTH_YEAR, "dmy"), (_MONTH_DAY_YEAR, "mdy"), (_MONTH_YEAR, "my"), (_YEAR, "y")):
+        for m in list(rx.finditer(rest)):
+            try:
+                if kind == "dmy":
+                    start = datetime(int(m.group(3)), _month(m.group(2)), int(m.group(1)), tzinfo=UTC)
+                    end = start + timedelta(days=1)
+                elif kind == "mdy":
+                    start = datetime(int(m.group(3)), _month(m.group(1)), int(m.group(2)), tzinfo=UTC)
+                    end = start + timedelta(days=1)
+                elif kind == "my":
+                    y, mo = int(m.group(2)), _month(m.group(1))
+                    start = datetime(y, mo, 1, tzinfo=UTC)
+                    end = datetime(y + (mo == 12), mo % 12 + 1, 1, tzinfo=UTC)
+                else:
+                    y = int(m.group(1))
+                    start, end = datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
+            except (ValueError, KeyError):
+                continue
+            # a day is widened by one on each side: time zones, and "on May 3" said late on May 2
+            if kind in ("dmy", "mdy"):
+                start, end = start - timedelta(days=1), end + timedelta(days=1)
+            windows.append((start, end + timedelta(days=slack_days)))
+        rest = rx.sub(cut, rest)
+    return [(_storage(a), _storage(b)) for a, b in windows], rest
+
+
+def parse_query(text: str, authors: dict[str, str], cfg: FusionConfig = DEFAULT) -> Query:
+    """Lexical terms, authors named, date windows. ``authors`` maps a lower-cased name token to the author."""
+    windows, rest = date_windows(text, cfg.time_slack_days) if cfg.time_boost else ([], text)
+    toks = tokens(rest)
+    names = {authors[t] for t in toks if t in authors}
+    names |= {authors[t[:-2]] for t in toks if t.endswith("'s") and t[:-2] in authors}
+    drop = STOP_WORDS | (QUESTION_WORDS if cfg.question_words else frozenset())
+    terms, seen = [], set()
+    for t in toks:
+        t = t[:-2] if t.endswith("'s") else t
+        if t in drop or t in seen or (not cfg.names_in_bm25 and t in authors):
+            continue
+        seen.add(t)
+        terms.append(t)
+    if not terms and not names:
+        terms = [t for t in dict.fromkeys(tokens(text)) if t not in STOP_WORDS] or list(dict.fromkeys(toks))
+    return Query(text=text, terms=terms[:64], names=names, windows=windows)
+
+
+def author_tokens(conn: sqlite3.Connection) -> dict[str, str]:
+    """Each author's name and its first word, lower-cased, mapped to the author (for names in questions)."""
+    out: dict[str, str] = {}
+    for (name,) in conn.execute("SELECT DISTINCT author_name FROM messages"):
+        toks = tokens(name)
+        for t in {" ".join(toks), toks[0] if toks else ""} - {""}:
+            if t not in STOP_WORDS:
+                out[t] = name
+    return out
+
+
+def bm25_scores(conn: sqlite3.Connection, terms: list[str], n: int,
+                channel: str | None = None) -> dict[int, float]:
+    """Top ``n`` turns by BM25 over their content for an OR of ``terms`` (higher is better)."""
+    if not terms:
+        return {}
+    match = "content : (" + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
+    sql = ("SELECT messages_fts.rowid AS id, bm25(messages_fts, 1.0, 0.0, 0.0) AS rank FROM messages_fts "
+           "WHERE messages_fts MATCH ?")
+    args: list[Any] = [match]
+    if channel:
+        sql = sql.replace("FROM messages_fts", "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid")
+        sql += " AND m.channel = ?"
+        args.append(channel)
+    sql += " ORDER BY rank LIMIT ?"
+    args.append(n)
+    return {row[0]: -row[1] for row in conn.execute(sql, args)}
+
+
+def fuse(conn: sqlite3.Connection, query: Query, lexical: dict[int, float], dense: dict[int, float],
+         dense_floor: float, cfg: FusionConfig, channel: str | None = None) -> list[tuple[int, float, dict]]:
+    """Rank the union of the candidates by the weighted, normalised signals; best first."""
+    ids = set(lexical) | set(dense)
+    if not ids:
+        return []
+    top_b = max(lexical.values(), default=0.0) or 1.0
+    top_d = max(dense.values(), default=0.0)
+    span_d = (top_d - dense_floor) or 1.0
+    meta = _meta(conn, ids)
+    if channel:
+        ids = {i for i in ids if meta.get(i, ("", "", ""))[2] == channel}
+    scores: dict[int, float] = {}
+    signals: dict[int, dict] = {}
+    w_b = cfg.w_bm25 if lexical else 0.0
+    w_d = cfg.w_dense if dense else 0.0
+    for i in ids:
+        b = lexical.get(i, 0.0) / top_b
+        d = max(0.0, (dense[i] - dense_floor) / span_d) if i in dense else 0.0
+        s = w_b * b + w_d * d
+        author, created, _ch = meta.get(i, ("", "", ""))
+        extra = 0.0
+        if cfg.author_boost and author in query.names:
+            extra += cfg.author_boost
+        if cfg.time_boost and query.windows and any(a <= created < z for a, z in query.windows):
+            extra += cfg.time_boost
+        scores[i] = s + extra
+        signals[i] = {"bm25": round(lexical.get(i, 0.0), 4), "dense": round(dense[i], 4) if i in dense else None}
+    if cfg.neighbour:
+        base = dict(scores)
+        for i in ids:
+            ch = meta.get(i, ("", "", ""))[2]
+            best = max((base[j] for j in (i - 1, i + 1) if j in base and meta[j][2] == ch), default=0.0)
+            scores[i] += cfg.neighbour * best
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [(i, s, {**signals[i], "fused": round(s, 4)}) for i, s in ranked]
+
+
+def _meta(conn: sqlite3.Connection, ids: set[int]) -> dict[int, tuple[str, str, str]]:
+    out = {}
+    ordered = sorted(ids)
+    for k in range(0, len(ordered), 900):
+        chunk = ordered[k:k + 900]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(f"SELECT id, author_name, created_at, channel FROM messages WHERE id IN ({marks})",
+                                chunk):
+            out[row[0]] = (row[1], row[2], row[3])
+    return out
+
+
+def dense_top(scores, n: int, floor_rank: int) -> tuple[dict[int, float], float]:
+    """``scores`` is (ids, cosines) as numpy arrays: the ``n`` best and the cosine at ``floor_rank``."""
+    import numpy as np
+
+    ids, cos = scores
+    if len(ids) == 0:
+        return {}, 0.0
+    k = min(n, len(ids))
+    top = np.argpartition(-cos, k - 1)[:k]
+    top = top[np.argsort(-cos[top])]
+    floor = float(cos[top[min(floor_rank, k) - 1]]) if k else 0.0
+    return {int(ids[j]): float(cos[j]) for j in top}, floor
+
+
+def idf_weight(df: int, n: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))

@@ -1,0 +1,210 @@
+"""Turn vectors (message_vectors, float32 blobs) cached as one numpy matrix, and the fused search over them.
+
+Vectors are computed when a turn is stored (when an embedder is loaded) and, for turns stored
+without one, backfilled in bounded batches at search time. The matrix is searched by brute force:
+a few milliseconds for 100k turns. All cache work runs on the database's worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+from typing import Any
+
+from . import retrieval, turns
+from .db import Database, Tx
+
+log = logging.getLogger("pps.sqlite")
+
+#: How a turn becomes text for its vector; part of the stored model key, so a change re-embeds.
+RECIPE = "author+content"
+BACKFILL_PER_SEARCH = 256
+EMBED_BATCH = 64
+
+
+def vector_text(t: dict[str, Any]) -> str:
+    return f"{t['author_name']}: {t['content']}"
+
+
+class TurnVectors:
+    """ids (ascending), their channels and unit vectors; context vectors derived on demand."""
+
+    def __init__(self, model: str) -> None:
+        import numpy as np
+
+        self.model = model
+        self.ids = np.empty(0, dtype=np.int64)
+        self.channels: list[str] = []
+        self.matrix = np.empty((0, 0), dtype=np.float32)
+        self._context: dict[float, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def load(self, conn: sqlite3.Connection) -> None:
+        last = int(self.ids[-1]) if len(self.ids) else 0
+        rows = conn.execute("SELECT v.message_id, v.vector, m.channel FROM message_vectors v "
+                            "JOIN messages m ON m.id = v.message_id WHERE v.model = ? AND v.message_id > ? "
+                            "ORDER BY v.message_id", (self.model, last)).fetchall()
+        if rows:
+            self.add([r[0] for r in rows], [r[2] for r in rows], [r[1] for r in rows])
+
+    def add(self, ids: list[int], channels: list[str], blobs: list[bytes]) -> None:
+        import numpy as np
+
+        vecs = np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs])
+        new_ids = np.asarray(ids, dtype=np.int64)
+        if len(self.ids) and self.matrix.shape[1] != vecs.shape[1]:
+            raise ValueError(f"vector dimension changed from {self.matrix.shape[1]} to {vecs.shape[1]}")
+        ids_all = np.concatenate([self.ids, new_ids])
+        mat = vecs if not len(self.ids) else np.concatenate([self.matrix, vecs])
+        chans = self.channels + list(channels)
+        if len(self.ids) and new_ids.min() <= self.ids[-1]:  # a backfilled older turn: keep id order
+            order = np.argsort(ids_all, kind="stable")
+            ids_all, mat, chans = ids_all[order], mat[order], [chans[i] for i in order]
+        self.ids, self.matrix, self.channels = ids_all, mat, chans
+        self._context.clear()
+
+    def context_matrix(self, weight: float):
+        """Each turn's vector plus ``weight`` times its neighbours' in the same channel, re-normalised."""
+        import numpy as np
+
+        if not weight:
+            return self.matrix
+        if weight not in self._context:
+            n = len(self.ids)
+            same_prev = np.array([i > 0 and self.channels[i - 1] == self.channels[i] for i in range(n)])
+            prev = np.zeros_like(self.matrix)
+            prev[1:] = self.matrix[:-1]
+            prev[~same_prev] = 0
+            nxt = np.zeros_like(self.matrix)
+            nxt[:-1] = self.matrix[1:]
+            same_next = np.zeros(n, dtype=bool)
+            same_next[:-1] = same_prev[1:]
+            nxt[~same_next] = 0
+            ctx = self.matrix + weight * (prev + nxt)
+            ctx /= np.linalg.norm(ctx, axis=1, keepdims=True) + 1e-12
+            self._context = {weight: ctx.astype(np.float32)}
+        return self._context[weight]
+
+    def scores(self, qvec, context: float = 0.0):
+        import numpy as np
+
+        if not len(self.ids):
+            return self.ids, np.empty(0, dtype=np.float32)
+        return self.ids, self.context_matrix(context) @ np.asarray(qvec, dtype=np.float32)
+
+
+def missing(conn: sqlite3.Connection, model: str, limit: int) -> list[dict[str, Any]]:
+    rows = conn.execute(f"SELECT {turns.COLUMNS} FROM messages WHERE id NOT IN "
+                        "(SELECT message_id FROM message_vectors WHERE model = ?) ORDER BY id LIMIT ?",
+                        (model, limit)).fetchall()
+    return [turns.row_to_turn(r) for r in rows]
+
+
+def write(conn: sqlite3.Connection, model: str, rows: list[tuple[int, bytes]]) -> None:
+    with Tx(conn):
+        conn.executemany("INSERT OR REPLACE INTO message_vectors (message_id, model, vector) VALUES (?, ?, ?)",
+                         [(i, model, b) for i, b in rows])
+
+
+class Retriever:
+    """The raw_capture layer's search: fused when an embedder is loaded, lexical otherwise."""
+
+    def __init__(self, memory, db: Database) -> None:
+        self.memory = memory
+        self.db = db
+        self.vectors: TurnVectors | None = None
+        self._pending = True  # turns may lack vectors (stored before an embedder, or a failed embed)
+        self._authors: dict[str, str] | None = None
+        self._warned = False
+
+    def _embedder(self):
+        try:
+            return self.memory.embedder
+        except Exception as exc:  # a broken embedder plugin must not break search
+            self._warn(exc)
+            return None
+
+    def _warn(self, exc: BaseException) -> None:
+        if not self._warned:
+            log.warning("turn vectors unavailable, searching lexically: %s: %s", type(exc).__name__, exc)
+            self._warned = True
+
+    def _model(self, emb) -> str:
+        return f"{emb.name}|{RECIPE}"
+
+    async def _embed(self, emb, texts: list[str]):
+        import numpy as np
+
+        vecs = await asyncio.to_thread(emb.embed, texts)
+        return [np.asarray(v, dtype=np.float32).tobytes() for v in vecs]
+
+    async def index(self, new_turns: list[dict[str, Any]]) -> None:
+        """Embed freshly stored turns and add them to the cache; a failure leaves them for backfill."""
+        self._authors = None
+        emb = self._embedder()
+        if emb is None or not new_turns:
+            return
+        try:
+            for k in range(0, len(new_turns), EMBED_BATCH):
+                batch = new_turns[k:k + EMBED_BATCH]
+                blobs = await self._embed(emb, [vector_text(t) for t in batch])
+                await self.db.run(self._store, self._model(emb), batch, blobs)
+        except Exception as exc:
+            self._pending = True
+            self._warn(exc)
+
+    def _store(self, conn, model: str, batch: list[dict[str, Any]], blobs: list[bytes]) -> None:
+        write(conn, model, [(t["id"], b) for t, b in zip(batch, blobs, strict=True)])
+        if self.vectors is not None and self.vectors.model == model:
+            self.vectors.add([t["id"] for t in batch], [t["channel"] for t in batch], blobs)
+
+    async def backfill(self, emb, limit: int = BACKFILL_PER_SEARCH) -> int:
+        model = self._model(emb)
+        todo = await self.db.run(missing, self.db.conn, model, limit)
+        if todo:
+            await self.index(todo)
+        if len(todo) < limit:
+            self._pending = False
+        return len(todo)
+
+    def _prepare(self, conn, model: str) -> TurnVectors:
+        if self.vectors is None or self.vectors.model != model:
+            self.vectors = TurnVectors(model)
+        self.vectors.load(conn)
+        return self.vectors
+
+    async def search(self, query: str, limit: int, offset: int = 0, channel: str | None = None,
+                     cfg: retrieval.FusionConfig = retrieval.DEFAULT) -> list[dict[str, Any]]:
+        emb = self._embedder() if cfg.use_dense else None
+        qvec = None
+        if emb is not None:
+            try:
+                if self._pending:
+                    await self.backfill(emb)
+                qvec = (await asyncio.to_thread(emb.embed, [query]))[0]
+            except Exception as exc:
+                self._warn(exc)
+                qvec = None
+        model = self._model(emb) if emb is not None else None
+        return await self.db.run(self._search, self.db.conn, query, limit, offset, channel, cfg, qvec, model)
+
+    def _search(self, conn, query, limit, offset, channel, cfg, qvec, model) -> list[dict[str, Any]]:
+        if self._authors is None:
+            self._authors = retrieval.author_tokens(conn)
+        q = retrieval.parse_query(query, self._authors, cfg)
+        lexical = retrieval.bm25_scores(conn, q.terms, cfg.candidates, channel) if cfg.use_bm25 else {}
+        dense, floor = {}, 0.0
+        if qvec is not None:
+            vectors = self._prepare(conn, model)
+            dense, floor = retrieval.dense_top(vectors.scores(qvec, cfg.context), cfg.candidates,
+                                               cfg.dense_floor_rank)
+        ranked = retrieval.fuse(conn, q, lexical, dense, floor, cfg, channel)[offset:offset + limit]
+        found = {t["id"]: t for t in turns.by_ids(conn, [i for i, _s, _m in ranked])}
+        out = []
+        for i, score, signals in ranked:
+            if i in found:
+                out.append({**found[i], "score": round(score, 6), "signals": signals})
+        return out

@@ -1,0 +1,110 @@
+"""Claude Code transcripts (``~/.claude/projects/<project>/<session>.jsonl``) read as turns.
+
+Each line of a transcript is one entry: ``type`` user/assistant (others: summary, system, ...), a
+``uuid``, a ``timestamp``, the ``sessionId`` and the API ``message``. A user prompt is a user entry
+whose content is text (tool results come back as user entries too); an assistant reply is the text
+blocks of an assistant entry (tool calls and thinking are not turns). The entry's uuid makes a stable
+``message_id``, so storing the same transcript twice stores nothing new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+SOURCE = "claude-code"
+#: User entries that are Claude Code's own wrappers (slash commands, local command output), not prompts.
+_WRAPPERS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
+             "<command-args>", "[Request interrupted by user")
+
+
+def read_entries(path: Path, offset: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Complete JSON lines from byte ``offset`` on, as (offset after the line, entry).
+
+    A last line without its newline is still being written: it is left for the next read.
+    Lines that are not JSON objects are skipped.
+    """
+    with Path(path).open("rb") as fh:
+        fh.seek(offset)
+        pos = offset
+        for raw in fh:
+            if not raw.endswith(b"\n"):
+                break
+            pos += len(raw)
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                yield pos, entry
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content: a string, or the ``text`` blocks of a block list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n".join(p for p in parts if p)
+    return ""
+
+
+def is_transcript_entry(entry: dict[str, Any]) -> bool:
+    return entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict)
+
+
+def entry_turn(entry: dict[str, Any], *, entity: str, user_name: str,
+               session_id: str | None = None) -> dict[str, Any] | None:
+    """The turn (store_message params) of one transcript entry, or None when it is not a turn."""
+    if not is_transcript_entry(entry) or entry.get("isSidechain") or entry.get("isMeta"):
+        return None
+    if entry.get("isCompactSummary") or entry.get("isVisibleInTranscriptOnly"):
+        return None
+    role = entry["type"]
+    text = text_of(entry["message"].get("content")).strip()
+    if not text or (role == "user" and text.startswith(_WRAPPERS)):
+        return None
+    session = entry.get("sessionId") or session_id or "unknown"
+    uuid = entry.get("uuid")
+    if not uuid:
+        uuid = hashlib.sha256(f"{session}\n{entry.get('timestamp')}\n{role}\n{text}".encode()).hexdigest()[:32]
+    metadata = {"source": SOURCE, "uuid": entry.get("uuid"), "role": role}
+    for key, name in (("cwd", "cwd"), ("gitBranch", "git_branch")):
+        if entry.get(key):
+            metadata[name] = entry[key]
+    if role == "assistant" and entry["message"].get("model"):
+        metadata["model"] = entry["message"]["model"]
+    turn = {
+        "content": text,
+        "author_name": entity if role == "assistant" else user_name,
+        "channel": f"terminal:{session}",
+        "session_id": session,
+        "metadata": metadata,
+        "message_id": f"{SOURCE}:{uuid}",
+    }
+    if entry.get("timestamp"):
+        turn["created_at"] = entry["timestamp"]
+    return turn
+
+
+def transcript_turns(path: Path, *, entity: str, user_name: str, offset: int = 0,
+                     session_id: str | None = None) -> tuple[list[dict[str, Any]], int]:
+    """Turns of a transcript from byte ``offset``; returns them and the offset to resume from."""
+    turns: list[dict[str, Any]] = []
+    end = offset
+    for end, entry in read_entries(path, offset):
+        turn = entry_turn(entry, entity=entity, user_name=user_name, session_id=session_id)
+        if turn is not None:
+            turns.append(turn)
+    return turns, end
+
+
+def find_transcripts(path: Path) -> list[Path]:
+    """A transcript file, or every ``*.jsonl`` under a directory (oldest first by modification time)."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        return sorted((p for p in path.rglob("*.jsonl") if p.is_file()), key=lambda p: (p.stat().st_mtime, str(p)))
+    return [path]

@@ -1,0 +1,68 @@
+"""Small in-memory layers for tests of the core: scripted results, slow or failing backends."""
+
+from __future__ import annotations
+
+import asyncio
+import types
+
+from pps_core.hookspecs import hookimpl
+from pps_core.layer import Layer
+from pps_core.models import LayerHealth, SearchResult
+from pps_core.textsearch import lexical_scores
+
+
+class ScriptedLayer(Layer):
+    """A layer over a list of texts; ``delay`` makes it slow, ``fail`` makes every call raise."""
+
+    def __init__(self, name: str, texts: list[str] = (), *, delay: float = 0.0, fail: str | None = None,
+                 title: str | None = None) -> None:
+        super().__init__()
+        self.name = name
+        self.title = title or name
+        self.texts = list(texts)
+        self.delay = delay
+        self.fail = fail
+
+    async def _maybe(self):
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        if self.fail:
+            raise RuntimeError(self.fail)
+
+    async def search(self, query, limit, offset=0):
+        await self._maybe()
+        scores = lexical_scores(query, {str(i): t for i, t in enumerate(self.texts)})
+        ranked = sorted(((s, i) for i, s in enumerate(scores) if s > 0), reverse=True)[offset:offset + limit]
+        return [SearchResult(layer=self.name, content=self.texts[i], source=f"{self.name}-{i}", score=s,
+                             metadata={"kind": "document"}) for s, i in ranked]
+
+    async def recent(self, limit):
+        await self._maybe()
+        return [SearchResult(layer=self.name, content=t, source=f"{self.name}-{i}", metadata={"kind": "document"})
+                for i, t in list(enumerate(self.texts))[-limit:]] if limit else []
+
+    async def health(self):
+        await self._maybe()
+        return LayerHealth(layer=self.name, available=True, counts={"items": len(self.texts)})
+
+
+def layer_plugin(*layers: Layer, name: str = "scripted"):
+    """A plugin object providing the given layers (register with ``extra_plugins=[...]``)."""
+    mod = types.SimpleNamespace(__pps_name__=name)
+
+    @hookimpl
+    def pps_layers(memory):
+        return list(layers)
+
+    mod.pps_layers = pps_layers
+    return mod
+
+
+def broken_layer_plugin(name: str, error: str):
+    """A plugin whose layer fails to open (its backend is down)."""
+
+    class Broken(ScriptedLayer):
+        async def open(self):
+            raise ConnectionError(error)
+
+    return layer_plugin(Broken(name), name=f"broken-{name}")

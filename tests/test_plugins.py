@@ -1,0 +1,94 @@
+import subprocess
+import sys
+
+import pluggy
+import pytest
+
+from pps_core import Memory, hookimpl
+from pps_core.errors import ConfigError
+from pps_core.plugins import build_plugin_manager, describe
+
+
+def test_unknown_plugin_names_what_is_installed():
+    with pytest.raises(ConfigError) as err:
+        build_plugin_manager(["chorma"])
+    assert "no plugin named 'chorma'" in str(err.value)
+    assert "sqlite" in str(err.value) and "crystals" in str(err.value)
+
+
+def test_a_plugin_listed_twice_is_refused():
+    with pytest.raises(ConfigError, match="listed twice"):
+        build_plugin_manager(["sqlite", "sqlite"])
+
+
+def test_misspelled_hookimpl_fails_loudly():
+    class Typo:
+        @hookimpl
+        def pps_layerz(self, memory):
+            return []
+
+    with pytest.raises(ConfigError, match="pps_layerz"):
+        build_plugin_manager([], [Typo()])
+
+
+def test_broken_plugin_import_names_plugin_and_cause(tmp_path, monkeypatch):
+    pkg = tmp_path / "site"
+    (pkg / "pps_broken_demo").mkdir(parents=True)
+    (pkg / "pps_broken_demo" / "__init__.py").write_text("raise ImportError('needs libfoo 9')\n")
+    dist = pkg / "pps_broken_demo-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: pps-broken-demo\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[pps.plugins]\nbroken = pps_broken_demo\n")
+    code = ("from pps_core.plugins import build_plugin_manager\n"
+            "try:\n    build_plugin_manager(['broken'])\nexcept Exception as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"PYTHONPATH": str(pkg), "PATH": "/usr/bin:/bin"})
+    assert "plugin 'broken' could not be imported" in out.stdout
+    assert "needs libfoo 9" in out.stdout
+
+
+def test_unlisted_plugins_are_never_imported():
+    code = ("import sys\nfrom pps_core.plugins import build_plugin_manager\n"
+            "build_plugin_manager(['crystals'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('pps_') and m != 'pps_core' "
+            "and not m.startswith('pps_core.')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "['pps_crystals', 'pps_crystals.plugin']"
+
+
+def test_describe_lists_versions_and_hooks():
+    pm = build_plugin_manager(["sqlite"])
+    (info,) = describe(pm)
+    assert info["name"] == "sqlite" and info["distribution"] == "pps-sqlite" and info["version"]
+    assert info["hooks"] == ["pps_layers", "pps_operations"]
+
+
+def test_trace_switch_prints_hook_calls(tmp_path):
+    code = ("import asyncio\nfrom pps_core import Memory\n"
+            f"m = Memory.for_entity('t', home={str(tmp_path)!r}, plugins=['crystals'])\n"
+            "async def go():\n    async with m: pass\nasyncio.run(go())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PPS_TRACE_PLUGINS": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert "pps_layers" in out.stderr and "pps_operations" in out.stderr
+
+
+async def test_each_memory_gets_a_fresh_plugin_manager(make_memory, pps_home):
+    a = await make_memory("a", plugins=["crystals"])
+    b = await make_memory("b", plugins=["sqlite"])
+    assert isinstance(a.pm, pluggy.PluginManager) and a.pm is not b.pm
+    assert "crystallize" in a.catalog and "crystallize" not in b.catalog
+    assert "store_message" in b.catalog and "store_message" not in a.catalog
+
+
+async def test_second_owner_is_refused_with_the_owner_named(pps_home):
+    first = Memory.for_entity("x", home=pps_home, plugins=["crystals"])
+    await first.open()
+    try:
+        second = Memory.for_entity("x", home=pps_home, plugins=["crystals"])
+        with pytest.raises(Exception, match=r"owned by another process \(pid \d+"):
+            await second.open()
+    finally:
+        await first.close()
+    again = Memory.for_entity("x", home=pps_home, plugins=["crystals"])
+    await again.open()
+    await again.close()

@@ -1,0 +1,158 @@
+"""ambient_recall("startup"): the exact package of reference/000, composed from config."""
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from pps_core import recall
+from pps_core.testing import ScriptedLayer, layer_plugin
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def at(monkeypatch, iso):
+    monkeypatch.setattr(recall, "now_utc", lambda: datetime.fromisoformat(iso).astimezone(UTC))
+
+
+async def fill(memory, turns=3):
+    for i in range(1, 6):
+        await memory.call("crystallize", {"content": f"Crystal {i}: session focus number {i}."})
+    msgs = [{"content": f"turn {i} " + ("long " * 300 if i == 2 else "hello"), "author_name": "Lyra" if i % 2 else "Jeff",
+             "channel": "terminal" if i % 3 else "discord:home", "created_at": f"2026-01-26T14:{20 + i:02d}:00-06:00"}
+            for i in range(1, 4 + turns)]
+    await memory.call("store_messages", {"messages": msgs})
+    await memory.call("store_summary", {"summary_text": "Older work on the graph. " * 40, "message_ids": [1, 2]})
+    await memory.call("store_summary", {"summary_text": "Architecture talk about continuity.", "message_ids": [3]})
+
+
+@pytest.fixture
+def anchors():
+    return ScriptedLayer("core_anchors", ["first photo", "the kitchen at dawn", "entity continuity moment"],
+                         title="Word-photos")
+
+
+async def test_startup_matches_golden(make_memory, monkeypatch, anchors):
+    memory = await make_memory(plugins=["sqlite", "crystals"], extra_plugins=[layer_plugin(anchors)],
+                               timezone="America/Chicago")
+    await fill(memory)
+    at(monkeypatch, "2026-01-26T20:47:00+00:00")
+    out = await memory.call("ambient_recall", {"context": "startup"})
+    expected = (GOLDEN / "startup_basic.md").read_text()
+    assert out["text"] == expected.rstrip("\n")
+    assert out["startup"] is True and out["latency_ms"] >= 0
+
+
+async def test_manifest_counts_chars_after_truncation(make_memory, monkeypatch, anchors):
+    memory = await make_memory(plugins=["sqlite", "crystals"], extra_plugins=[layer_plugin(anchors)])
+    await fill(memory)
+    out = await memory.call("ambient_recall", {"context": "startup"})
+    sections = {s["name"]: s for s in out["manifest"]["sections"]}
+    assert sections["Summaries"]["items"] == 2
+    assert sections["Summaries"]["chars"] == 500 + len("Architecture talk about continuity.")
+    assert sections["Recent turns"]["items"] == 3
+    assert sections["Crystals"]["items"] == 3 and sections["Word-photos"]["items"] == 2
+    assert out["manifest"]["total_chars"] == sum(s["chars"] for s in sections.values())
+    assert f"TOTAL: {out['manifest']['total_chars']} chars" in out["text"]
+
+
+@pytest.mark.parametrize("hour,line", [(2, "*You should be asleep, love.*"), (23, "*Getting late...*"),
+                                       (0, "*Getting late...*"), (14, None), (5, None)])
+async def test_clock_late_night_lines(make_memory, monkeypatch, hour, line):
+    memory = await make_memory(plugins=["sqlite"])
+    at(monkeypatch, f"2026-01-26T{hour:02d}:30:00+00:00")
+    text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
+    first = text.split("\n\n")[0]
+    assert first.startswith("**Clock**: Monday, January 26, 2026 at")
+    if line:
+        assert first.endswith(line)
+    else:
+        assert "\n" not in first
+
+
+async def test_late_night_lines_come_from_config(make_memory, monkeypatch):
+    memory = await make_memory(plugins=["sqlite"], startup={"late_night": {"asleep": "Rest now, Nexus."}})
+    at(monkeypatch, "2026-01-26T03:00:00+00:00")
+    text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
+    assert "*Rest now, Nexus.*" in text and "love" not in text
+
+
+@pytest.mark.parametrize("n,status", [(0, "(healthy)"), (49, "(healthy)"), (50, "(healthy, summarization available)"),
+                                      (99, "(healthy, summarization available)"), (100, "(summarization recommended)"),
+                                      (199, "(summarization recommended)"), (200, "(HIGH - summarize soon!)")])
+async def test_unsummarized_thresholds(make_memory, n, status):
+    memory = await make_memory(plugins=["sqlite"])
+    if n:
+        await memory.call("store_messages", {"messages": [
+            {"content": f"m{i}", "author_name": "A", "channel": "c"} for i in range(n)]})
+    text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
+    assert f"**Memory Health**: {n} unsummarized messages {status}" in text
+
+
+def test_uningested_thresholds():
+    from pps_core.render import health_line
+
+    assert health_line(87, [("Graphiti", 14)]) == (
+        "**Memory Health**: 87 unsummarized messages (healthy, summarization available) | "
+        "14 uningested to Graphiti (healthy)")
+    assert "20 uningested to Graphiti (batch ingestion recommended)" in health_line(0, [("Graphiti", 20)])
+    assert "99 uningested to Graphiti (batch ingestion recommended)" in health_line(0, [("Graphiti", 99)])
+    assert "100 uningested to Graphiti (HIGH - ingest soon!)" in health_line(0, [("Graphiti", 100)])
+
+
+async def test_all_250_unsummarized_turns_shown_chronologically(make_memory):
+    memory = await make_memory(plugins=["sqlite"])
+    await memory.call("store_messages", {"messages": [
+        {"content": f"message number {i:03d}", "author_name": "Jeff", "channel": "terminal",
+         "created_at": f"2026-01-{1 + i // 24:02d}T{i % 24:02d}:00:00"} for i in range(250)]})
+    out = await memory.call("ambient_recall", {"context": "startup"})
+    text = out["text"]
+    assert "250 unsummarized messages (HIGH - summarize soon!)" in text
+    assert "[unsummarized_turns] (showing 250 of 250)" in text
+    positions = [text.index(f"message number {i:03d}") for i in range(250)]
+    assert positions == sorted(positions)
+    assert "Recent turns: " in text and "(250 items)" in text
+
+
+async def test_turns_truncated_at_1000_chars(make_memory):
+    memory = await make_memory(plugins=["sqlite"])
+    await memory.call("store_message", {"content": "x" * 1500, "author_name": "A", "channel": "c"})
+    text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
+    assert "x" * 1000 + "..." in text and "x" * 1001 not in text
+    assert "Recent turns: 1000 chars (1 items)" in text
+
+
+async def test_composition_comes_from_config(make_memory):
+    sections = [{"name": "Crystals", "layer": "crystallization", "count": 1},
+                {"name": "Recent turns", "layer": "raw_capture", "style": "turns", "count": 2, "max_chars": 20}]
+    memory = await make_memory(plugins=["sqlite", "crystals"], startup={"sections": sections})
+    for i in range(3):
+        await memory.call("crystallize", {"content": f"crystal {i}"})
+    await memory.call("store_messages", {"messages": [
+        {"content": f"turn {i}", "author_name": "A", "channel": "c"} for i in range(5)]})
+    await memory.call("store_summary", {"summary_text": "a summary that must not show", "message_ids": [1]})
+    text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
+    assert "crystal 2" in text and "crystal 1" not in text
+    assert "summaries" not in text.lower().split("=== ambient recall manifest ===")[1].split("total")[0]
+    assert "a summary that must not show" not in text
+    assert ("[unsummarized_turns] (showing 2 of 4 - use get_turns_since_summary with offset=2 for older)"
+            in text)
+    assert "turn 3" in text and "turn 4" in text and "turn 2" not in text
+
+
+async def test_sections_of_unloaded_layers_are_skipped(make_memory):
+    memory = await make_memory(plugins=["sqlite"])
+    out = await memory.call("ambient_recall", {"context": "startup"})
+    assert [s["name"] for s in out["manifest"]["sections"]] == ["Summaries", "Recent turns"]
+
+
+async def test_a_failing_layer_never_fails_startup(make_memory):
+    slow = ScriptedLayer("crystallization", ["never shown"], delay=5)
+    memory = await make_memory(plugins=["sqlite"], extra_plugins=[layer_plugin(slow)],
+                               recall={"layer_timeout_s": 0.2})
+    await memory.call("store_message", {"content": "still here", "author_name": "A", "channel": "c"})
+    out = await memory.call("ambient_recall", {"context": "startup"})
+    assert "still here" in out["text"]
+    assert "Unavailable: crystallization: timeout" in out["text"]
+    assert {s["layer"]: s["status"] for s in out["layers"]}["crystallization"] == "timeout"
+    assert out["latency_ms"] < 4000

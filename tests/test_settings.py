@@ -1,0 +1,69 @@
+import pytest
+
+from pps_core.errors import ConfigError
+from pps_core.settings import PluginSettings, load_settings
+
+
+def write_toml(home, text):
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "pps.toml").write_text(text)
+
+
+def test_defaults_follow_reference_002(pps_home):
+    s = load_settings("lyra", pps_home)
+    assert s.entity == "lyra" and s.focal == "lyra"
+    counts = {sec.name: (sec.layer, sec.count, sec.max_chars) for sec in s.startup.sections}
+    assert counts == {"Crystals": ("crystallization", 3, None), "Word-photos": ("core_anchors", 2, None),
+                      "Summaries": ("message_summaries", 2, 500), "Recent turns": ("raw_capture", None, 1000)}
+
+
+def test_precedence_init_over_env_over_toml_over_defaults(pps_home, monkeypatch):
+    write_toml(pps_home, 'timezone = "Europe/Paris"\nfocal_entity = "FromToml"\nidentity = "toml"\n')
+    s = load_settings("lyra", pps_home)
+    assert s.timezone == "Europe/Paris" and s.focal_entity == "FromToml"
+    monkeypatch.setenv("PPS_FOCAL_ENTITY", "FromEnv")
+    s = load_settings("lyra", pps_home)
+    assert s.focal_entity == "FromEnv" and s.timezone == "Europe/Paris"
+    s = load_settings("lyra", pps_home, focal_entity="FromInit")
+    assert s.focal_entity == "FromInit" and s.identity == "toml"
+
+
+def test_nested_env_reaches_startup_composition(pps_home, monkeypatch):
+    write_toml(pps_home, "[limits]\nmax_batch = 7\n")
+    monkeypatch.setenv("PPS_LIMITS__MAX_PAGE", "33")
+    s = load_settings("lyra", pps_home)
+    assert s.limits.max_batch == 7 and s.limits.max_page == 33
+
+
+def test_plugin_section_precedence(pps_home, monkeypatch):
+    class ThingSettings(PluginSettings, env_prefix="PPS_THING_"):
+        size: int = 1
+        colour: str = "red"
+
+    write_toml(pps_home, "[thing]\nsize = 5\ncolour = 'green'\n")
+    s = load_settings("lyra", pps_home)
+    assert s.plugin_settings(ThingSettings, "thing").size == 5
+    monkeypatch.setenv("PPS_THING_SIZE", "9")
+    got = s.plugin_settings(ThingSettings, "thing")
+    assert (got.size, got.colour) == (9, "green")
+    assert s.plugin_settings(ThingSettings, "thing", size=2).size == 2
+
+
+def test_unknown_timezone_is_a_clear_error(pps_home):
+    write_toml(pps_home, 'timezone = "Mars/Olympus"\n')
+    with pytest.raises(ConfigError, match="unknown time zone 'Mars/Olympus'"):
+        load_settings("lyra", pps_home)
+
+
+def test_broken_toml_names_the_file(pps_home):
+    write_toml(pps_home, "plugins = [unclosed\n")
+    with pytest.raises(ConfigError, match="pps.toml"):
+        load_settings("lyra", pps_home)
+
+
+def test_two_entities_keep_their_own_plugin_sets(tmp_path):
+    write_toml(tmp_path / "a", 'plugins = ["sqlite"]\n')
+    write_toml(tmp_path / "b", 'plugins = ["crystals"]\ntimezone = "Asia/Tokyo"\n')
+    a, b = load_settings("a", tmp_path / "a"), load_settings("b", tmp_path / "b")
+    assert a.plugins == ["sqlite"] and b.plugins == ["crystals"]
+    assert a.timezone != b.timezone
