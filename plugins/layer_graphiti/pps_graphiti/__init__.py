@@ -1,0 +1,1 @@
+"""PPS rich texture layer: a Graphiti temporal knowledge graph. Heavy imports live in the submodules."""

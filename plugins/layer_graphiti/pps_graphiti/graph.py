@@ -1,0 +1,154 @@
+"""Opening graphiti on the configured driver, and the few provider-specific queries graphiti lacks."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")  # before graphiti_core is imported
+
+from graphiti_core import Graphiti  # noqa: E402
+from graphiti_core.driver.driver import GraphDriver, GraphProvider  # noqa: E402
+from graphiti_core.edges import EntityEdge, get_entity_edge_from_record  # noqa: E402
+from graphiti_core.graph_queries import get_fulltext_indices  # noqa: E402
+from graphiti_core.models.edges.edge_db_queries import get_entity_edge_return_query  # noqa: E402
+
+from .clients import PassthroughReranker, PPSEmbedder, build_llm  # noqa: E402
+from .settings import GraphitiSettings  # noqa: E402
+
+
+def open_driver(settings: GraphitiSettings, home: Path, group_id: str) -> GraphDriver:
+    if settings.driver == "neo4j":
+        from graphiti_core.driver.neo4j_driver import Neo4jDriver
+
+        return Neo4jDriver(settings.uri, settings.user, settings.password.get_secret_value())
+    if settings.driver == "falkordb":
+        from graphiti_core.driver.falkordb_driver import FalkorDriver
+
+        pw = settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
+        return FalkorDriver(host=settings.host, port=settings.port, password=pw, database=group_id)
+    from graphiti_core.driver.kuzu_driver import KuzuDriver
+
+    path = (home / settings.path).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with warnings.catch_warnings():  # graphiti marks Kuzu deprecated; it is still our embedded default
+        warnings.simplefilter("ignore", DeprecationWarning)
+        driver = KuzuDriver(str(path), max_concurrent_queries=4)
+    # graphiti's add_episode compares group ids with driver._database, which KuzuDriver never sets.
+    driver._database = group_id
+    return driver
+
+
+class Graph:
+    """One entity's graphiti instance plus the queries our layer needs on every provider.
+
+    Kuzu stores an edge as an intermediate ``RelatesToNode_`` node, so its patterns differ from
+    Neo4j/FalkorDB, where RELATES_TO is a real relationship.
+    """
+
+    def __init__(self, settings: GraphitiSettings, home: Path, group_id: str, embedder, llm_settings) -> None:
+        self.settings = settings
+        self.group_id = group_id
+        self.driver = open_driver(settings, home, group_id)
+        self.provider = self.driver.provider
+        self.graphiti = Graphiti(graph_driver=self.driver, llm_client=build_llm(llm_settings),
+                                 embedder=PPSEmbedder(embedder), cross_encoder=PassthroughReranker())
+        kuzu = self.provider == GraphProvider.KUZU
+        self.edge_match = ("(n:Entity)-[:RELATES_TO]->(e:RelatesToNode_)-[:RELATES_TO]->(m:Entity)" if kuzu
+                           else "(n:Entity)-[e:RELATES_TO]->(m:Entity)")
+        self.hop = "-[:RELATES_TO]-(:RelatesToNode_)-[:RELATES_TO]-" if kuzu else "-[:RELATES_TO]-"
+
+    async def ensure_indexes(self) -> None:
+        """Full-text indexes, idempotently. graphiti's generic build does nothing on Kuzu."""
+        if self.provider != GraphProvider.KUZU:
+            await self.graphiti.build_indices_and_constraints()
+            return
+        rows = await self.query("CALL SHOW_INDEXES() RETURN index_name")
+        have = {r["index_name"] for r in rows}
+        for stmt in get_fulltext_indices(GraphProvider.KUZU):
+            name = stmt.split("'")[3]
+            if name not in have:
+                await self.query(stmt)
+
+    async def close(self) -> None:
+        if self.provider == GraphProvider.KUZU:
+            # graphiti leaves Kuzu to the garbage collector; the file lock must go now (reopen, tests).
+            self.driver.client.close()
+            self.driver.db.close()
+        else:
+            await self.driver.close()
+
+    async def query(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
+        records, header, _ = await self.driver.execute_query(cypher, **params)
+        if self.provider == GraphProvider.FALKORDB and header and records and not isinstance(records[0], dict):
+            records = [dict(zip(header, row, strict=True)) for row in records]
+        return list(records or [])
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def parse_edge(self, record: dict[str, Any]) -> EntityEdge:
+        return get_entity_edge_from_record(record, self.provider)
+
+    async def edges_where(self, where: str, order: str = "", limit: int = 100, **params: Any) -> list[
+            tuple[EntityEdge, str, str]]:
+        """Edges matching a WHERE clause over e/n/m, with their subject and object names."""
+        rows = await self.query(
+            f"MATCH {self.edge_match} WHERE e.group_id = $group_id AND {where} "
+            f"RETURN {get_entity_edge_return_query(self.provider)}, n.name AS source_name, m.name AS target_name "
+            f"{order} LIMIT $limit", group_id=self.group_id, limit=limit, **params)
+        return [(self.parse_edge(r), r["source_name"], r["target_name"]) for r in rows]
+
+    async def node_names(self, uuids: list[str]) -> dict[str, str]:
+        if not uuids:
+            return {}
+        rows = await self.query("MATCH (n:Entity) WHERE n.uuid IN $uuids RETURN n.uuid AS uuid, n.name AS name",
+                                uuids=list(set(uuids)))
+        return {r["uuid"]: r["name"] for r in rows}
+
+    async def nodes_named(self, name: str) -> list[dict[str, Any]]:
+        """Entity nodes with exactly this name (case-insensitive), most connected first."""
+        rows = await self.query(
+            "MATCH (n:Entity) WHERE n.group_id = $group_id AND lower(n.name) = lower($name) "
+            "RETURN n.uuid AS uuid, n.name AS name, n.created_at AS created_at",
+            group_id=self.group_id, name=name)
+        for r in rows:
+            deg = await self.query(f"MATCH (n:Entity {{uuid: $uuid}}){self.hop}(m:Entity) RETURN count(*) AS c",
+                                   uuid=r["uuid"])
+            r["degree"] = int(deg[0]["c"]) if deg else 0
+        rows.sort(key=lambda r: (-r["degree"], str(r["created_at"])))
+        return rows
+
+    async def neighbours(self, uuids: list[str]) -> set[str]:
+        if not uuids:
+            return set()
+        rows = await self.query(
+            f"MATCH (a:Entity){self.hop}(b:Entity) WHERE a.uuid IN $uuids AND b.group_id = $group_id "
+            "RETURN DISTINCT b.uuid AS uuid", uuids=list(uuids), group_id=self.group_id)
+        return {r["uuid"] for r in rows}
+
+    async def counts(self) -> dict[str, int]:
+        nodes = await self.query("MATCH (n:Entity) WHERE n.group_id = $group_id RETURN count(n) AS c",
+                                 group_id=self.group_id)
+        edges = await self.query(f"MATCH {self.edge_match} WHERE e.group_id = $group_id RETURN count(e) AS c",
+                                 group_id=self.group_id)
+        episodes = await self.query("MATCH (n:Episodic) WHERE n.group_id = $group_id RETURN count(n) AS c",
+                                    group_id=self.group_id)
+        return {"entities": int(nodes[0]["c"]) if nodes else 0, "facts": int(edges[0]["c"]) if edges else 0,
+                "episodes": int(episodes[0]["c"]) if episodes else 0}
+
+    async def mentioning_episodes(self, node_uuid: str) -> list[str]:
+        rows = await self.query("MATCH (ep:Episodic)-[:MENTIONS]->(n:Entity {uuid: $uuid}) RETURN ep.uuid AS uuid",
+                                uuid=node_uuid)
+        return [r["uuid"] for r in rows]
+
+
+def as_utc(value: datetime | None) -> datetime | None:
+    """Kuzu hands timestamps back naive (they are UTC); Neo4j may hand back its own DateTime."""
+    if value is None:
+        return None
+    if hasattr(value, "to_native"):
+        value = value.to_native()
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)

@@ -1,0 +1,234 @@
+"""The rich_texture layer: hybrid edge search around the focal entity, then rankers."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from pps_core import Layer, LayerHealth, SearchResult
+from pps_core.errors import Unavailable
+from pps_core.timeutil import to_storage
+
+from .settings import GraphitiSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from graphiti_core.edges import EntityEdge
+    from graphiti_core.nodes import EntityNode
+
+    from .graph import Graph
+
+log = logging.getLogger("pps.graphiti")
+
+#: Rankers the layer applies itself when ``[rankers]`` has no ``rich_texture`` entry.
+DEFAULT_RANKERS = ("freshness", "diversity", "novelty")
+#: Weight by graph distance from the focal entity (0 = the fact touches it); farther = the last one.
+FOCAL_WEIGHTS = (1.0, 0.8, 0.65, 0.55)
+UNREACHABLE = 0.5
+DUPLICATE = "IS_DUPLICATE_OF"
+
+
+class GraphitiLayer(Layer):
+    name = "rich_texture"
+    title = "Rich texture"
+    backlog_target = "Graphiti"
+
+    def __init__(self, memory) -> None:
+        super().__init__()
+        self.memory = memory
+        self.settings: GraphitiSettings = memory.settings.plugin_settings(GraphitiSettings, "graphiti")
+        self.group_id = self.settings.resolved_group_id(memory.settings.entity)
+        self.focal_name = memory.settings.focal
+        self.graph: Graph | None = None
+        self._focal: tuple[str | None, float] = (None, 0.0)  # uuid, expires (monotonic)
+        self._distances: tuple[dict[str, int], float] | None = None
+        self.write_lock = asyncio.Lock()
+        from .ingest import Ingestor
+
+        self.ingestor = Ingestor(self)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        embedder = self.memory.embedder
+        if embedder is None:
+            raise RuntimeError("rich_texture needs an embedder: add the 'embeddings' plugin to the entity's plugins")
+        from .graph import Graph
+
+        self.graph = await asyncio.to_thread(Graph, self.settings, self.memory.home, self.group_id, embedder,
+                                             self.memory.settings.llm)
+        try:
+            await self.graph.ensure_indexes()
+        except BaseException:
+            await self.graph.close()
+            self.graph = None
+            raise
+
+    async def close(self) -> None:
+        await self.ingestor.stop()
+        if self.graph is not None:
+            graph, self.graph = self.graph, None
+            await graph.close()
+
+    def require(self) -> Graph:
+        if self.graph is None:
+            raise Unavailable("rich_texture: the graph is not open")
+        return self.graph
+
+    def changed(self) -> None:
+        """Forget cached graph facts after a write (distances, and a focal entity not yet found)."""
+        self._distances = None
+        if self._focal[0] is None:
+            self._focal = (None, 0.0)
+
+    # -- the focal entity -----------------------------------------------------------------------
+
+    async def focal_uuid(self) -> str | None:
+        uuid, expires = self._focal
+        if time.monotonic() < expires:
+            return uuid
+        graph = self.require()
+        rows = await graph.nodes_named(self.focal_name)
+        uuid = rows[0]["uuid"] if rows else None
+        if len(rows) > 1:
+            from .writes import merge_nodes
+
+            async with self.write_lock:
+                await merge_nodes(self, uuid, [r["uuid"] for r in rows[1:]])
+            log.info("merged %d duplicate nodes named %r into %s", len(rows) - 1, self.focal_name, uuid)
+        self._focal = (uuid, time.monotonic() + (self.settings.focal_ttl_s if uuid else 30.0))
+        return uuid
+
+    async def distances(self) -> dict[str, int]:
+        """Graph distance of each entity within ``focal_depth`` hops of the focal entity."""
+        if self._distances is not None and time.monotonic() < self._distances[1]:
+            return self._distances[0]
+        focal = await self.focal_uuid()
+        dist: dict[str, int] = {}
+        if focal:
+            dist[focal] = 0
+            frontier = {focal}
+            for depth in range(1, self.settings.focal_depth + 1):
+                frontier = (await self.require().neighbours(list(frontier))) - dist.keys()
+                if not frontier:
+                    break
+                dist.update(dict.fromkeys(frontier, depth))
+        self._distances = (dist, time.monotonic() + 60.0)
+        return dist
+
+    @staticmethod
+    def focal_weight(distance: int | None) -> float:
+        if distance is None:
+            return UNREACHABLE
+        return FOCAL_WEIGHTS[min(distance, len(FOCAL_WEIGHTS) - 1)]
+
+    # -- search ---------------------------------------------------------------------------------
+
+    async def edge_candidates(self, query: str, n: int) -> list[SearchResult]:
+        """graphiti's hybrid edge search (BM25 + cosine, RRF), weighted by focal distance."""
+        from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF
+
+        graph = self.require()
+        config = EDGE_HYBRID_SEARCH_RRF.model_copy(deep=True)  # recipes are shared module objects
+        config.limit = n
+        found, dist = await asyncio.gather(graph.graphiti.search_(query, config=config, group_ids=[self.group_id]),
+                                           self.distances())
+        edges = [e for e in found.edges if e.name != DUPLICATE]
+        names = await graph.node_names([u for e in edges for u in (e.source_node_uuid, e.target_node_uuid)])
+        out = []
+        for rank, e in enumerate(edges):
+            d = [dist[u] for u in (e.source_node_uuid, e.target_node_uuid) if u in dist]
+            distance = min(d) if d else None
+            relevance = 1.0 / (1.0 + rank / max(n, 1))
+            out.append(self.edge_result(e, names, relevance * self.focal_weight(distance),
+                                        relevance=round(relevance, 4), focal_distance=distance))
+        out.sort(key=lambda r: -r.score)
+        return out
+
+    def edge_result(self, e: EntityEdge, names: dict[str, str], score: float, **extra: Any) -> SearchResult:
+        from .graph import as_utc
+
+        valid = as_utc(e.valid_at)
+        invalid = as_utc(e.invalid_at)
+        created = as_utc(e.created_at)
+        return SearchResult(
+            layer=self.name, content=e.fact, source=e.uuid, score=score,
+            timestamp=to_storage(valid) if valid else None,
+            metadata={"kind": "edge", "subject": names.get(e.source_node_uuid, "?"), "predicate": e.name,
+                      "object": names.get(e.target_node_uuid, "?"), "source_node_uuid": e.source_node_uuid,
+                      "target_node_uuid": e.target_node_uuid,
+                      "valid_at": to_storage(valid) if valid else None,
+                      "invalid_at": to_storage(invalid) if invalid else None,
+                      "created_at": to_storage(created) if created else None, **extra})
+
+    def node_result(self, node: EntityNode, score: float, **extra: Any) -> SearchResult:
+        from .graph import as_utc
+
+        created = as_utc(node.created_at)
+        text = f"{node.name}: {node.summary}" if node.summary else node.name
+        return SearchResult(layer=self.name, content=text, source=node.uuid, score=score,
+                            timestamp=to_storage(created) if created else None,
+                            metadata={"kind": "node", "name": node.name, "labels": list(node.labels or []),
+                                      **extra})
+
+    def default_rankers(self) -> list:
+        if self.name in self.memory.settings.rankers:
+            return []  # configured: memory.search_layer applies them
+        return [self.memory.rankers[n] for n in DEFAULT_RANKERS if n in self.memory.rankers]
+
+    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        """Edges only (ambient recall and texture_search share it): over-fetch, rank, trim."""
+        started = time.perf_counter()
+        want = offset + limit
+        results = await self.edge_candidates(query, max(self.settings.edge_overfetch, 2 * want))
+        for ranker in self.default_rankers():
+            results = ranker.rerank(query, results, want)
+        self.record_latency(started)
+        return results[offset:want]
+
+    async def search_nodes(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        """Entity nodes by hybrid search, reranked by graph distance from the focal entity."""
+        from graphiti_core.search.search_config_recipes import NODE_HYBRID_SEARCH_RRF
+
+        if limit <= 0:
+            return []
+        want = offset + limit
+        config = NODE_HYBRID_SEARCH_RRF.model_copy(deep=True)
+        config.limit = max(10, 2 * want)
+        found, dist = await asyncio.gather(
+            self.require().graphiti.search_(query, config=config, group_ids=[self.group_id]), self.distances())
+        out = []
+        for rank, node in enumerate(found.nodes):
+            relevance = 1.0 / (1.0 + rank / config.limit)
+            d = dist.get(node.uuid)
+            out.append(self.node_result(node, relevance * self.focal_weight(d), relevance=round(relevance, 4),
+                                        focal_distance=d))
+        out.sort(key=lambda r: -r.score)
+        return out[offset:want]
+
+    async def health(self) -> LayerHealth:
+        backlog = {}
+        raw = self.memory.layer("raw_capture")
+        if raw is not None and hasattr(raw, "count_uningested"):
+            try:
+                backlog["uningested"] = int(await _maybe_async(raw.count_uningested()))
+            except Exception as exc:  # the raw layer reports its own trouble
+                log.debug("count_uningested failed: %s", exc)
+        if self.graph is None:
+            return LayerHealth(layer=self.name, available=False, detail="graph not open", backlog=backlog)
+        try:
+            counts = await self.graph.counts()
+        except Exception as exc:
+            return LayerHealth(layer=self.name, available=False, detail=f"{type(exc).__name__}: {exc}",
+                               backlog=backlog)
+        llm = "LLM configured" if self.memory.settings.llm.configured else "no LLM: ingestion off, triplets only"
+        return LayerHealth(layer=self.name, available=True, counts=counts, backlog=backlog,
+                           detail=f"{self.settings.driver} graph '{self.group_id}'; {llm}",
+                           latency_ms=self.recent_latency_ms)
+
+
+async def _maybe_async(value):
+    if asyncio.iscoroutine(value):
+        return await value
+    return value

@@ -1,0 +1,158 @@
+"""texture_* operations and graph ingestion, for every transport."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field, field_validator
+
+from pps_core import Operation
+from pps_core.timeutil import now_utc, parse_timestamp, to_storage
+
+
+def _clean(v: str | None) -> str | None:
+    if v is None:
+        return None
+    if "\x00" in v:
+        raise ValueError("must not contain NUL characters")
+    v = v.strip()
+    if not v:
+        raise ValueError("must not be blank")
+    return v
+
+
+class TextureSearchParams(BaseModel):
+    query: str = Field(..., min_length=1, max_length=2000, description="what to look for")
+    limit: int = Field(10, ge=1, le=100, description="facts (edges) to return")
+    offset: int = Field(0, ge=0, le=10_000, description="facts to skip (pagination)")
+    node_limit: int | None = Field(None, ge=0, le=100, description="entities (nodes) to return; default from config")
+
+    _q = field_validator("query")(classmethod(lambda cls, v: _clean(v)))
+
+
+class ExploreParams(BaseModel):
+    entity_name: str = Field(..., min_length=1, max_length=500)
+    depth: int = Field(2, ge=1, le=4, description="hops from the entity")
+    limit: int = Field(100, ge=1, le=1000, description="most facts returned")
+
+    _n = field_validator("entity_name")(classmethod(lambda cls, v: _clean(v)))
+
+
+class TimelineParams(BaseModel):
+    since: str = Field("24h", max_length=100, description="ISO 8601 (entity's zone if naive) or '24h', '7d'")
+    until: str | None = Field(None, max_length=100, description="ISO 8601 or a duration ago; default now")
+    limit: int = Field(50, ge=1, le=1000)
+
+
+class AddParams(BaseModel):
+    content: str = Field(..., min_length=1, max_length=100_000, description="text to extract facts from (LLM)")
+    channel: str | None = Field(None, max_length=200, description="where it came from")
+
+    _c = field_validator("content")(classmethod(lambda cls, v: _clean(v)))
+
+
+class TripletParams(BaseModel):
+    source: str = Field(..., min_length=1, max_length=500, description="subject entity (reused by exact name)")
+    relationship: str = Field(..., min_length=1, max_length=200, description="e.g. WORKS_ON")
+    target: str = Field(..., min_length=1, max_length=500, description="object entity (reused by exact name)")
+    fact: str | None = Field(None, max_length=10_000, description="the fact in words; default built from the triplet")
+    source_type: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    target_type: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    valid_at: str | None = Field(None, max_length=100, description="when it became true (ISO 8601); default now")
+
+    _s = field_validator("source", "relationship", "target", "fact")(classmethod(lambda cls, v: _clean(v)))
+
+
+class DeleteParams(BaseModel):
+    uuid: str = Field(..., min_length=1, max_length=100, description="a fact's (or entity's) uuid")
+
+
+class IngestParams(BaseModel):
+    batch_size: int = Field(20, ge=1, le=500, description="turns to ingest now")
+
+
+class NoParams(BaseModel):
+    model_config = {"extra": "forbid"}
+
+
+def _layer(memory):
+    return memory.require_layer("rich_texture")
+
+
+async def texture_search(memory, p: TextureSearchParams):
+    layer = _layer(memory)
+    edges = await memory.search_layer("rich_texture", p.query, p.limit, p.offset)
+    n = layer.settings.node_limit if p.node_limit is None else p.node_limit
+    nodes = await layer.search_nodes(p.query, n, p.offset)
+    results = [r.model_dump(mode="json") for r in edges + nodes]
+    return {"query": p.query, "count": len(results), "edges": len(edges), "nodes": len(nodes), "results": results}
+
+
+async def texture_explore(memory, p: ExploreParams):
+    from .writes import explore
+
+    return await explore(_layer(memory), p.entity_name, p.depth, p.limit)
+
+
+async def texture_timeline(memory, p: TimelineParams):
+    from .writes import timeline
+
+    since = parse_timestamp(p.since, memory.tz, "since", relative=True)
+    until = parse_timestamp(p.until, memory.tz, "until", relative=True) if p.until else now_utc()
+    return await timeline(_layer(memory), since, until, p.limit)
+
+
+async def texture_add(memory, p: AddParams):
+    from graphiti_core.nodes import EpisodeType
+
+    now = now_utc()
+    result = await _layer(memory).ingestor.add_episode(f"note {to_storage(now)}", p.content, p.channel or "texture_add",
+                                                       now, EpisodeType.text)
+    return {"episode": result.episode.uuid, "entities": [n.name for n in result.nodes],
+            "facts": [{"uuid": e.uuid, "fact": e.fact} for e in result.edges]}
+
+
+async def texture_add_triplet(memory, p: TripletParams):
+    from .writes import add_triplet
+
+    valid = parse_timestamp(p.valid_at, memory.tz, "valid_at") if p.valid_at else None
+    return await add_triplet(_layer(memory), p.source, p.relationship, p.target, p.fact, p.source_type,
+                             p.target_type, valid)
+
+
+async def texture_delete(memory, p: DeleteParams):
+    from .writes import delete
+
+    return await delete(_layer(memory), p.uuid)
+
+
+async def graphiti_ingestion_stats(memory, _p: NoParams):
+    return await _layer(memory).ingestor.stats()
+
+
+async def ingest_batch_to_graphiti(memory, p: IngestParams):
+    return await _layer(memory).ingestor.ingest_batch(p.batch_size)
+
+
+def operations() -> list[Operation]:
+    g = "texture"
+    return [
+        Operation("texture_search", TextureSearchParams, texture_search, group=g, read_only=True,
+                  description="Search the knowledge graph: facts (edges, hybrid BM25 + vector, ranked toward the "
+                              "focal entity, fresh and varied facts first) then entities (nodes). Each result has "
+                              "metadata.kind 'edge' or 'node' and its uuid as source."),
+        Operation("texture_explore", ExploreParams, texture_explore, group=g, read_only=True, idempotent=True,
+                  description="The neighbourhood of an entity: facts and entities up to `depth` hops away."),
+        Operation("texture_timeline", TimelineParams, texture_timeline, group=g, read_only=True, idempotent=True,
+                  description="Facts that became valid between `since` and `until` (ISO or '24h'/'7d'), oldest first."),
+        Operation("texture_add", AddParams, texture_add, group=g,
+                  description="Add text to the graph; the configured LLM extracts entities and facts."),
+        Operation("texture_add_triplet", TripletParams, texture_add_triplet, group=g, idempotent=True,
+                  description="Add one fact (source -relationship-> target) directly, without an LLM. Entities "
+                              "are reused by exact name."),
+        Operation("texture_delete", DeleteParams, texture_delete, group=g, destructive=True, idempotent=True,
+                  description="Delete a fact (or an entity with its facts) by uuid."),
+        Operation("graphiti_ingestion_stats", NoParams, graphiti_ingestion_stats, group="graph ingest",
+                  read_only=True, idempotent=True,
+                  description="How many captured turns wait to be ingested into the graph, and the worker's state."),
+        Operation("ingest_batch_to_graphiti", IngestParams, ingest_batch_to_graphiti, group="graph ingest",
+                  description="Ingest the oldest uningested turns into the graph now (needs the configured LLM)."),
+    ]

@@ -1,0 +1,61 @@
+"""Entry point of the graphiti plugin: the rich_texture layer, its operations, rankers and worker."""
+
+from __future__ import annotations
+
+from pps_core import hookimpl
+
+
+@hookimpl
+def pps_layers(memory):
+    from .layer import GraphitiLayer
+
+    return [GraphitiLayer(memory)]
+
+
+@hookimpl
+def pps_operations(memory):
+    from .operations import operations
+
+    return operations()
+
+
+@hookimpl
+def pps_rankers(memory):
+    from .rankers import Diversity, Freshness, Novelty
+    from .settings import GraphitiSettings
+
+    s = memory.settings.plugin_settings(GraphitiSettings, "graphiti")
+    return [Freshness(), Diversity(),
+            Novelty(memory.home / "graphiti" / "novelty.sqlite3", s.novelty_half_count, s.novelty_decay_days,
+                    s.novelty_settle_s)]
+
+
+def _layer(memory):
+    from .layer import GraphitiLayer
+
+    layer = memory.layer("rich_texture")
+    return layer if isinstance(layer, GraphitiLayer) else None
+
+
+@hookimpl
+def pps_memory_opened(memory):
+    layer = _layer(memory)
+    if layer is not None and layer.graph is not None:
+        layer.ingestor.start()
+
+
+@hookimpl
+def pps_message_stored(memory, message):
+    layer = _layer(memory)
+    if layer is not None:
+        layer.ingestor.wake()
+
+
+@hookimpl
+def pps_memory_closing(memory):
+    layer = _layer(memory)
+    if layer is not None:
+        layer.ingestor.cancel()
+    novelty = memory.rankers.get("novelty")
+    if novelty is not None and hasattr(novelty, "flush"):
+        novelty.flush()

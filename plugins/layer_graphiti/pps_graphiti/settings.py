@@ -1,0 +1,40 @@
+"""The graphiti plugin's own settings: ``[graphiti]`` in pps.toml, env ``PPS_GRAPHITI_*``."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, SecretStr
+
+from pps_core import PluginSettings
+
+
+class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
+    driver: Literal["kuzu", "neo4j", "falkordb"] = Field(
+        "kuzu", description="kuzu = embedded file in the entity's home (no server); neo4j / falkordb = a server")
+    path: str = Field("graphiti/graph.kuzu", description="the Kuzu database, relative to the entity's home")
+    uri: str = Field("bolt://127.0.0.1:7687", description="Neo4j URI")
+    user: str = Field("neo4j", description="Neo4j user")
+    password: SecretStr = Field(SecretStr(""), description="Neo4j password")
+    host: str = Field("127.0.0.1", description="FalkorDB host")
+    port: int = Field(6379, ge=1, le=65535, description="FalkorDB port")
+    falkordb_password: SecretStr | None = None
+    group_id: str | None = Field(None, description="graph partition; default: the entity's name")
+
+    edge_overfetch: int = Field(20, ge=1, le=500, description="edges fetched from graphiti before ranking")
+    node_limit: int = Field(5, ge=0, le=100, description="entity nodes texture_search returns")
+    focal_ttl_s: float = Field(3600, ge=0, description="how long the focal entity's node uuid is cached")
+    focal_depth: int = Field(2, ge=0, le=4, description="graph distance from the focal entity still rewarded")
+
+    background_ingest: bool = Field(True, description="ingest captured turns in the background when an LLM is set")
+    ingest_interval_s: float = Field(30.0, gt=0, description="worker wake-up interval (a stored turn also wakes it)")
+    ingest_batch: int = Field(10, ge=1, le=500, description="turns the worker ingests per round")
+
+    novelty_half_count: float = Field(5.0, gt=0, description="surfacings that halve a fact's weight")
+    novelty_decay_days: float = Field(7.0, gt=0, description="a fact's surface count halves every this many days")
+    novelty_settle_s: float = Field(60.0, ge=0, description="surfacings this close together count once (one turn)")
+
+    def resolved_group_id(self, entity: str) -> str:
+        """graphiti accepts only letters, digits, '-' and '_' in a group id."""
+        return re.sub(r"[^A-Za-z0-9_-]", "_", self.group_id or entity)

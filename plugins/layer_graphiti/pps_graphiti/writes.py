@@ -1,0 +1,186 @@
+"""Writes and graph reads that need no LLM: triplets, delete, explore, timeline, node merging."""
+
+from __future__ import annotations
+
+import re
+import uuid as uuidlib
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from graphiti_core.edges import EntityEdge, EpisodicEdge
+from graphiti_core.errors import EdgeNotFoundError, NodeNotFoundError
+from graphiti_core.nodes import EntityNode
+
+from pps_core.errors import InvalidParams, NotFound
+from pps_core.timeutil import now_utc, to_storage
+
+from .graph import as_utc
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .layer import GraphitiLayer
+
+
+def relation_name(relationship: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9]+", "_", relationship).strip("_").upper()
+    if not name:
+        raise InvalidParams("relationship: must contain a letter or digit, e.g. 'WORKS_ON'", param="relationship")
+    return name
+
+
+def check_uuid(value: str, param: str = "uuid") -> str:
+    try:
+        return str(uuidlib.UUID(value.strip()))
+    except (ValueError, AttributeError):
+        raise InvalidParams(f"{param}: {value!r} is not a uuid (texture_search shows each fact's uuid)",
+                            param=param) from None
+
+
+async def _node(layer: GraphitiLayer, name: str, entity_type: str | None) -> tuple[EntityNode, bool]:
+    """The entity with exactly this name (case-insensitive; the most connected one), or a new one."""
+    graph = layer.require()
+    rows = await graph.nodes_named(name)
+    labels = ["Entity"] + ([entity_type] if entity_type and entity_type != "Entity" else [])
+    if rows:
+        node = await EntityNode.get_by_uuid(graph.driver, rows[0]["uuid"])
+        missing = [lab for lab in labels if lab not in (node.labels or [])]
+        if missing:
+            await node.load_name_embedding(graph.driver)
+            node.labels = list(node.labels or []) + missing
+            await node.save(graph.driver)
+        return node, False
+    node = EntityNode(name=name, group_id=layer.group_id, labels=labels, created_at=now_utc(), summary="")
+    await node.generate_name_embedding(graph.graphiti.embedder)
+    await node.save(graph.driver)
+    return node, True
+
+
+async def add_triplet(layer: GraphitiLayer, source: str, relationship: str, target: str, fact: str | None,
+                      source_type: str | None, target_type: str | None, valid_at: datetime | None) -> dict[str, Any]:
+    name = relation_name(relationship)
+    fact = fact or f"{source} {name.lower().replace('_', ' ')} {target}"
+    graph = layer.require()
+    async with layer.write_lock:
+        src, src_new = await _node(layer, source, source_type)
+        tgt, tgt_new = await _node(layer, target, target_type)
+        for existing in await EntityEdge.get_between_nodes(graph.driver, src.uuid, tgt.uuid):
+            if existing.name == name and existing.fact == fact:
+                return {"created": False, "uuid": existing.uuid, "fact": fact, "source": src.name,
+                        "relationship": name, "target": tgt.name, "note": "this fact already exists"}
+        now = now_utc()
+        edge = EntityEdge(group_id=layer.group_id, source_node_uuid=src.uuid, target_node_uuid=tgt.uuid, name=name,
+                          fact=fact, episodes=[], created_at=now, valid_at=valid_at or now)
+        await edge.generate_embedding(graph.graphiti.embedder)
+        await edge.save(graph.driver)
+        layer.changed()
+    return {"created": True, "uuid": edge.uuid, "fact": fact, "source": src.name, "relationship": name,
+            "target": tgt.name, "valid_at": to_storage(edge.valid_at),
+            "new_entities": [n.name for n, new in ((src, src_new), (tgt, tgt_new)) if new]}
+
+
+async def delete(layer: GraphitiLayer, value: str) -> dict[str, Any]:
+    uid = check_uuid(value)
+    graph = layer.require()
+    async with layer.write_lock:
+        try:
+            edge = await EntityEdge.get_by_uuid(graph.driver, uid)
+            if edge.group_id != layer.group_id:
+                raise EdgeNotFoundError(uid)
+            await edge.delete(graph.driver)
+            kind, what = "fact", edge.fact
+        except EdgeNotFoundError:
+            try:
+                node = await EntityNode.get_by_uuid(graph.driver, uid)
+                if node.group_id != layer.group_id:
+                    raise NodeNotFoundError(uid) from None
+            except NodeNotFoundError:
+                raise NotFound(f"uuid: no fact or entity {uid} in this entity's graph", param="uuid") from None
+            await node.delete(graph.driver)
+            kind, what = "entity", node.name
+            layer._focal = (None, 0.0)
+        layer.changed()
+    novelty = layer.memory.rankers.get("novelty")
+    if novelty is not None and hasattr(novelty, "forget"):
+        novelty.forget(layer.name, uid)
+    return {"deleted": uid, "kind": kind, "what": what}
+
+
+async def explore(layer: GraphitiLayer, entity_name: str, depth: int, limit: int) -> dict[str, Any]:
+    """The neighbourhood of an entity, breadth first, up to ``depth`` hops and ``limit`` facts."""
+    graph = layer.require()
+    rows = await graph.nodes_named(entity_name)
+    if not rows:
+        raise NotFound(f"entity_name: no entity named {entity_name!r} in the graph", param="entity_name")
+    start = rows[0]["uuid"]
+    distance = {start: 0}
+    facts: dict[str, dict[str, Any]] = {}
+    frontier = [start]
+    for hop in range(1, depth + 1):
+        if not frontier or len(facts) >= limit:
+            break
+        found = await graph.edges_where("(n.uuid IN $uuids OR m.uuid IN $uuids) AND e.name <> $dup",
+                                        order="ORDER BY e.created_at DESC", limit=limit * 4,
+                                        uuids=frontier, dup="IS_DUPLICATE_OF")
+        nxt = []
+        for edge, sname, tname in found:
+            if edge.uuid in facts or len(facts) >= limit:
+                continue
+            facts[edge.uuid] = _fact(edge, sname, tname) | {"hop": hop}
+            for u in (edge.source_node_uuid, edge.target_node_uuid):
+                if u not in distance:
+                    distance[u] = hop
+                    nxt.append(u)
+        frontier = nxt
+    names = await graph.node_names(list(distance))
+    return {"entity": rows[0]["name"], "uuid": start, "depth": depth,
+            "entities": [{"uuid": u, "name": names.get(u, "?"), "distance": d}
+                         for u, d in sorted(distance.items(), key=lambda t: t[1])],
+            "facts": list(facts.values()), "truncated": len(facts) >= limit}
+
+
+async def timeline(layer: GraphitiLayer, since: datetime, until: datetime, limit: int) -> dict[str, Any]:
+    """Facts whose valid_at falls in [since, until], oldest first (the newest ``limit`` of them)."""
+    if since > until:
+        raise InvalidParams("since: must be before until", param="since")
+    found = await layer.require().edges_where(
+        "e.valid_at >= $since AND e.valid_at <= $until AND e.name <> $dup", order="ORDER BY e.valid_at DESC",
+        limit=limit, since=_naive_utc(layer, since), until=_naive_utc(layer, until), dup="IS_DUPLICATE_OF")
+    facts = [_fact(e, s, t) for e, s, t in found]
+    facts.reverse()
+    return {"since": to_storage(since), "until": to_storage(until), "count": len(facts), "facts": facts}
+
+
+def _naive_utc(layer: GraphitiLayer, dt: datetime) -> datetime:
+    from graphiti_core.driver.driver import GraphProvider
+
+    # Kuzu stores TIMESTAMP without a zone (graphiti writes UTC); compare like with like.
+    return dt.replace(tzinfo=None) if layer.require().provider == GraphProvider.KUZU else dt
+
+
+def _fact(edge: EntityEdge, sname: str, tname: str) -> dict[str, Any]:
+    valid, invalid = as_utc(edge.valid_at), as_utc(edge.invalid_at)
+    return {"uuid": edge.uuid, "subject": sname, "predicate": edge.name, "object": tname, "fact": edge.fact,
+            "valid_at": to_storage(valid) if valid else None, "invalid_at": to_storage(invalid) if invalid else None}
+
+
+async def merge_nodes(layer: GraphitiLayer, canonical: str, duplicates: list[str]) -> int:
+    """Fold duplicate entity nodes into ``canonical``: their facts and mentions move, then they go."""
+    graph = layer.require()
+    moved = 0
+    for dup in duplicates:
+        for edge in await EntityEdge.get_by_node_uuid(graph.driver, dup):
+            await edge.load_fact_embedding(graph.driver)
+            await edge.delete(graph.driver)
+            src = canonical if edge.source_node_uuid == dup else edge.source_node_uuid
+            tgt = canonical if edge.target_node_uuid == dup else edge.target_node_uuid
+            if edge.name == "IS_DUPLICATE_OF" or src == tgt:
+                continue
+            edge.source_node_uuid, edge.target_node_uuid = src, tgt
+            await edge.save(graph.driver)
+            moved += 1
+        for episode in await graph.mentioning_episodes(dup):
+            await EpisodicEdge(source_node_uuid=episode, target_node_uuid=canonical, group_id=layer.group_id,
+                               created_at=now_utc()).save(graph.driver)
+        node = await EntityNode.get_by_uuid(graph.driver, dup)
+        await node.delete(graph.driver)
+    layer._distances = None
+    return moved
