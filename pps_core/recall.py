@@ -24,6 +24,7 @@ TURN_CHARS = 1000
 
 
 class AmbientRecallParams(BaseModel):
+    model_config = {"extra": "forbid"}
     context: str = Field(..., min_length=1, max_length=20_000,
                          description="what is being talked about, or 'startup' for the startup package")
     limit_per_layer: int = Field(5, ge=0, le=100, description="results per layer (non-startup)")

@@ -10,6 +10,7 @@ from pps_core import Operation
 
 
 class CrystallizeParams(BaseModel):
+    model_config = {"extra": "forbid"}
     content: str = Field(..., min_length=1, max_length=200_000, description="the crystal's markdown")
 
     @field_validator("content")
@@ -23,6 +24,7 @@ class CrystallizeParams(BaseModel):
 
 
 class GetCrystalsParams(BaseModel):
+    model_config = {"extra": "forbid"}
     count: int = Field(4, ge=0, le=1000, description="how many of the newest crystals, oldest first")
 
 
