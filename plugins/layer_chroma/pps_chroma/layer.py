@@ -1,0 +1,305 @@
+"""Core anchors: word-photo files in word_photos/, indexed in ChromaDB; hand edits noticed by stat, then hash."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from pps_core import Layer, LayerHealth, PluginSettings, SearchResult
+from pps_core.atomic import atomic_create, clean_stale_tmp
+from pps_core.errors import Conflict, NotFound
+from pps_core.timeutil import now_utc, to_storage
+
+from .files import Photo, Unreadable, check_filename, check_title, chunks, read_photo, render, slugify
+
+
+class ChromaSettings(PluginSettings, env_prefix="PPS_CHROMA_"):
+    directory: str = Field("word_photos", description="folder of word-photo files under the entity's home")
+    index_dir: str = Field("chroma", description="folder of the ChromaDB index under the entity's home")
+    scan_interval_s: float = Field(
+        0.0, ge=0, description="a search stats every file at most this often (0 = every search); a change of "
+                               "the folder itself (a file added, removed, replaced) is noticed on every search")
+    chunk_chars: int = Field(1200, ge=200, le=20_000, description="a long word-photo is indexed in pieces")
+
+
+Fingerprint = tuple[int, int, int]  # mtime_ns, size, inode
+
+
+@dataclass
+class Entry:
+    """What the layer knows of one indexed file without opening it."""
+
+    fp: Fingerprint
+    sha256: str
+    title: str
+    date: str | None
+    tags: list[str]
+    location: str | None
+    warning: str | None
+
+    @property
+    def when(self) -> str:
+        return self.date or _mtime(self.fp[0])
+
+    def meta(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "mtime_ns": self.fp[0], "size": self.fp[1], "ino": self.fp[2],
+                "title": self.title, "date": self.date or "", "tags": json.dumps(self.tags, ensure_ascii=False),
+                "location": self.location or "", "warning": self.warning or ""}
+
+    @classmethod
+    def from_meta(cls, m: dict[str, Any]) -> Entry:
+        return cls(fp=(int(m["mtime_ns"]), int(m["size"]), int(m["ino"])), sha256=m["sha256"], title=m["title"],
+                   date=m.get("date") or None, tags=json.loads(m.get("tags") or "[]"),
+                   location=m.get("location") or None, warning=m.get("warning") or None)
+
+
+class AnchorLayer(Layer):
+    name = "core_anchors"
+    title = "Word-photos"
+
+    def __init__(self, memory) -> None:
+        super().__init__()
+        self.memory = memory
+        self.settings = memory.settings.plugin_settings(ChromaSettings, "chroma")
+        self.dir = Path(memory.home) / self.settings.directory
+        self.trash = self.dir / ".deleted"
+        self.index = None
+        self._entries: dict[str, Entry] = {}
+        self._problems: dict[str, tuple[Fingerprint, str]] = {}
+        self._lock = threading.RLock()
+        self._dir_mtime = -1
+        self._last_scan = 0.0
+        self.open_ms: float | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        embedder = self.memory.embedder
+        if embedder is None:
+            raise RuntimeError("word-photos need an embedder: add 'embeddings' to the entity's plugins")
+        await asyncio.to_thread(self._open, embedder)
+
+    def _open(self, embedder) -> None:
+        started = time.perf_counter()
+        from .index import ChromaIndex
+
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        clean_stale_tmp(self.dir)
+        with self._lock:
+            self.index = ChromaIndex(Path(self.memory.home) / self.settings.index_dir, embedder)
+            self.index.open()
+            self._entries = {name: Entry.from_meta(m) for name, m in self.index.fingerprints().items()}
+            self.sync()
+        self.open_ms = round((time.perf_counter() - started) * 1000, 1)
+
+    async def close(self) -> None:
+        with self._lock:
+            if self.index is not None:
+                self.index.close()
+                self.index = None
+
+    # -- noticing changes -----------------------------------------------------------------------
+
+    def _listing(self) -> dict[str, Fingerprint]:
+        out: dict[str, Fingerprint] = {}
+        with os.scandir(self.dir) as it:
+            for e in it:
+                if e.name.startswith(".") or not e.name.endswith(".md"):
+                    continue
+                try:
+                    if e.is_file():
+                        st = e.stat()
+                        out[e.name] = (st.st_mtime_ns, st.st_size, st.st_ino)
+                except FileNotFoundError:
+                    continue
+        return out
+
+    def maybe_sync(self) -> None:
+        """Cheap check before reads: the folder's mtime always, every file's stat per scan_interval_s."""
+        try:
+            dir_mtime = self.dir.stat().st_mtime_ns
+        except FileNotFoundError:
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            dir_mtime = -2
+        due = time.monotonic() - self._last_scan >= self.settings.scan_interval_s
+        if dir_mtime != self._dir_mtime or due:
+            self.sync()
+
+    def sync(self, rehash: bool = False) -> dict[str, list]:
+        """Bring the index in line with the files; only files whose stat changed are read (all with rehash)."""
+        with self._lock:
+            self._dir_mtime = self.dir.stat().st_mtime_ns
+            listing = self._listing()
+            changes: dict[str, list] = {"added": [], "updated": [], "removed": [], "unreadable": []}
+            fresh: list[tuple[Photo, Fingerprint]] = []
+            for name, fp in sorted(listing.items()):
+                entry = self._entries.get(name)
+                if not rehash and ((entry and entry.fp == fp) or self._problems.get(name, (None,))[0] == fp):
+                    continue
+                try:
+                    photo = read_photo(self.dir / name, self.memory.tz)
+                except Unreadable as exc:
+                    self._problems[name] = (fp, str(exc))
+                    changes["unreadable"].append({"filename": name, "reason": str(exc)})
+                    if entry:
+                        self.index.remove([name])
+                        del self._entries[name]
+                    continue
+                self._problems.pop(name, None)
+                if entry and entry.sha256 == photo.sha256:
+                    entry.fp = fp  # touched, not changed
+                    continue
+                fresh.append((photo, fp))
+                changes["updated" if entry else "added"].append(name)
+            gone = sorted(set(self._entries) - set(listing))
+            for name in set(self._problems) - set(listing):
+                del self._problems[name]
+            if gone:
+                self.index.remove(gone)
+                for name in gone:
+                    del self._entries[name]
+                changes["removed"] = gone
+            self._index(fresh)
+            self._last_scan = time.monotonic()
+            return changes
+
+    def _index(self, photos: list[tuple[Photo, Fingerprint]]) -> None:
+        items = []
+        for photo, fp in photos:
+            entry = Entry(fp=fp, sha256=photo.sha256, title=photo.title, date=photo.date, tags=photo.tags,
+                          location=photo.location, warning=photo.warning)
+            items.append((photo.filename, chunks(photo, self.settings.chunk_chars), entry.meta()))
+            self._entries[photo.filename] = entry
+        self.index.put(items)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def save(self, content: str, title: str, location: str | None = None, tags: list[str] | None = None) -> Photo:
+        title = check_title(title)
+        text = render(title, content, now_utc(), tags or [], location)
+        stem = slugify(title)
+        with self._lock:
+            for n in range(1, 10_000):
+                path = self.dir / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
+                if atomic_create(path, text):
+                    break
+            else:  # pragma: no cover - ten thousand photos with one title
+                raise Conflict(f"anchor_save: too many word-photos titled {title!r}", param="title")
+            st = path.stat()
+            photo = read_photo(path, self.memory.tz)
+            self._index([(photo, (st.st_mtime_ns, st.st_size, st.st_ino))])
+            return photo
+
+    def delete(self, filename: str) -> str:
+        """Remove a word-photo from the folder (kept under .deleted/) and from the index."""
+        name = check_filename(filename)
+        with self._lock:
+            path = self.dir / name
+            if not path.is_file():
+                known = ", ".join(sorted(self._entries)[:10]) or "none"
+                raise NotFound(f"anchor_delete: no word-photo named {name!r} (some that exist: {known})",
+                               param="filename")
+            self.trash.mkdir(exist_ok=True, mode=0o700)
+            target = self.trash / name
+            if target.exists():
+                target = self.trash / f"{path.stem}.{int(time.time())}.md"
+            os.replace(path, target)
+            self.index.remove([name])
+            self._entries.pop(name, None)
+            self._problems.pop(name, None)
+            return str(target.relative_to(self.dir))
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def _result(self, name: str, score: float) -> SearchResult | None:
+        try:
+            photo = read_photo(self.dir / name, self.memory.tz)
+        except Unreadable:
+            return None
+        entry = self._entries.get(name)
+        meta = {"kind": "document", "title": photo.title}
+        if photo.tags:
+            meta["tags"] = photo.tags
+        if photo.location:
+            meta["location"] = photo.location
+        return SearchResult(layer=self.name, content=photo.body, source=name, score=round(score, 4),
+                            timestamp=photo.date or (entry.when if entry else None), metadata=meta)
+
+    def search_sync(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        with self._lock:
+            self.maybe_sync()
+            want = offset + limit
+            if limit <= 0 or not self._entries:
+                return []
+            total = self.index.count()
+            n = min(total, want * 3 + 8)
+            while True:
+                best: dict[str, float] = {}
+                for name, distance in self.index.query(query, n):
+                    best.setdefault(name, 1.0 - distance)
+                if len(best) >= want or n >= total:
+                    break
+                n = min(total, n * 4)
+            ranked = sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[offset:want]
+            return [r for r in (self._result(name, s) for name, s in ranked) if r is not None]
+
+    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        started = time.perf_counter()
+        try:
+            return await asyncio.to_thread(self.search_sync, query, limit, offset)
+        finally:
+            self.record_latency(started)
+
+    def newest(self, count: int) -> list[str]:
+        with self._lock:
+            self.maybe_sync()
+            ordered = sorted(self._entries.items(), key=lambda kv: (kv[1].when, kv[1].fp[0], kv[0]))
+            return [name for name, _e in ordered[-count:]] if count > 0 else []
+
+    async def recent(self, limit: int) -> list[SearchResult]:
+        def run():
+            with self._lock:
+                return [r for r in (self._result(n, 1.0) for n in self.newest(limit)) if r is not None]
+
+        return await asyncio.to_thread(run)
+
+    def listing(self) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
+        with self._lock:
+            self.maybe_sync()
+            ordered = sorted(self._entries.items(), key=lambda kv: (kv[1].when, kv[1].fp[0], kv[0]), reverse=True)
+            photos = [{"filename": n, "title": e.title, "date": e.when, "tags": e.tags, "location": e.location,
+                       "bytes": e.fp[1], **({"warning": e.warning} if e.warning else {})} for n, e in ordered]
+            return photos, self.problems()
+
+    def problems(self) -> list[dict[str, str]]:
+        return [{"filename": n, "reason": r} for n, (_fp, r) in sorted(self._problems.items())]
+
+    async def health(self) -> LayerHealth:
+        if self.index is None:
+            return LayerHealth(layer=self.name, available=False, detail="index is closed")
+
+        def run():
+            with self._lock:
+                self.maybe_sync()
+                bad = self.problems()
+                detail = f"{len(self._entries)} word-photos in {self.dir}"
+                if bad:
+                    detail += "; skipped: " + ", ".join(f"{p['filename']} ({p['reason']})" for p in bad[:20])
+                return LayerHealth(layer=self.name, available=True, detail=detail, latency_ms=self.recent_latency_ms,
+                                   counts={"word_photos": len(self._entries), "chunks": self.index.count(),
+                                           "unreadable": len(bad)})
+
+        return await asyncio.to_thread(run)
+
+
+def _mtime(ns: int) -> str:
+    return to_storage(datetime.fromtimestamp(ns / 1e9, UTC))

@@ -1,0 +1,141 @@
+"""anchor_save, anchor_search, anchor_list, anchor_delete, anchor_resync."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import BaseModel, Field, field_validator
+
+from pps_core import Operation
+from pps_core.errors import InvalidParams, Unavailable
+
+from .files import check_filename, check_title
+
+LAYER = "core_anchors"
+
+
+def _plain(check, value: str) -> str:
+    try:
+        return check(value)
+    except InvalidParams as exc:
+        raise ValueError(exc.message.split(": ", 1)[-1]) from None
+
+
+class AnchorSaveParams(BaseModel):
+    content: str = Field(..., min_length=1, max_length=200_000, description="the word-photo, in markdown")
+    title: str = Field(..., min_length=1, max_length=200, description="its title; also names the file")
+    location: str | None = Field(None, max_length=200, description="where it happened (e.g. 'terminal', 'kitchen')")
+    tags: list[str] = Field(default_factory=list, max_length=50, description="a few words to group it by")
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be blank")
+        if "\x00" in v:
+            raise ValueError("must not contain NUL characters")
+        return v
+
+    @field_validator("title")
+    @classmethod
+    def _title(cls, v: str) -> str:
+        return _plain(check_title, v)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str]) -> list[str]:
+        out = [t.strip() for t in v if t.strip()]
+        if any(len(t) > 64 for t in out):
+            raise ValueError("each tag must be at most 64 characters")
+        return out
+
+
+class AnchorSearchParams(BaseModel):
+    query: str = Field(..., min_length=1, max_length=4_000, description="what to look for, in plain words")
+    limit: int = Field(10, ge=1, le=100)
+    offset: int = Field(0, ge=0, le=10_000)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("must not be blank")
+        return v
+
+
+class AnchorListParams(BaseModel):
+    limit: int = Field(200, ge=1, le=1_000, description="most files listed, newest first")
+    offset: int = Field(0, ge=0)
+
+
+class AnchorDeleteParams(BaseModel):
+    filename: str = Field(..., min_length=1, max_length=300, description="the file's name, e.g. 'first-snow.md'")
+
+    @field_validator("filename")
+    @classmethod
+    def _filename(cls, v: str) -> str:
+        return _plain(check_filename, v)
+
+
+class NoParams(BaseModel):
+    model_config = {"extra": "forbid"}
+
+
+def _layer(memory):
+    layer = memory.require_layer(LAYER)
+    if getattr(layer, "index", None) is None:
+        raise Unavailable(f"word-photos are unavailable: {getattr(layer, 'reason', 'index is closed')}")
+    return layer
+
+
+async def anchor_save(memory, p: AnchorSaveParams):
+    limit = memory.settings.limits.max_content_chars
+    if len(p.content) > limit:
+        raise InvalidParams(f"anchor_save: content is {len(p.content)} characters; the limit is {limit}",
+                            param="content")
+    photo = await asyncio.to_thread(_layer(memory).save, p.content, p.title, p.location, p.tags)
+    return {"saved": photo.filename, "title": photo.title, "date": photo.date, "chars": len(photo.body)}
+
+
+async def anchor_search(memory, p: AnchorSearchParams):
+    _layer(memory)
+    results = await memory.search_layer(LAYER, p.query, p.limit, p.offset)
+    return {"query": p.query, "offset": p.offset, "count": len(results), "results": results}
+
+
+async def anchor_list(memory, p: AnchorListParams):
+    photos, unreadable = await asyncio.to_thread(_layer(memory).listing)
+    return {"total": len(photos), "offset": p.offset, "word_photos": photos[p.offset:p.offset + p.limit],
+            "unreadable": unreadable}
+
+
+async def anchor_delete(memory, p: AnchorDeleteParams):
+    kept = await asyncio.to_thread(_layer(memory).delete, p.filename)
+    return {"deleted": p.filename, "kept_at": f"{_layer(memory).settings.directory}/{kept}"}
+
+
+async def anchor_resync(memory, _p: NoParams):
+    layer = _layer(memory)
+    changes = await asyncio.to_thread(layer.sync, True)
+    photos, unreadable = await asyncio.to_thread(layer.listing)
+    return {**changes, "unreadable": unreadable, "total": len(photos)}
+
+
+def operations() -> list[Operation]:
+    return [
+        Operation("anchor_save", AnchorSaveParams, anchor_save, group="anchors",
+                  description="Save a word-photo: a markdown file in word_photos/ (named from the title, never "
+                              "overwriting) with title, date, tags and location in its front matter; indexed at once."),
+        Operation("anchor_search", AnchorSearchParams, anchor_search, group="anchors", read_only=True,
+                  idempotent=True, description="Search the word-photos by meaning. Files edited by hand are "
+                                               "re-indexed first."),
+        Operation("anchor_list", AnchorListParams, anchor_list, group="anchors", read_only=True, idempotent=True,
+                  description="The word-photos, newest first (file name, title, date, tags), and any file that "
+                              "could not be read."),
+        Operation("anchor_delete", AnchorDeleteParams, anchor_delete, group="anchors", destructive=True,
+                  description="Delete a word-photo by file name: removed from the index and moved to "
+                              "word_photos/.deleted/."),
+        Operation("anchor_resync", NoParams, anchor_resync, group="anchors", idempotent=True,
+                  description="Re-read every word-photo and re-index the new, edited (by content hash) and "
+                              "deleted ones; returns what changed."),
+    ]
