@@ -50,6 +50,8 @@ class Graph:
     """
 
     def __init__(self, settings: GraphitiSettings, home: Path, group_id: str, embedder, llm_settings) -> None:
+        # Kuzu matches walks, not trails: an undirected two-step hop can come back to where it began,
+        # hence the "m.uuid <> n.uuid" guards below.
         self.settings = settings
         self.group_id = group_id
         self.driver = open_driver(settings, home, group_id)
@@ -115,8 +117,8 @@ class Graph:
             "RETURN n.uuid AS uuid, n.name AS name, n.created_at AS created_at",
             group_id=self.group_id, name=name)
         for r in rows:
-            deg = await self.query(f"MATCH (n:Entity {{uuid: $uuid}}){self.hop}(m:Entity) RETURN count(*) AS c",
-                                   uuid=r["uuid"])
+            deg = await self.query(f"MATCH (n:Entity {{uuid: $uuid}}){self.hop}(m:Entity) WHERE m.uuid <> n.uuid "
+                                   "RETURN count(*) AS c", uuid=r["uuid"])
             r["degree"] = int(deg[0]["c"]) if deg else 0
         rows.sort(key=lambda r: (-r["degree"], str(r["created_at"])))
         return rows
@@ -125,7 +127,8 @@ class Graph:
         if not uuids:
             return set()
         rows = await self.query(
-            f"MATCH (a:Entity){self.hop}(b:Entity) WHERE a.uuid IN $uuids AND b.group_id = $group_id "
+            f"MATCH (a:Entity){self.hop}(b:Entity) WHERE a.uuid IN $uuids AND b.uuid <> a.uuid "
+            "AND b.group_id = $group_id "
             "RETURN DISTINCT b.uuid AS uuid", uuids=list(uuids), group_id=self.group_id)
         return {r["uuid"] for r in rows}
 

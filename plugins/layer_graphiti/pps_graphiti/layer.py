@@ -23,9 +23,12 @@ log = logging.getLogger("pps.graphiti")
 
 #: Rankers the layer applies itself when ``[rankers]`` has no ``rich_texture`` entry.
 DEFAULT_RANKERS = ("freshness", "diversity", "novelty")
-#: Weight by graph distance from the focal entity (0 = the fact touches it); farther = the last one.
-FOCAL_WEIGHTS = (1.0, 0.8, 0.65, 0.55)
-UNREACHABLE = 0.5
+#: Relevance by rank in graphiti's fused (RRF) list: 1/(1 + rank/RANK_SCALE); rank 10 weighs half.
+RANK_SCALE = 10.0
+#: Weight by graph distance from the focal entity (0 = the fact touches it). A hop is worth about one
+#: rank at the top of the list: proximity decides between near-equal matches, it does not bury the best one.
+FOCAL_WEIGHTS = (1.0, 0.93, 0.87, 0.83)
+UNREACHABLE = 0.8
 DUPLICATE = "IS_DUPLICATE_OF"
 
 
@@ -140,7 +143,7 @@ class GraphitiLayer(Layer):
         for rank, e in enumerate(edges):
             d = [dist[u] for u in (e.source_node_uuid, e.target_node_uuid) if u in dist]
             distance = min(d) if d else None
-            relevance = 1.0 / (1.0 + rank / max(n, 1))
+            relevance = 1.0 / (1.0 + rank / RANK_SCALE)
             out.append(self.edge_result(e, names, relevance * self.focal_weight(distance),
                                         relevance=round(relevance, 4), focal_distance=distance))
         out.sort(key=lambda r: -r.score)
@@ -200,7 +203,7 @@ class GraphitiLayer(Layer):
             self.require().graphiti.search_(query, config=config, group_ids=[self.group_id]), self.distances())
         out = []
         for rank, node in enumerate(found.nodes):
-            relevance = 1.0 / (1.0 + rank / config.limit)
+            relevance = 1.0 / (1.0 + rank / RANK_SCALE)
             d = dist.get(node.uuid)
             out.append(self.node_result(node, relevance * self.focal_weight(d), relevance=round(relevance, 4),
                                         focal_distance=d))
