@@ -52,10 +52,14 @@ def fts5_query(text: str, *, prefix: bool = False) -> str | None:
 
 def lexical_scores(query: str, docs: dict[str, str]) -> list[float]:
     """BM25-like scores of small in-memory documents (crystals, word-photo fallbacks)."""
+    return lexical_scores_tokens(query, [tokens(t) for t in docs.values()])
+
+
+def lexical_scores_tokens(query: str, toks: list[list[str]]) -> list[float]:
+    """:func:`lexical_scores` over documents already split by :func:`tokens` (cache them)."""
     terms = content_terms(query)
-    if not terms or not docs:
-        return [0.0] * len(docs)
-    toks = [tokens(t) for t in docs.values()]
+    if not terms or not toks:
+        return [0.0] * len(toks)
     n = len(toks)
     avg = sum(len(t) for t in toks) / n or 1.0
     df = {term: sum(1 for t in toks if term in set(t)) for term in terms}

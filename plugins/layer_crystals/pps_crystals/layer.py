@@ -11,7 +11,7 @@ from pydantic import Field
 
 from pps_core import Layer, LayerHealth, PluginSettings, SearchResult
 from pps_core.errors import Conflict, NotFound
-from pps_core.textsearch import lexical_scores
+from pps_core.textsearch import lexical_scores_tokens, tokens
 from pps_core.timeutil import to_storage
 from pps_core.atomic import atomic_create
 
@@ -33,6 +33,7 @@ class CrystalLayer(Layer):
         self.dir = Path(memory.home) / self.settings.directory
         self.archive = self.dir / "archive"
         self.trash = self.dir / "deleted"
+        self._cache: dict[Path, tuple[tuple[int, int], str, list[str]]] = {}
 
     async def open(self) -> None:
         for d in (self.dir, self.archive):
@@ -91,6 +92,17 @@ class CrystalLayer(Layer):
             cur = [p for _n, p in self.archived()] + cur
         return cur[-count:] if count > 0 else []
 
+    def _entry(self, path: Path) -> tuple[tuple[int, int], str, list[str]]:
+        """File text and tokens, re-read only when mtime or size changed (a hand edit is seen at once)."""
+        st = path.stat()
+        key = (st.st_mtime_ns, st.st_size)
+        hit = self._cache.get(path)
+        if hit is None or hit[0] != key:
+            text = _read(path)
+            hit = (key, text, tokens(text))
+            self._cache[path] = hit
+        return hit
+
     def result(self, path: Path, score: float = 1.0) -> SearchResult:
         st = path.stat()
         return SearchResult(layer=self.name, content=_read(path), source=path.name, score=score,
@@ -102,8 +114,7 @@ class CrystalLayer(Layer):
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         started = time.perf_counter()
         paths = [p for _n, p in self.archived() + self.current()]
-        docs = {p: _read(p) for p in paths}
-        scored = lexical_scores(query, {str(p): t for p, t in docs.items()})
+        scored = lexical_scores_tokens(query, [self._entry(p)[2] for p in paths])
         ranked = sorted(((s, p) for p, s in zip(paths, scored, strict=True) if s > 0), key=lambda t: -t[0])
         self.record_latency(started)
         return [self.result(p, s) for s, p in ranked[offset: offset + limit]]

@@ -33,6 +33,8 @@ def _ack(row: sqlite3.Row) -> dict[str, Any]:
 def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict]]:
     """Store turns in one transaction. Returns (acks in input order, newly stored turns).
 
+    ``created_at`` must already be canonical (the operations layer makes it so).
+
     A turn whose ``message_id`` is already stored stores nothing and answers as the first did.
     """
     acks: list[dict[str, Any]] = []
@@ -51,9 +53,11 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
                 (t.get("message_id"), t["content"], t["author_name"], t["channel"], t.get("session_id"),
                  t["created_at"], json.dumps(t.get("metadata") or {}, ensure_ascii=False)),
             )
-            row = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id = ?", (cur.lastrowid,)).fetchone()
-            acks.append(_ack(row))
-            new.append(row_to_turn(row))
+            turn = {"id": cur.lastrowid, "message_id": t.get("message_id"), "content": t["content"],
+                    "author_name": t["author_name"], "channel": t["channel"], "session_id": t.get("session_id"),
+                    "created_at": t["created_at"], "metadata": t.get("metadata") or {}, "summary_id": None}
+            acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+            new.append(turn)
     return acks, new
 
 
