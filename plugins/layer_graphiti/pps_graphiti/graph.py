@@ -62,6 +62,7 @@ class Graph:
         self.edge_match = ("(n:Entity)-[:RELATES_TO]->(e:RelatesToNode_)-[:RELATES_TO]->(m:Entity)" if kuzu
                            else "(n:Entity)-[e:RELATES_TO]->(m:Entity)")
         self.hop = "-[:RELATES_TO]-(:RelatesToNode_)-[:RELATES_TO]-" if kuzu else "-[:RELATES_TO]-"
+        self.lower = "lower" if kuzu else "toLower"
 
     async def ensure_indexes(self) -> None:
         """Full-text indexes, idempotently. graphiti's generic build does nothing on Kuzu."""
@@ -113,7 +114,7 @@ class Graph:
     async def nodes_named(self, name: str) -> list[dict[str, Any]]:
         """Entity nodes with exactly this name (case-insensitive), most connected first."""
         rows = await self.query(
-            "MATCH (n:Entity) WHERE n.group_id = $group_id AND lower(n.name) = lower($name) "
+            f"MATCH (n:Entity) WHERE n.group_id = $group_id AND {self.lower}(n.name) = {self.lower}($name) "
             "RETURN n.uuid AS uuid, n.name AS name, n.created_at AS created_at",
             group_id=self.group_id, name=name)
         for r in rows:
