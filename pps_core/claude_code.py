@@ -95,7 +95,8 @@ def transcript_turns(path: Path, *, entity: str, user_name: str, offset: int = 0
     """Turns of a transcript from byte ``offset``; returns them and the offset to resume from."""
     turns: list[dict[str, Any]] = []
     end = offset
-    for end, entry in read_entries(path, offset):
+    for pos, entry in read_entries(path, offset):
+        end = pos
         turn = entry_turn(entry, entity=entity, user_name=user_name, session_id=session_id)
         if turn is not None:
             turns.append(turn)

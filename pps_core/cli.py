@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("transport", help="transport name, e.g. mcp or http")
     _entity_args(p)
     p.add_argument("args", nargs=argparse.REMAINDER, help="transport options (see pps serve <name> --help)")
+    from .cli_extra import add_parsers  # hooks, hook, import, recap
+
+    add_parsers(sub, _entity_args)
     return parser
 
 
@@ -241,6 +244,9 @@ COMMANDS = {
     "call": cmd_call,
     "serve": cmd_serve,
 }
+from .cli_extra import COMMANDS as _EXTRA  # noqa: E402
+
+COMMANDS.update(_EXTRA)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -56,4 +56,16 @@ def core_operations() -> list[Operation]:
         Operation(name="pps_regenerate_token", params=NoParams, handler=pps_regenerate_token, group="auth",
                   destructive=True, sensitive=True,
                   description="Rotate this entity's bearer token. The old token stops working at once."),
+        _session_recap_operation(),
     ]
+
+
+def _session_recap_operation() -> Operation:
+    from .recap.service import SessionRecapParams, session_recap
+
+    return Operation(
+        name="session_recap", params=SessionRecapParams, handler=session_recap, group="recap",
+        description=("Recap a session log (mindloop-style JSONL or a Claude Code transcript; default: the newest "
+                     "log): tool calls collapsed, similar stretches merged, summarized by the configured LLM (or "
+                     "extractively offline), the most recent selected within a token budget (default 1000), "
+                     "in chronological order with real timestamps. Saved as _recap.md, shown at startup."))

@@ -120,7 +120,8 @@ async def _guarded(memory: Memory, name: str, coro) -> tuple[Any, LayerStatus]:
 
 
 async def _startup_blocks(memory: Memory, p: AmbientRecallParams):
-    sections = [s for s in memory.settings.startup.sections if memory.layer(s.layer) is not None]
+    st = memory.settings.startup
+    sections = [s for s in ([st.recap] if st.recap else []) + st.sections if memory.layer(s.layer) is not None]
 
     async def one(sec: SectionConfig):
         layer = memory.layer(sec.layer)

@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 from .errors import ConfigError
 
 #: Plugins an entity loads when its config names none: the embedded defaults.
-DEFAULT_PLUGINS = ["sqlite", "crystals"]
+DEFAULT_PLUGINS = ["sqlite", "crystals", "recap"]
 
 _FILE_VALUES: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("pps_file_values", default={})
 
@@ -52,6 +52,9 @@ class StartupConfig(BaseModel):
     health: bool = True
     manifest: bool = True
     sections: list[SectionConfig] = Field(default_factory=default_sections)
+    recap: SectionConfig | None = Field(
+        default_factory=lambda: SectionConfig(name="Last session", layer="session_recap", count=1),
+        description="the last session's recap, shown first when the 'recap' plugin is loaded")
 
 
 class RecallConfig(BaseModel):

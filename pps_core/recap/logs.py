@@ -1,0 +1,163 @@
+"""Session logs -> a narrative of turns, with tool calls collapsed and real timestamps kept.
+
+Two formats, told apart line by line:
+- mindloop-style: chat messages, one per line (``role`` system/user/assistant/tool, ``content``,
+  optional ``reasoning``, ``tool_calls`` with ``function.name/arguments``, ``tool_call_id``), with an
+  optional ``timestamp`` (ISO 8601 or epoch seconds; ``ts``/``time``/``created_at`` also read);
+- Claude Code transcripts (``type`` user/assistant, ``message.content`` blocks: text, thinking,
+  tool_use, tool_result).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..claude_code import is_transcript_entry, text_of
+from .collapse import category, collapse
+
+_SKIP_SYSTEM = ("[stop]", "[stats]", "Warning:")
+_WRAPPERS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
+             "<command-args>", "<system-reminder>")
+
+
+@dataclasses.dataclass
+class Turn:
+    """One line of the narrative: who (User, Assistant, Thinking, Tool, System), what, when."""
+
+    role: str
+    text: str
+    ts: datetime | None = None
+    category: str | None = None  # tool turns: consequential / observational / other
+
+
+def parse_time(value: Any) -> datetime | None:
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, int | float):
+            return datetime.fromtimestamp(float(value), UTC)
+        dt = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except (ValueError, OverflowError, OSError):
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def _entry_time(entry: dict[str, Any]) -> datetime | None:
+    for key in ("timestamp", "ts", "time", "created_at"):
+        if key in entry:
+            return parse_time(entry[key])
+    return None
+
+
+def read_lines(path: Path) -> list[dict[str, Any]]:
+    entries = []
+    with Path(path).open(encoding="utf-8", errors="replace") as fh:
+        for raw in fh:
+            raw = raw.strip()
+            if not raw:
+                continue
+            try:
+                entry = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                entries.append(entry)
+    return entries
+
+
+class _Collapser:
+    """Pairs tool calls with their results; a call with no result (a crash) is closed at the end."""
+
+    def __init__(self) -> None:
+        self.turns: list[Turn] = []
+        self.pending: dict[str, tuple[str, dict[str, Any], datetime | None, int]] = {}
+
+    def say(self, role: str, text: str, ts: datetime | None) -> None:
+        text = (text or "").strip()
+        if text:
+            self.turns.append(Turn(role, text, ts))
+
+    def call(self, call_id: str, name: str, args: Any, ts: datetime | None) -> None:
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except ValueError:
+                args = {"arguments": args}
+        self.turns.append(Turn("Tool", "", ts))  # placeholder keeps the call's place in the story
+        self.pending[call_id or f"#{len(self.turns)}"] = (name, args if isinstance(args, dict) else {},
+                                                          ts, len(self.turns) - 1)
+
+    def result(self, call_id: str, content: str, is_error: bool = False) -> None:
+        found = self.pending.pop(call_id, None)
+        if found is None:
+            return
+        name, args, ts, index = found
+        line = collapse(name, args, content or "", is_error)
+        self.turns[index] = Turn("Tool", line or "", ts, None if line is None else category(name))
+
+    def finish(self) -> list[Turn]:
+        for call_id in list(self.pending):
+            self.result(call_id, "")
+        return [t for t in self.turns if t.text]  # dropped (meta) calls leave no line
+
+
+def _mindloop(c: _Collapser, entry: dict[str, Any], ts: datetime | None) -> None:
+    role = entry.get("role")
+    content = entry.get("content")
+    content = content if isinstance(content, str) else text_of(content)
+    if role == "system":
+        if content.strip() and not content.startswith(_SKIP_SYSTEM):
+            c.say("System", content, ts)
+    elif role == "assistant":
+        if entry.get("reasoning"):
+            c.say("Thinking", str(entry["reasoning"]), ts)
+        for tc in entry.get("tool_calls") or []:
+            func = tc.get("function") or {}
+            c.call(tc.get("id", ""), func.get("name", tc.get("name", "?")), func.get("arguments", "{}"), ts)
+        c.say("Assistant", content, ts)
+    elif role == "tool":
+        c.result(entry.get("tool_call_id", ""), content)
+    elif role == "user":
+        c.say("User", content, ts)
+
+
+def _claude_code(c: _Collapser, entry: dict[str, Any], ts: datetime | None) -> None:
+    if entry.get("isSidechain") or entry.get("isMeta") or entry.get("isCompactSummary"):
+        return
+    content = entry["message"].get("content")
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if kind == "text":
+            text = (b.get("text") or "").strip()
+            if entry["type"] == "user" and text.startswith(_WRAPPERS):
+                continue
+            c.say("User" if entry["type"] == "user" else "Assistant", text, ts)
+        elif kind == "thinking":
+            c.say("Thinking", b.get("thinking", ""), ts)
+        elif kind == "tool_use":
+            c.call(b.get("id", ""), b.get("name", "?"), b.get("input") or {}, ts)
+        elif kind == "tool_result":
+            c.result(b.get("tool_use_id", ""), text_of(b.get("content")), bool(b.get("is_error")))
+
+
+def collapse_entries(entries: list[dict[str, Any]]) -> list[Turn]:
+    """The narrative of a session's log entries, in log order."""
+    c = _Collapser()
+    for entry in entries:
+        ts = _entry_time(entry)
+        if is_transcript_entry(entry):
+            _claude_code(c, entry, ts)
+        elif "role" in entry:
+            _mindloop(c, entry, ts)
+    return c.finish()
+
+
+def read_log(path: Path) -> list[Turn]:
+    return collapse_entries(read_lines(path))

@@ -1,0 +1,155 @@
+"""The ``session_recap`` operation and the ``session_recap`` startup layer (plugin name ``recap``)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import InvalidParams, NotFound
+from ..layer import Layer
+from ..models import LayerHealth, SearchResult, StartupItems
+from . import store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..memory import Memory
+
+#: Layers whose items count as "existing memories" for novelty: not the raw turns of the session itself.
+NOVELTY_SKIP = {"raw_capture", "session_recap"}
+
+
+class SessionRecapParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    log: str | None = Field(None, max_length=4096,
+                            description="session log (JSONL: mindloop-style or a Claude Code transcript); "
+                                        "default: the newest log of the entity")
+    budget: int | None = Field(None, ge=50, le=100_000, description="token budget; default [recap] budget (1000)")
+    model: str | None = Field(None, max_length=200, description="LLM model; default [recap] model, then [llm] model")
+    summarizer: Literal["auto", "llm", "extractive"] | None = Field(
+        None, description="auto = the configured LLM when there is one, else extractive")
+    novelty: bool | None = Field(None, description="weigh by novelty against existing memories")
+    write: bool = Field(True, description="save as the entity's _recap.md (shown at startup)")
+    exclude_session: str | None = Field(None, max_length=200,
+                                        description="when picking the newest log, skip this session (the current one)")
+
+
+def resolve_log(memory: Memory, p: SessionRecapParams) -> Path:
+    if p.log:
+        path = Path(p.log).expanduser()
+        if not path.is_file():
+            raise InvalidParams(f"log: no such file {p.log!r}", param="log")
+        if path.suffix.lower() not in (".jsonl", ".json", ".log", ".ndjson"):
+            raise InvalidParams("log: expected a JSONL session log (.jsonl)", param="log")
+        return path.resolve()
+    newest = store.newest_log(memory.settings, p.exclude_session)
+    if newest is None:
+        raise NotFound("no session log found: pass log, set [recap] logs in pps.toml, or install the Claude "
+                       "Code hooks (`pps hooks install`)", param="log")
+    return newest
+
+
+def _novelty_fn(memory: Memory, loop: asyncio.AbstractEventLoop):
+    from .chunks import cosine, lexical_vectors
+
+    names = [n for n in memory.layers if n not in NOVELTY_SKIP]
+
+    async def nearest(text: str) -> list[str]:
+        found = await asyncio.gather(*(memory.search_layer(n, text[:2000], 3) for n in names),
+                                     return_exceptions=True)
+        return [r.content for batch in found if isinstance(batch, list) for r in batch]
+
+    def novelty(summaries: list[str]) -> list[float]:
+        out = []
+        for s in summaries:
+            neighbours = asyncio.run_coroutine_threadsafe(nearest(s), loop).result(60)
+            if not neighbours:
+                out.append(1.0)
+                continue
+            if memory.embedder is not None:
+                vecs = memory.embedder.embed([s] + neighbours)
+            else:
+                vecs = lexical_vectors([s] + neighbours)
+            out.append(1.0 - max(cosine(vecs[0], v) for v in vecs[1:]))
+        return out
+
+    return novelty
+
+
+def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str | None, novelty: bool,
+              loop: asyncio.AbstractEventLoop | None = None, progress=None):
+    """Blocking: the recap of ``path`` with the entity's embedder and summarizer."""
+    from .pipeline import generate
+    from .summarize import make_summarizer
+
+    rs = store.recap_settings(memory.settings)
+    summarizer = make_summarizer(memory.settings.llm, kind, model or rs.model)
+    novelty_fn = _novelty_fn(memory, loop) if novelty and loop is not None else None
+    return generate(path, budget=budget, summarizer=summarizer, embedder=memory.embedder, novelty=novelty_fn,
+                    tz=memory.tz, chunk_tokens=rs.chunk_tokens, merge_threshold=rs.merge_threshold,
+                    progress=progress)
+
+
+async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:
+    rs = store.recap_settings(memory.settings)
+    path = resolve_log(memory, p)
+    budget = p.budget or rs.budget
+    novelty = rs.novelty if p.novelty is None else p.novelty
+    loop = asyncio.get_running_loop()
+    recap = await asyncio.to_thread(run_recap, memory, path, budget=budget, kind=p.summarizer or rs.summarizer,
+                                    model=p.model, novelty=novelty, loop=loop)
+    written = None
+    if p.write and recap.text:
+        written = str(await asyncio.to_thread(store.save, memory.home, recap.text, path, recap.stats))
+    return {
+        "text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
+        "summarizer": recap.stats.get("summarizer"), "stats": recap.stats,
+        "items": [{"start": i.start.isoformat() if i.start else None, "end": i.end.isoformat() if i.end else None,
+                   "summary": i.summary, "score": i.score} for i in recap.items],
+    }
+
+
+class RecapLayer(Layer):
+    """The last session's recap as a startup section; regenerated from the newest log when missing."""
+
+    name = "session_recap"
+    title = "Last session"
+
+    def __init__(self, memory: Memory) -> None:
+        super().__init__()
+        self.memory = memory
+
+    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        return []  # a recap is procedural state for the next instance, not searchable memory (reference/004)
+
+    def _load_or_make(self) -> tuple[str, dict] | None:
+        home = self.memory.home
+        saved = store.load(home)
+        if saved is not None or not store.recap_settings(self.memory.settings).startup_regenerate:
+            return saved
+        newest = store.newest_log(self.memory.settings)
+        if newest is None:
+            return None
+        rs = store.recap_settings(self.memory.settings)
+        recap = run_recap(self.memory, newest, budget=rs.budget, kind="extractive", model=None, novelty=False)
+        if not recap.text:
+            return None
+        store.save(home, recap.text, newest, recap.stats)
+        return store.load(home)
+
+    async def startup(self, count: int | None) -> StartupItems:
+        found = await asyncio.to_thread(self._load_or_make)
+        if found is None or count == 0:
+            return StartupItems(items=[], total=0)
+        text, meta = found
+        when = datetime.fromtimestamp(meta["generated"], UTC).isoformat() if meta.get("generated") else None
+        return StartupItems(items=[SearchResult(layer=self.name, content=text, source=store.RECAP_FILE,
+                                                timestamp=when, metadata={"log": meta.get("source")})], total=1)
+
+    async def health(self) -> LayerHealth:
+        path = Path(self.memory.home) / store.RECAP_FILE
+        return LayerHealth(layer=self.name, available=True, detail=str(path),
+                           counts={"recap": int(path.is_file())})

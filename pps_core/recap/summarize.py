@@ -1,0 +1,134 @@
+"""Summarize a chunk: the entity's configured LLM (OpenAI-compatible), or an offline extractive summary.
+
+The LLM is called with the standard library (``POST {base_url}/chat/completions``), so the core gains
+no HTTP dependency. A chunk the LLM fails on falls back to the extractive summary, and the recap says
+how many did.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import urllib.error
+import urllib.request
+from collections import Counter
+
+from .chunks import Chunk, words
+from .collapse import CONSEQUENTIAL
+
+PROMPT = (
+    "You write the recap an AI agent reads when its next session starts. Summarize this segment of its "
+    "previous session in at most {sentences} sentences, in the first person (the agent is 'I', the human "
+    "is 'the user'). Keep what was decided, what was changed (files, memories), and what was left "
+    "unfinished; drop pleasantries and file contents. Answer with the summary only.")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])")
+
+
+class ExtractiveSummarizer:
+    """The chunk's most central sentences, in their original order (TF-IDF weight per sentence).
+
+    Consequential tool lines (they changed state) and user requests get a bonus, so the summary says
+    what was asked and what was done; reasoning competes on content.
+    """
+
+    name = "extractive"
+
+    def __init__(self, max_sentences: int = 3, max_chars: int = 420) -> None:
+        self.max_sentences = max_sentences
+        self.max_chars = max_chars
+
+    def summarize(self, chunk: Chunk) -> str:
+        sentences: list[tuple[str, str, float]] = []  # (role, sentence, bonus)
+        seen: set[str] = set()
+        for t in chunk.turns:
+            if t.role == "Thinking" or t.text in seen:
+                continue
+            seen.add(t.text)
+            bonus = 0.3 if t.role == "Tool" and t.category == CONSEQUENTIAL else 0.3 if t.role == "User" else 0.0
+            parts = [t.text] if t.role == "Tool" else _SENTENCE.split(" ".join(t.text.split()))
+            sentences.extend((t.role, s.strip(), bonus) for s in parts if len(s.strip()) > 3)
+        last_said = max((i for i, (r, _s, _b) in enumerate(sentences) if r == "Assistant"), default=None)
+        if last_said is not None:  # where a stretch of work ends, the agent tends to say what is still open
+            role, s, bonus = sentences[last_said]
+            sentences[last_said] = (role, s, bonus + 0.8)
+        if not sentences:
+            sentences = [(t.role, " ".join(t.text.split()), 0.0) for t in chunk.turns]
+        df = Counter(w for _r, s, _b in sentences for w in set(words(s)))
+        n = len(sentences)
+
+        def score(i: int) -> float:
+            _role, s, bonus = sentences[i]
+            ws = words(s)
+            if not ws:
+                return bonus
+            weight = sum(math.log(1 + df[w]) for w in ws) / math.sqrt(len(ws))
+            return weight / (1 + math.log(1 + n)) + bonus + (0.2 if i == 0 else 0.0)
+
+        budget_sentences = min(self.max_sentences + chunk.tokens // 400, 6)
+        max_chars = self.max_chars + 120 * (budget_sentences - self.max_sentences)
+        best = sorted(range(n), key=lambda i: -score(i))[:budget_sentences]
+        out, used = [], 0
+        for i in sorted(best):
+            role, s, _b = sentences[i]
+            s = s if len(s) <= 220 else s[:217].rstrip() + "..."
+            line = s if role in ("Tool", "Assistant") else f"{role}: {s}"
+            if out and used + len(line) > max_chars:
+                break
+            out.append(line)
+            used += len(line) + 1
+        return " ".join(out)
+
+
+class LLMSummarizer:
+    """An OpenAI-compatible chat endpoint (Ollama, vLLM, a cloud API)."""
+
+    name = "llm"
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0,
+                 sentences: int = 3, max_input_chars: int = 24_000) -> None:
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key = api_key
+        self.timeout_s = timeout_s
+        self.sentences = sentences
+        self.max_input_chars = max_input_chars
+        self.fallback = ExtractiveSummarizer()
+        self.failures: list[str] = []
+
+    def summarize(self, chunk: Chunk) -> str:
+        text = chunk.text
+        if len(text) > self.max_input_chars:
+            half = self.max_input_chars // 2
+            text = text[:half] + "\n[...]\n" + text[-half:]
+        body = {"model": self.model, "temperature": 0.2, "messages": [
+            {"role": "system", "content": PROMPT.format(sentences=self.sentences)},
+            {"role": "user", "content": text}]}
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
+                answer = json.loads(resp.read())
+            summary = (answer["choices"][0]["message"]["content"] or "").strip()
+            if not summary:
+                raise ValueError("empty answer")
+            return " ".join(summary.split())
+        except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError) as exc:
+            self.failures.append(f"{type(exc).__name__}: {exc}")
+            return self.fallback.summarize(chunk)
+
+
+def make_summarizer(llm_settings, kind: str = "auto", model: str | None = None):
+    """``auto``: the LLM when one is configured, else extractive. ``llm`` without one is an error."""
+    from ..errors import Unavailable
+
+    base_url = llm_settings.base_url
+    model = model or llm_settings.model
+    if kind == "extractive" or (kind == "auto" and not (base_url and model)):
+        return ExtractiveSummarizer()
+    if not (base_url and model):
+        raise Unavailable("summarizer 'llm' needs [llm] base_url and model in the entity's pps.toml "
+                          "(or use summarizer 'extractive')")
+    return LLMSummarizer(base_url, model, llm_settings.api_key, llm_settings.timeout_s)
