@@ -74,10 +74,10 @@ async def ambient_recall(memory: Memory, p: AmbientRecallParams) -> dict[str, An
             timespec="seconds"), "timezone": memory.tz.key},
         "health": {name: h.model_dump() for name, h in health.items()},
         "manifest": {
-            "sections": [{"name": b.name, "layer": b.layer, "chars": sum(b.chars[:shown[i]]), "items": shown[i],
+            "sections": [{"name": b.name, "layer": b.layer, "chars": b.shown_chars(shown[i]), "items": shown[i],
                           "total": b.total if b.total is not None else len(b.items)}
                          for i, b in enumerate(blocks)],
-            "total_chars": sum(sum(b.chars[:shown[i]]) for i, b in enumerate(blocks)),
+            "total_chars": sum(b.shown_chars(shown[i]) for i, b in enumerate(blocks)),
             "left_out": left_out,
         },
         "layers": [s.model_dump() for s in statuses],
@@ -125,7 +125,8 @@ async def _startup_blocks(memory: Memory, p: AmbientRecallParams):
 
     async def one(sec: SectionConfig):
         layer = memory.layer(sec.layer)
-        return await _guarded(memory, sec.layer, layer.startup(sec.count))
+        count = None if sec.quotas else sec.count  # quotas choose among all, below
+        return await _guarded(memory, sec.layer, layer.startup(count))
 
     outcomes = await asyncio.gather(*(one(s) for s in sections))
     blocks, statuses, results = [], [], []
@@ -143,6 +144,14 @@ async def _startup_blocks(memory: Memory, p: AmbientRecallParams):
 
 def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems) -> Block:
     items = list(found.items)
+    total = found.total if found.total is not None else len(items)
+    keep = None
+    if sec.style == "turns":
+        keep = _quota_order(items, sec.quotas) if sec.quotas else list(reversed(range(len(items))))
+        if sec.count is not None and sec.count < len(items):
+            chosen = sorted(keep[:sec.count])
+            items = [items[i] for i in chosen]
+            keep = [chosen.index(i) for i in keep[:sec.count]]
     if sec.order == "newest_first":
         items.reverse()
     rendered = []
@@ -153,19 +162,39 @@ def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems) -> B
             rendered.append(render.summary_item(r, memory.tz, sec.max_chars))
         else:
             rendered.append(render.document_item(r, sec.max_chars))
-    total = found.total if found.total is not None else len(items)
     if sec.style == "turns":
-        header = f"[unsummarized_turns] (showing {len(items)} of {total}"
-        header += f" - use get_turns_since_summary with offset={len(items)} for older)" if total > len(items) else ")"
-        joiner = "\n"
+        header, joiner = "[unsummarized_turns]", "\n"
     elif sec.style == "summaries":
         header, joiner = "[summaries] (compressed history)", "\n\n"
     else:
         header, joiner = None, SEPARATOR
     block = Block(name=sec.name, layer=sec.layer, header=header, items=[t for t, _ in rendered],
-                  chars=[c for _, c in rendered], joiner=joiner, total=total)
-    block.style = sec.style  # type: ignore[attr-defined]
+                  chars=[c for _, c in rendered], joiner=joiner, total=total, style=sec.style, keep=keep)
+    block.quotas = bool(sec.quotas)  # type: ignore[attr-defined]
     return block
+
+
+def _channel_group(channel: str, quotas: dict[str, int]) -> str:
+    best = "*"
+    for prefix in quotas:
+        if prefix != "*" and channel.startswith(prefix) and (best == "*" or len(prefix) > len(best)):
+            best = prefix
+    return best
+
+
+def _quota_order(items: list[SearchResult], quotas: dict[str, int]) -> list[int]:
+    """Indices by priority: each channel group's newest turns up to its quota, taken round-robin
+    (so a budget cut stays fair), then everything else newest first."""
+    groups: dict[str, list[int]] = {}
+    for i in reversed(range(len(items))):
+        groups.setdefault(_channel_group(items[i].metadata.get("channel", ""), quotas), []).append(i)
+    quota_lists = [g[: quotas.get(name, 0)] for name, g in groups.items()]
+    order: list[int] = []
+    for rank in range(max((len(q) for q in quota_lists), default=0)):
+        order.extend(q[rank] for q in quota_lists if rank < len(q))
+    taken = set(order)
+    order.extend(i for i in reversed(range(len(items))) if i not in taken)
+    return order
 
 
 # -- search ------------------------------------------------------------------------------------
@@ -260,8 +289,9 @@ def _assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus
                 if rows is not None:
                     display.extend(rows.values())
                 else:
-                    display.append(Block(name=b.name, layer=b.layer, header=None, items=b.items[:n],
-                                         chars=b.chars[:n]))
+                    idx = b.chosen(n)
+                    display.append(Block(name=b.name, layer=b.layer, header=None, items=[b.items[i] for i in idx],
+                                         chars=[b.chars[i] for i in idx]))
             lines = list(problem_lines)
             for item in left:
                 lines.append(f"Left out: {item['section']} {item['left_out']} of {item['total']} items"
@@ -307,10 +337,16 @@ def _assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus
 def _block_text(b: Block, n: int) -> str:
     if n <= 0:
         return ""
-    if getattr(b, "style", None) == "turns":  # keep the newest turns, drop the oldest
-        sub = Block(name=b.name, layer=b.layer, header=b.header, items=b.items[len(b.items) - n:],
-                    chars=b.chars[len(b.items) - n:], joiner=b.joiner)
-        return sub.text()
+    if b.style == "turns":
+        total = b.total if b.total is not None else len(b.items)
+        header = f"[unsummarized_turns] (showing {min(n, len(b.items))} of {total}"
+        if total > n:
+            more = "use get_turns_since_summary to page through all" if getattr(b, "quotas", False) else \
+                f"use get_turns_since_summary with offset={n} for older"
+            header += f" - {more})"
+        else:
+            header += ")"
+        return b.text(n, header=header)
     return b.text(n)
 
 
@@ -318,8 +354,10 @@ def _left_out(b: Block, n: int) -> dict[str, Any] | None:
     missing = len(b.items) - n
     if missing <= 0:
         return None
-    style = getattr(b, "style", None)
-    if style == "turns":
+    style = b.style
+    if style == "turns" and getattr(b, "quotas", False):  # the shown turns are not one contiguous block
+        op, params = "get_turns_since_summary", {"offset": 0, "limit": len(b.items)}
+    elif style == "turns":
         op, params = "get_turns_since_summary", {"offset": n, "limit": missing}
     elif style == "summaries":
         op, params = "get_recent_summaries", {"limit": len(b.items)}

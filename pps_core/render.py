@@ -64,7 +64,11 @@ def shown_chars(text: str, max_chars: int | None) -> int:
 
 @dataclasses.dataclass
 class Block:
-    """One rendered section: a header and items; chars count item content after truncation."""
+    """One rendered section: a header and items; ``chars`` count item content after truncation.
+
+    ``keep`` orders item indices by priority: when a budget allows only ``n`` items, the first
+    ``n`` of ``keep`` are shown, in their original (chronological) order.
+    """
 
     name: str
     layer: str
@@ -73,17 +77,29 @@ class Block:
     chars: list[int]
     joiner: str = SEPARATOR
     total: int | None = None
+    style: str = "documents"
+    keep: list[int] | None = None
 
     @property
     def char_count(self) -> int:
         return sum(self.chars)
 
-    def text(self, n: int | None = None) -> str:
-        items = self.items if n is None else self.items[:n]
-        if not items:
+    def chosen(self, n: int | None = None) -> list[int]:
+        if n is None or n >= len(self.items):
+            return list(range(len(self.items)))
+        order = self.keep if self.keep is not None else list(range(len(self.items)))
+        return sorted(order[:max(0, n)])
+
+    def shown_chars(self, n: int | None = None) -> int:
+        return sum(self.chars[i] for i in self.chosen(n))
+
+    def text(self, n: int | None = None, header: str | None = None) -> str:
+        idx = self.chosen(n)
+        if not idx:
             return ""
-        body = self.joiner.join(items)
-        return f"{self.header}\n{body}" if self.header else body
+        body = self.joiner.join(self.items[i] for i in idx)
+        head = header if header is not None else self.header
+        return f"{head}\n{body}" if head else body
 
 
 def document_item(r: SearchResult, max_chars: int | None) -> tuple[str, int]:

@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 from .errors import ConfigError
 
 #: Plugins an entity loads when its config names none: the embedded defaults.
-DEFAULT_PLUGINS = ["sqlite", "crystals", "recap"]
+DEFAULT_PLUGINS = ["sqlite", "crystals", "recap", "mcp", "http"]
 
 _FILE_VALUES: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("pps_file_values", default={})
 
@@ -28,6 +28,9 @@ class SectionConfig(BaseModel):
     count: int | None = Field(None, ge=0, description="items to show; None = all")
     max_chars: int | None = Field(None, ge=1, description="truncate each item to this many characters")
     order: Literal["chronological", "newest_first"] = "chronological"
+    quotas: dict[str, int] | None = Field(
+        None, description="turns only: channel prefix -> turns always kept for it ('*' = any other) when a count "
+                          "or a budget limits the section, so one busy channel never crowds out the rest")
 
 
 def default_sections() -> list[SectionConfig]:
