@@ -164,6 +164,19 @@ def sync_transcript(client, settings, cc: ClaudeCodeSettings, payload: dict[str,
     return len(turns)
 
 
+def _refresh_recap(client, settings, session: str) -> None:
+    """After a crash the last session left no recap: make one (extractive, fast) before the startup recall."""
+    from .recap import store
+
+    try:
+        newest = store.newest_log(settings, exclude_session=session)
+        if newest is not None and store.is_stale(settings.home, newest):
+            client.call("session_recap", {"log": str(newest), "summarizer": "extractive", "write": True})
+            log(settings.home, f"SessionStart: recap regenerated from {newest}")
+    except Exception as exc:  # noqa: BLE001 - the startup package matters more than the recap
+        log(settings.home, f"SessionStart: recap not regenerated: {type(exc).__name__}: {exc}")
+
+
 def _context(event: str, text: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
 
@@ -179,6 +192,7 @@ def handle(event: str, payload: dict[str, Any], settings, *, recall: bool = Fals
     with EntityClient(settings) as client:
         stored = sync_transcript(client, settings, cc, payload)
         if event == "SessionStart":
+            _refresh_recap(client, settings, session)
             answer = client.call("ambient_recall", {"context": "startup", "budget": cc.startup_budget,
                                                     "channel": channel})
             out = _context(event, answer.get("text", ""))

@@ -100,7 +100,7 @@ def newest_log(settings, exclude_session: str | None = None) -> Path | None:
 
 
 def is_stale(home: Path, log: Path | None) -> bool:
-    """True when there is no recap, or ``log`` is not what the saved recap was made from (or changed since)."""
+    """True when there is no recap, its own log changed since, or ``log`` was written after it."""
     saved = load(home)
     if saved is None:
         return log is not None
@@ -111,5 +111,6 @@ def is_stale(home: Path, log: Path | None) -> bool:
         st = log.stat()
     except OSError:
         return False
-    return (meta.get("source") != str(log.resolve()) or meta.get("source_size") != st.st_size
-            or (meta.get("source_mtime") or 0) < st.st_mtime)
+    if meta.get("source") == str(log.resolve()):  # the same log grew since (a resumed session)
+        return meta.get("source_size") != st.st_size or (meta.get("source_mtime") or 0) < st.st_mtime
+    return st.st_mtime > (meta.get("generated") or 0)  # a later session left no recap (it crashed)
