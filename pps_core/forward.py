@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import socket
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -62,7 +61,7 @@ def request(address: str, method: str, path: str, token: str | None, body: Any =
         conn.request(method, url.path.rstrip("/") + path, body=data, headers=headers)
         resp = conn.getresponse()
         status, raw = resp.status, resp.read()
-    except (OSError, socket.timeout, http.client.HTTPException) as exc:
+    except (OSError, http.client.HTTPException) as exc:  # timeouts are OSErrors too
         raise errors.Unavailable(f"the server at {address} owns this entity but did not answer "
                                  f"({type(exc).__name__}: {exc}); is it still starting or stuck?") from None
     finally:

@@ -79,6 +79,12 @@ class LLMSettings(BaseModel):
         return bool(self.base_url and self.model)
 
 
+class UpkeepSettings(BaseModel):
+    target_unsummarized: int = Field(50, ge=0, description="upkeep summarizes until at most this many remain")
+    batch_size: int = Field(50, ge=2, le=500, description="turns per automatic summary")
+    interval_s: float | None = Field(None, gt=0, description="a serving process runs upkeep this often")
+
+
 class Limits(BaseModel):
     max_content_chars: int = Field(100_000, ge=1, description="longest turn or document accepted")
     max_batch: int = Field(1_000, ge=1, description="most turns in one store_messages call")
@@ -141,6 +147,7 @@ class EntitySettings(PluginSettings):
     rankers: dict[str, list[str]] = Field(default_factory=dict, description="layer -> ranker names, in order")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     limits: Limits = Field(default_factory=Limits)
+    upkeep: UpkeepSettings = Field(default_factory=UpkeepSettings)
 
     @field_validator("timezone")
     @classmethod

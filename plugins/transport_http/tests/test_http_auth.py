@@ -7,10 +7,10 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from pps_http.security import EntityAuth
 
 from pps_core import Memory
 from pps_core.errors import Forbidden, OwnershipError, Unauthorized
-from pps_http.security import EntityAuth
 
 
 def crystals(server, entity: str) -> list[str]:

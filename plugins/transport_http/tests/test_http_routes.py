@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import httpx
 import httpx2
 from mcp import Client

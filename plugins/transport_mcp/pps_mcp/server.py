@@ -70,15 +70,24 @@ def create_server(memory=None, *, backend: Backend | None = None, name: str | No
     if name is None:
         name = f"pps-{memory.settings.entity}" if memory is not None else "pps"
 
+    listed: dict[int, types.ListToolsResult] = {}
+
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[tool_from_spec(s) for s in await backend.tools()])
+        specs = await backend.tools()
+        if id(specs) not in listed:  # the local backend keeps one list per catalog: build the tools once
+            listed.clear()
+            listed[id(specs)] = types.ListToolsResult(tools=[tool_from_spec(s) for s in specs])
+        return listed[id(specs)]
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await call_tool(backend, params.name, params.arguments)
 
     from pps_core import __version__
 
+    # No tool declares x-mcp-header parameters, so there is nothing for the SDK to check per call;
+    # without this it would rebuild the tool list on every call to look for some.
     server = Server(name, version=__version__, on_list_tools=on_list_tools, on_call_tool=on_call_tool,
+                    get_tool_input_schema=lambda _name: None,
                     instructions="Memory of an AI entity (PPS). Start a session with ambient_recall(context='startup').")
     server.pps_backend = backend  # type: ignore[attr-defined]
     return server

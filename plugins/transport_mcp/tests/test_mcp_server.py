@@ -8,7 +8,6 @@ import sys
 
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-
 from pps_mcp.server import create_server
 
 PLUGINS = ["sqlite", "crystals"]

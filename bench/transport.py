@@ -1,0 +1,166 @@
+"""Transport overhead: the same operations in-process, over REST and over MCP-over-HTTP, on loopback.
+
+    .venv/bin/python bench/transport.py [--n 200] [--turns 300]
+
+A fresh entity (plugins sqlite + crystals, in a temp home) is seeded with turns and crystals through the
+real operations. Then each operation is timed N times (after a warm-up) three ways, interleaved round by
+round so that other load on the machine falls on every path alike: ``memory.call`` in this process (a
+non-owning Memory on the same stores); ``POST /tools/<op>`` to a real ``pps serve http`` subprocess (httpx,
+keep-alive); and ``tools/call`` through the MCP SDK client over streamable HTTP to ``/mcp`` of that server.
+Baselines in the same run: ``GET /health`` (the HTTP floor: no operation at all) and the original
+system's published ambient_recall latency (3.3 s untuned, 1.2 s tuned; DESIGN.md §7).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+OPS = [("ambient_recall", {"context": "startup"}), ("raw_search", {"query": "lighthouse door", "limit": 10})]
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def timed(fn, n: int, warmup: int = 20) -> list[float]:
+    for _ in range(warmup):
+        await fn()
+    out = []
+    for _ in range(n):
+        started = time.perf_counter()
+        await fn()
+        out.append((time.perf_counter() - started) * 1000)
+    return out
+
+
+def env_for(root: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
+    env["PPS_ROOT"] = str(root)
+    return env
+
+
+async def seed(root: Path, turns: int) -> None:
+    from pps_core import Memory
+
+    async with Memory.for_entity("bench", home=root / "bench") as memory:
+        words = ["lighthouse", "door", "kitten", "tax", "river", "garden", "cobalt", "morning"]
+        batch = [{"content": f"turn {i}: the {words[i % 8]} and the {words[(i * 3) % 8]} again",
+                  "author_name": "Jeff" if i % 2 else "Lyra", "channel": f"terminal:{i % 3}"} for i in range(turns)]
+        await memory.call("store_messages", {"messages": batch})
+        for i in range(4):
+            await memory.call("crystallize", {"content": f"crystal {i}: what the lighthouse taught us " * 20})
+
+
+def start_server(root: Path) -> tuple[subprocess.Popen, str]:
+    import httpx
+
+    log = open(root / "server.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", "serve", "http", "--entity", "bench", "--port", "0"],
+                            env=env_for(root), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        found = re.search(r"at (http://[\d.]+:\d+)", (root / "server.log").read_text())
+        if found:
+            try:
+                if httpx.get(found.group(1) + "/health", timeout=1).json().get("ok"):
+                    return proc, found.group(1)
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("server did not start: " + (root / "server.log").read_text())
+
+
+async def time_all(root: Path, url: str, token: str, n: int, warmup: int = 20) -> dict[str, list[float]]:
+    """Interleaved: each round runs every path once, so load from elsewhere hits all paths alike."""
+    import httpx
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    from pps_core import Memory
+
+    headers = {"Authorization": f"Bearer {token}"}
+    out: dict[str, list[float]] = {}
+
+    async def clock(key: str, fn, keep: bool) -> None:
+        started = time.perf_counter()
+        await fn()
+        if keep:
+            out.setdefault(key, []).append((time.perf_counter() - started) * 1000)
+
+    # own=False: the server owns the stores; this process only reads them (SQLite WAL, crystal files).
+    async with Memory.for_entity("bench", home=root / "bench", own=False) as memory, \
+            httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as http, \
+            Client(streamable_http_client(f"{url}/mcp", http_client=httpx2.AsyncClient(headers=headers,
+                                                                                        timeout=10))) as mcp:
+        await mcp.list_tools()
+
+        async def health():
+            (await http.get("/health")).raise_for_status()
+
+        for i in range(warmup + n):
+            keep = i >= warmup
+            await clock("floor: GET /health", health, keep)
+            for op, params in OPS:
+                async def local(op=op, params=params):
+                    await memory.call(op, params)
+
+                async def post(op=op, params=params):
+                    (await http.post(f"/tools/{op}", json=params)).raise_for_status()
+
+                async def call(op=op, params=params):
+                    result = await mcp.call_tool(op, params)
+                    assert not result.is_error, result.content
+
+                paths = [(f"in-process {op}", local), (f"http {op}", post), (f"mcp {op}", call)]
+                for key, fn in paths[i % 3:] + paths[:i % 3]:
+                    await clock(key, fn, keep)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=300)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        subprocess.run([sys.executable, "-m", "pps_core.cli", "init", "--entity", "bench", "--timezone", "UTC",
+                        "--plugins", "sqlite,crystals,mcp,http"], env=env_for(root), check=True, capture_output=True)
+        asyncio.run(seed(root, args.turns))
+        proc, url = start_server(root)
+        try:
+            times = asyncio.run(time_all(root, url, (root / "bench" / "token").read_text().strip(), args.n))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=15)
+    print(f"transport overhead, loopback, n={args.n} per row, {args.turns} turns + 4 crystals stored")
+    print(f"{'path':<34} {'p50 ms':>8} {'p95 ms':>8} {'p50 over in-process':>20}")
+    rows = [(f"in-process {op}", times[f"in-process {op}"], None) for op, _ in OPS]
+    rows.append(("floor: GET /health", times["floor: GET /health"], None))
+    for kind in ("http", "mcp"):
+        rows += [(f"{kind} {op}", times[f"{kind} {op}"], statistics.median(times[f"in-process {op}"]))
+                 for op, _ in OPS]
+    worst = 0.0
+    for name, samples, base in rows:
+        over = "" if base is None else f"{statistics.median(samples) - base:+.2f}"
+        if base is not None:
+            worst = max(worst, statistics.median(samples) - base)
+        print(f"{name:<34} {pct(samples, .5):>8.2f} {pct(samples, .95):>8.2f} {over:>20}")
+    print("baseline (original system, DESIGN.md §7): ambient_recall 3300 ms untuned, 1200 ms tuned")
+    print(f"largest p50 overhead over in-process: {worst:.2f} ms (target < 5 ms): {'PASS' if worst < 5 else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()
