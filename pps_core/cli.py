@@ -53,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", action="store_true", help="print the 'text' field only (ambient_recall)")
     p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
 
+    p = sub.add_parser("upkeep", help="summarize old turns with the configured LLM until under target")
+    _entity_args(p)
+    p.add_argument("--target", type=int, help="stop at this many unsummarized turns")
+    p.add_argument("--batch-size", type=int, help="turns per summary")
+    p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
+
     p = sub.add_parser("serve", help="serve the entity over a transport plugin (mcp, http)")
     p.add_argument("transport", help="transport name, e.g. mcp or http")
     _entity_args(p)
@@ -198,6 +204,12 @@ def cmd_health(args) -> int:
     return 0 if result.get("ok") else 1
 
 
+def cmd_upkeep(args) -> int:
+    params = {k: v for k, v in {"target": args.target, "batch_size": args.batch_size}.items() if v is not None}
+    print(json.dumps(_run_call(args, "pps_upkeep", params), indent=2))
+    return 0
+
+
 def cmd_operations(args) -> int:
     async def go():
         async with _memory(args, own=False) as memory:
@@ -241,6 +253,7 @@ COMMANDS = {
     "health": cmd_health,
     "token": cmd_token,
     "operations": cmd_operations,
+    "upkeep": cmd_upkeep,
     "call": cmd_call,
     "serve": cmd_serve,
 }

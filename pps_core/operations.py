@@ -57,7 +57,19 @@ def core_operations() -> list[Operation]:
                   destructive=True, sensitive=True,
                   description="Rotate this entity's bearer token. The old token stops working at once."),
         _session_recap_operation(),
+        _upkeep_operation(),
     ]
+
+
+def _upkeep_operation() -> Operation:
+    from .upkeep import UpkeepParams, run_upkeep
+
+    return Operation(
+        name="pps_upkeep", params=UpkeepParams, handler=run_upkeep, group="summaries",
+        description=("Summarize the oldest unsummarized turns with the configured LLM, batch by batch, until at "
+                     "most `target` remain (speaker names kept verbatim; each summary marks exactly its turns), "
+                     "then ingest queued turns into the graph if loaded. Without an LLM it says so; an agent can "
+                     "still summarize with summarize_messages + store_summary."))
 
 
 def _session_recap_operation() -> Operation:

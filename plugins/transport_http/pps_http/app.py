@@ -150,6 +150,13 @@ def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", addr
         async with AsyncExitStack() as stack:
             for entity in entities.values():
                 await stack.enter_async_context(entity.memory)
+                interval = entity.memory.settings.upkeep.interval_s
+                if interval:  # automatic summaries while serving (needs an LLM; see pps_core.upkeep)
+                    from pps_core.upkeep import UpkeepLoop
+
+                    loop = UpkeepLoop(entity.memory, interval)
+                    loop.start()
+                    stack.push_async_callback(loop.stop)
                 if address:
                     entity.memory.lock.set_address(f"{address.rstrip('/')}/entities/{entity.name}")
             for entity in entities.values():
