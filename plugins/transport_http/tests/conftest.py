@@ -91,6 +91,9 @@ def server(tmp_path_factory):
     stop_server(srv)
     assert srv.proc.returncode in (0, -15), (root / "server.log").read_text()  # uvicorn re-raises SIGTERM
     assert "Traceback" not in (root / "server.log").read_text()
+    from pps_core.owner import read_owner
+
+    assert all(read_owner(root / name) is None for name in ENTITIES)  # a stopped server frees its entities
 
 
 @pytest.fixture

@@ -89,5 +89,8 @@ def create_server(memory=None, *, backend: Backend | None = None, name: str | No
     server = Server(name, version=__version__, on_list_tools=on_list_tools, on_call_tool=on_call_tool,
                     get_tool_input_schema=lambda _name: None,
                     instructions="Memory of an AI entity (PPS). Start a session with ambient_recall(context='startup').")
+    # The SDK's OpenTelemetry middleware is a no-op without an exporter but costs ~0.5 ms a call; PPS
+    # never traces on the read path (DESIGN §7), so it is dropped, as the SDK documents.
+    server.middleware[:] = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     server.pps_backend = backend  # type: ignore[attr-defined]
     return server
