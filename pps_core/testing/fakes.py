@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import types
 
 from pps_core.hookspecs import hookimpl
 from pps_core.layer import Layer
@@ -46,16 +45,19 @@ class ScriptedLayer(Layer):
         return LayerHealth(layer=self.name, available=True, counts={"items": len(self.texts)})
 
 
-def layer_plugin(*layers: Layer, name: str = "scripted"):
-    """A plugin object providing the given layers (register with ``extra_plugins=[...]``)."""
-    mod = types.SimpleNamespace(__pps_name__=name)
+class _LayerPlugin:
+    def __init__(self, layers: list[Layer], name: str) -> None:
+        self.layers = layers
+        self.__pps_name__ = name
 
     @hookimpl
-    def pps_layers(memory):
-        return list(layers)
+    def pps_layers(self, memory):
+        return list(self.layers)
 
-    mod.pps_layers = pps_layers
-    return mod
+
+def layer_plugin(*layers: Layer, name: str = "scripted") -> _LayerPlugin:
+    """A plugin object providing the given layers (register with ``extra_plugins=[...]``)."""
+    return _LayerPlugin(list(layers), name)
 
 
 def broken_layer_plugin(name: str, error: str):

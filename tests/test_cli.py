@@ -1,0 +1,75 @@
+"""The `pps` command as a user runs it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PPS = [sys.executable, "-m", "pps_core.cli"]
+
+
+def run(args, tmp_path, stdin=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
+    env.update({"PPS_ROOT": str(tmp_path / "root"), "HOME": str(tmp_path)})
+    return subprocess.run(PPS + args, capture_output=True, text=True, env=env, input=stdin, timeout=120)
+
+
+def test_init_call_and_plugins(tmp_path):
+    out = run(["init", "--entity", "lyra", "--plugins", "sqlite,crystals", "--timezone", "Europe/Berlin"], tmp_path)
+    assert out.returncode == 0, out.stderr
+    home = tmp_path / "root" / "lyra"
+    assert 'plugins = ["sqlite", "crystals"]' in (home / "pps.toml").read_text()
+    assert (home / "token").stat().st_mode & 0o777 == 0o600 and home.stat().st_mode & 0o777 == 0o700
+    stored = run(["call", "-e", "lyra", "store_message",
+                  '{"content": "Guten Morgen", "author_name": "Jeff", "channel": "terminal"}'], tmp_path)
+    assert json.loads(stored.stdout)["id"] == 1
+    piped = run(["call", "-e", "lyra", "raw_search", "-"], tmp_path, stdin='{"query": "morgen"}')
+    assert json.loads(piped.stdout)["results"][0]["content"] == "Guten Morgen"
+    text = run(["call", "-e", "lyra", "ambient_recall", '{"context": "startup"}', "--text"], tmp_path)
+    assert "(CET, Europe/Berlin)" in text.stdout or "(CEST, Europe/Berlin)" in text.stdout
+    assert "Jeff: Guten Morgen" in text.stdout
+    plugins = run(["plugins", "-e", "lyra"], tmp_path)
+    assert "sqlite       pps-sqlite" in plugins.stdout and "crystals" in plugins.stdout
+    token = run(["token", "-e", "lyra"], tmp_path)
+    assert token.stdout.strip() == (home / "token").read_text().strip()
+
+
+def test_errors_are_one_clear_line_and_exit_2(tmp_path):
+    run(["init", "--entity", "e", "--plugins", "sqlite"], tmp_path)
+    for args, needle in [
+        (["call", "-e", "e", "nope"], "unknown operation 'nope'"),
+        (["call", "-e", "e", "raw_search", "{not json"], "params are not valid JSON"),
+        (["call", "-e", "e", "get_turns_around", '{"timestamp": "soon"}'], "timestamp: cannot parse 'soon'"),
+    ]:
+        out = run(args, tmp_path)
+        assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr
+
+
+def test_unknown_plugin_in_config_is_a_startup_error(tmp_path):
+    run(["init", "--entity", "typo", "--plugins", "sqlite,chorma"], tmp_path)
+    out = run(["health", "-e", "typo"], tmp_path)
+    assert out.returncode == 2 and "no plugin named 'chorma' (installed: " in out.stderr
+
+
+def test_help_is_fast_and_imports_no_plugin(tmp_path):
+    code = ("import sys\nfrom pps_core.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('chromadb', 'graphiti_core', 'mcp', 'fastapi', 'onnxruntime', 'pps_sqlite') "
+            "if m in sys.modules]\nprint('HEAVY', heavy)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "HEAVY []" in out.stdout and "ambient" not in out.stderr
+
+
+def test_operations_lists_the_catalog(tmp_path):
+    run(["init", "--entity", "e", "--plugins", "sqlite,crystals"], tmp_path)
+    out = run(["operations", "-e", "e"], tmp_path)
+    names = [line.split()[0] for line in out.stdout.splitlines()]
+    assert {"ambient_recall", "store_message", "get_turns_around", "crystallize", "pps_health"} <= set(names)
+
+
+def test_demo_runs(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "pps_core.demo", "--home", str(tmp_path / "demo")],
+                         capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent.parent)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert '## ambient_recall("startup")' in out.stdout and "=== AMBIENT RECALL MANIFEST ===" in out.stdout
+    assert "cedar" in out.stdout.split("## ambient_recall(\"what wood")[1]

@@ -1,0 +1,41 @@
+"""Every hook is documented, typed, and exercised by a plugin or a test (datasette's rule)."""
+
+import inspect
+import re
+from pathlib import Path
+
+from pps_core import hookspecs
+
+ROOT = Path(__file__).parent.parent
+HOOKS = [name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("pps_")]
+
+
+def test_there_are_hooks():
+    assert {"pps_layers", "pps_operations", "pps_embedder", "pps_rankers", "pps_transports",
+            "pps_message_stored", "pps_summary_stored"} <= set(HOOKS)
+
+
+def test_every_hook_has_a_docstring_saying_how_results_combine():
+    for name in HOOKS:
+        doc = inspect.getdoc(getattr(hookspecs, name)) or ""
+        assert len(doc) > 30, name
+        spec = getattr(hookspecs, name)
+        returns = inspect.signature(spec).return_annotation
+        if returns not in (None, "None"):
+            assert re.search(r"first non-None|all results|flattened", doc, re.I), name
+
+
+def test_every_hook_is_documented_for_plugin_authors():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
+    for name in HOOKS:
+        assert f"`{name}`" in text, f"{name} is not in CONTRIBUTING.md"
+
+
+def test_every_hook_is_implemented_or_called_somewhere():
+    files = [p for p in list(ROOT.glob("plugins/*/pps_*/**/*.py")) + list(ROOT.glob("pps_core/**/*.py"))
+             + list(ROOT.glob("tests/*.py")) + list(ROOT.glob("plugins/*/tests/*.py")) if p.name != "hookspecs.py"]
+    sources = "\n".join(p.read_text() for p in files)
+    for name in HOOKS:
+        implemented = re.search(rf"def {name}\(", sources)
+        called = f'"{name}"' in sources or f".{name}(" in sources
+        assert implemented and called, name
