@@ -3,16 +3,22 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
+STAMP := $(VENV)/.pps-installed
+# Quiet the build backend's advice about editable installs; real errors still fail the build.
+PIP := PYTHONWARNINGS=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/pip
 
 .PHONY: install test demo lint bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
+	$(PIP) install -q --upgrade pip
 
-install: $(BIN)/python
-	$(BIN)/pip install -q -r requirements-dev.txt
-	$(BIN)/pip install -q -e . $(foreach p,$(PLUGINS),-e $(p))
+$(STAMP): $(BIN)/python requirements-dev.txt pyproject.toml $(wildcard plugins/*/pyproject.toml)
+	$(PIP) install -q -r requirements-dev.txt
+	$(PIP) install -q --no-build-isolation -e . $(foreach p,$(PLUGINS),-e $(p))
+	touch $(STAMP)
+
+install: $(STAMP)
 
 test: install
 	$(BIN)/python -m pytest -q
