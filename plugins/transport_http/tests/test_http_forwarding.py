@@ -70,3 +70,10 @@ def test_non_loopback_bind_without_a_token_refuses_to_start(tmp_path, pps_cli):
     (tmp_path / "bare" / "token").unlink()
     proc = pps(tmp_path, "serve", "http", "--entity", "bare", "--host", "0.0.0.0", "--port", "0", check=False)
     assert proc.returncode == 2 and "refusing to listen on 0.0.0.0" in proc.stderr
+
+
+def test_a_second_server_for_the_same_entity_is_refused(server, pps_cli):
+    proc = pps_cli(server.root, "serve", "http", "--entity", "lyra", "--entities", "lyra,nexus", "--port", "0",
+                   check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"pid {server.proc.pid}" in proc.stderr and f"{server.url}/entities/lyra" in proc.stderr
