@@ -128,10 +128,11 @@ class ChromaIndex:
             part = names[start:start + 500]
             self.collection.delete(where={"file": {"$in": part}})
 
-    def query(self, text: str, n: int) -> list[tuple[str, float]]:
-        """(filename, cosine distance) of the ``n`` nearest chunks."""
+    def query(self, vector: list[float], n: int) -> list[tuple[str, float]]:
+        """(filename, cosine distance) of the ``n`` nearest chunks to an embedded query."""
         total = self.count()
         if total == 0 or n <= 0:
             return []
-        got = self.collection.query(query_texts=[text], n_results=min(n, total), include=["metadatas", "distances"])
+        got = self.collection.query(query_embeddings=[vector], n_results=min(n, total),
+                                    include=["metadatas", "distances"])
         return [(m["file"], float(d)) for m, d in zip(got["metadatas"][0], got["distances"][0], strict=True)]

@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ class ChromaSettings(PluginSettings, env_prefix="PPS_CHROMA_"):
 
 
 Fingerprint = tuple[int, int, int]  # mtime_ns, size, inode
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="pps-chroma-embed")
 
 
 @dataclass
@@ -78,6 +80,7 @@ class AnchorLayer(Layer):
         self._lock = threading.RLock()
         self._dir_mtime = -1
         self._last_scan = 0.0
+        self._last_listing: dict[str, Fingerprint] = {}
         self.open_ms: float | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -140,6 +143,9 @@ class AnchorLayer(Layer):
             self._dir_mtime = self.dir.stat().st_mtime_ns
             listing = self._listing()
             changes: dict[str, list] = {"added": [], "updated": [], "removed": [], "unreadable": []}
+            if not rehash and listing == self._last_listing:  # the common case, compared in C
+                self._last_scan = time.monotonic()
+                return changes
             fresh: list[tuple[Photo, Fingerprint]] = []
             for name, fp in sorted(listing.items()):
                 entry = self._entries.get(name)
@@ -169,6 +175,7 @@ class AnchorLayer(Layer):
                     del self._entries[name]
                 changes["removed"] = gone
             self._index(fresh)
+            self._last_listing = listing
             self._last_scan = time.monotonic()
             return changes
 
@@ -235,6 +242,8 @@ class AnchorLayer(Layer):
                             timestamp=photo.date or (entry.when if entry else None), metadata=meta)
 
     def search_sync(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        # The query is embedded while the files are checked: both mostly wait outside the GIL.
+        vector = _POOL.submit(self.index.embedder.embed, [query])
         with self._lock:
             self.maybe_sync()
             want = offset + limit
@@ -242,9 +251,10 @@ class AnchorLayer(Layer):
                 return []
             total = self.index.count()
             n = min(total, want * 3 + 8)
+            (qv,) = vector.result()
             while True:
                 best: dict[str, float] = {}
-                for name, distance in self.index.query(query, n):
+                for name, distance in self.index.query(qv, n):
                     best.setdefault(name, 1.0 - distance)
                 if len(best) >= want or n >= total:
                     break
