@@ -14,7 +14,6 @@ import argparse
 import asyncio
 import random
 import sqlite3
-import statistics
 import sys
 import tempfile
 import time

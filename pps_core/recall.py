@@ -208,15 +208,18 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams):
         *(_guarded(memory, n, memory.search_layer(n, p.context, limit)) for n in names))
     fused: list[tuple[float, int, SearchResult]] = []
     statuses = []
-    for order, (name, (found, status)) in enumerate(zip(names, outcomes, strict=True)):
+    for order, (found, status) in enumerate(outcomes):
         statuses.append(status)
         for rank, r in enumerate((found or [])[:limit]):
             fused.append((1.0 / (RRF_K + rank + 1), order, r))
         status.count = len(found or [])
     fused.sort(key=lambda t: (-t[0], t[1]))
     hidden = set(memory.settings.recall.skip_in_text)
-    by_layer: dict[str, Block] = {}
     results = []
+    # One block, in fused order, so the ranking stays visible in the text; the manifest counts per layer.
+    merged = Block(name="Results", layer="*", header=None, items=[], chars=[])
+    merged.item_layers = []  # type: ignore[attr-defined]
+    merged.titles = {n: getattr(memory.layer(n), "title", "") or n for n in names}  # type: ignore[attr-defined]
     for score, _order, r in fused:
         item = r.model_dump(mode="json")
         item["fused_score"] = round(score, 6)
@@ -225,20 +228,9 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams):
         if r.layer in hidden:
             continue
         text, chars = _search_item(memory, r)
-        layer = memory.layer(r.layer)
-        block = by_layer.setdefault(r.layer, Block(name=getattr(layer, "title", "") or r.layer, layer=r.layer,
-                                                   header=None, items=[], chars=[]))
-        block.items.append(text)
-        block.chars.append(chars)
-    # One block of everything, in fused order, keeps the ranking visible in the text.
-    merged = Block(name="Results", layer="*", header=None, items=[], chars=[])
-    for score, _o, r in fused:
-        if r.layer in hidden:
-            continue
-        text, chars = _search_item(memory, r)
         merged.items.append(text)
         merged.chars.append(chars)
-    merged.per_layer = by_layer  # type: ignore[attr-defined]
+        merged.item_layers.append(r.layer)  # type: ignore[attr-defined]
     return [merged], statuses, results
 
 
@@ -285,8 +277,15 @@ def _assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus
         if with_manifest:
             display = []
             for b, n in zip(blocks, counts, strict=True):
-                rows = getattr(b, "per_layer", None)
-                if rows is not None:
+                item_layers = getattr(b, "item_layers", None)
+                if item_layers is not None:
+                    rows: dict[str, Block] = {}
+                    for i in b.chosen(n):
+                        name = item_layers[i]
+                        title = b.titles.get(name, name)  # type: ignore[attr-defined]
+                        row = rows.setdefault(name, Block(name=title, layer=name, header=None, items=[], chars=[]))
+                        row.items.append(b.items[i])
+                        row.chars.append(b.chars[i])
                     display.extend(rows.values())
                 else:
                     idx = b.chosen(n)

@@ -14,9 +14,10 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 from .errors import ConfigError
 
 #: Plugins an entity loads when its config names none: the embedded defaults.
-DEFAULT_PLUGINS = ["sqlite", "crystals", "recap", "mcp", "http"]
+DEFAULT_PLUGINS = ["sqlite", "crystals", "chroma", "embeddings", "recap", "mcp", "http"]
 
-_FILE_VALUES: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("pps_file_values", default={})
+_FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("pps_file_values",
+                                                                                    default=None)
 
 
 class SectionConfig(BaseModel):
@@ -109,7 +110,7 @@ class _FileSource(InitSettingsSource):
     """The entity's pps.toml, read below the environment."""
 
     def __init__(self, settings_cls: type[BaseSettings]) -> None:
-        super().__init__(settings_cls, dict(_FILE_VALUES.get()))
+        super().__init__(settings_cls, dict(_FILE_VALUES.get() or {}))
 
 
 class PluginSettings(BaseSettings):

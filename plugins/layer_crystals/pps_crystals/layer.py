@@ -10,10 +10,10 @@ from pathlib import Path
 from pydantic import Field
 
 from pps_core import Layer, LayerHealth, PluginSettings, SearchResult
+from pps_core.atomic import atomic_create
 from pps_core.errors import Conflict, NotFound
 from pps_core.textsearch import lexical_scores_tokens, tokens
 from pps_core.timeutil import to_storage
-from pps_core.atomic import atomic_create
 
 NAME = re.compile(r"^crystal_(\d{3,})\.md$")
 

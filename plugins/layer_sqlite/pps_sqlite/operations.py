@@ -10,9 +10,20 @@ from pps_core.errors import InvalidParams
 from pps_core.timeutil import now_utc, parse_timestamp, render_iso_local, to_storage
 
 from . import summaries, turns
-from .params import (ConversationContextParams, LimitParams, NoParams, PollParams, SearchParams,
-                     StoreMessagesParams, StoreSummaryParams, SummarizeParams, TurnIn, TurnsAroundParams,
-                     TurnsSinceParams, TurnsSinceSummaryParams)
+from .params import (
+    ConversationContextParams,
+    LimitParams,
+    NoParams,
+    PollParams,
+    SearchParams,
+    StoreMessagesParams,
+    StoreSummaryParams,
+    SummarizeParams,
+    TurnIn,
+    TurnsAroundParams,
+    TurnsSinceParams,
+    TurnsSinceSummaryParams,
+)
 
 TURNS_PER_SUMMARY = 50
 
