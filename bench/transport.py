@@ -1,13 +1,15 @@
 """Transport overhead: the same operations in-process, over REST and over MCP-over-HTTP, on loopback.
 
-    .venv/bin/python bench/transport.py [--n 200] [--turns 300]
+    .venv/bin/python bench/transport.py [--n 200] [--turns 50,300]
 
-A fresh entity (plugins sqlite + crystals, in a temp home) is seeded with turns and crystals through the
-real operations. Then each operation is timed N times (after a warm-up) three ways, interleaved round by
+One fresh entity per size (plugins sqlite + crystals, in a temp root) is seeded through the real operations
+with that many unsummarized turns and 4 crystals: 50 is the backlog upkeep keeps (the startup package is
+then ~20 KB), 300 a neglected one (~110 KB, every turn goes into the package). One ``pps serve http``
+hosts them all. Then each operation is timed N times (after a warm-up) three ways, interleaved round by
 round so that other load on the machine falls on every path alike: ``memory.call`` in this process (a
 non-owning Memory on the same stores); ``POST /tools/<op>`` to a real ``pps serve http`` subprocess (httpx,
 keep-alive); and ``tools/call`` through the MCP SDK client over streamable HTTP to ``/mcp`` of that server.
-Baselines in the same run: ``GET /health`` (the HTTP floor: no operation at all) and the original
+Baselines in the same run: ``GET /tools`` (the HTTP floor: auth, no operation) and the original
 system's published ambient_recall latency (3.3 s untuned, 1.2 s tuned; DESIGN.md §7).
 """
 
@@ -49,10 +51,10 @@ def env_for(root: Path) -> dict[str, str]:
     return env
 
 
-async def seed(root: Path, turns: int) -> None:
+async def seed(root: Path, entity: str, turns: int) -> None:
     from pps_core import Memory
 
-    async with Memory.for_entity("bench", home=root / "bench") as memory:
+    async with Memory.for_entity(entity, home=root / entity) as memory:
         words = ["lighthouse", "door", "kitten", "tax", "river", "garden", "cobalt", "morning"]
         batch = [{"content": f"turn {i}: the {words[i % 8]} and the {words[(i * 3) % 8]} again",
                   "author_name": "Jeff" if i % 2 else "Lyra", "channel": f"terminal:{i % 3}"} for i in range(turns)]
@@ -61,11 +63,12 @@ async def seed(root: Path, turns: int) -> None:
             await memory.call("crystallize", {"content": f"crystal {i}: what the lighthouse taught us " * 20})
 
 
-def start_server(root: Path) -> tuple[subprocess.Popen, str]:
+def start_server(root: Path, entities: list[str]) -> tuple[subprocess.Popen, str]:
     import httpx
 
     log = open(root / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", "serve", "http", "--entity", "bench", "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", "serve", "http", "--entity", entities[0],
+                             "--entities", ",".join(entities), "--port", "0"],
                             env=env_for(root), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -81,7 +84,7 @@ def start_server(root: Path) -> tuple[subprocess.Popen, str]:
     raise SystemExit("server did not start: " + (root / "server.log").read_text())
 
 
-async def time_all(root: Path, url: str, token: str, n: int, warmup: int = 20) -> dict[str, list[float]]:
+async def time_all(root: Path, entity: str, url: str, n: int, warmup: int = 20) -> dict[str, list[float]]:
     """Interleaved: each round runs every path once, so load from elsewhere hits all paths alike."""
     import httpx
     import httpx2
@@ -90,7 +93,8 @@ async def time_all(root: Path, url: str, token: str, n: int, warmup: int = 20) -
 
     from pps_core import Memory
 
-    headers = {"Authorization": f"Bearer {token}"}
+    headers = {"Authorization": f"Bearer {(root / entity / 'token').read_text().strip()}"}
+    url = f"{url}/entities/{entity}"
     out: dict[str, list[float]] = {}
 
     async def clock(key: str, fn, keep: bool) -> None:
@@ -100,18 +104,18 @@ async def time_all(root: Path, url: str, token: str, n: int, warmup: int = 20) -
             out.setdefault(key, []).append((time.perf_counter() - started) * 1000)
 
     # own=False: the server owns the stores; this process only reads them (SQLite WAL, crystal files).
-    async with Memory.for_entity("bench", home=root / "bench", own=False) as memory, \
+    async with Memory.for_entity(entity, home=root / entity, own=False) as memory, \
             httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as http, \
             Client(streamable_http_client(f"{url}/mcp", http_client=httpx2.AsyncClient(headers=headers,
                                                                                         timeout=10))) as mcp:
         await mcp.list_tools()
 
         async def health():
-            (await http.get("/health")).raise_for_status()
+            (await http.get("/tools")).raise_for_status()
 
         for i in range(warmup + n):
             keep = i >= warmup
-            await clock("floor: GET /health", health, keep)
+            await clock("floor: GET /tools", health, keep)
             for op, params in OPS:
                 async def local(op=op, params=params):
                     await memory.call(op, params)
@@ -132,34 +136,43 @@ async def time_all(root: Path, url: str, token: str, n: int, warmup: int = 20) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--turns", default="50,300", help="comma-separated sizes, one entity each")
     args = parser.parse_args()
+    sizes = [int(t) for t in args.turns.split(",")]
+    entities = [f"bench{t}" for t in sizes]
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        subprocess.run([sys.executable, "-m", "pps_core.cli", "init", "--entity", "bench", "--timezone", "UTC",
-                        "--plugins", "sqlite,crystals,mcp,http"], env=env_for(root), check=True, capture_output=True)
-        asyncio.run(seed(root, args.turns))
-        proc, url = start_server(root)
+        for entity, turns in zip(entities, sizes, strict=True):
+            subprocess.run([sys.executable, "-m", "pps_core.cli", "init", "--entity", entity, "--timezone", "UTC",
+                            "--plugins", "sqlite,crystals,mcp,http"], env=env_for(root), check=True,
+                           capture_output=True)
+            asyncio.run(seed(root, entity, turns))
+        proc, url = start_server(root, entities)
         try:
-            times = asyncio.run(time_all(root, url, (root / "bench" / "token").read_text().strip(), args.n))
+            for entity in entities:
+                results[entity] = asyncio.run(time_all(root, entity, url, args.n))
         finally:
             proc.terminate()
             proc.wait(timeout=15)
-    print(f"transport overhead, loopback, n={args.n} per row, {args.turns} turns + 4 crystals stored")
-    print(f"{'path':<34} {'p50 ms':>8} {'p95 ms':>8} {'p50 over in-process':>20}")
-    rows = [(f"in-process {op}", times[f"in-process {op}"], None) for op, _ in OPS]
-    rows.append(("floor: GET /health", times["floor: GET /health"], None))
-    for kind in ("http", "mcp"):
-        rows += [(f"{kind} {op}", times[f"{kind} {op}"], statistics.median(times[f"in-process {op}"]))
-                 for op, _ in OPS]
     worst = 0.0
-    for name, samples, base in rows:
-        over = "" if base is None else f"{statistics.median(samples) - base:+.2f}"
-        if base is not None:
-            worst = max(worst, statistics.median(samples) - base)
-        print(f"{name:<34} {pct(samples, .5):>8.2f} {pct(samples, .95):>8.2f} {over:>20}")
-    print("baseline (original system, DESIGN.md §7): ambient_recall 3300 ms untuned, 1200 ms tuned")
-    print(f"largest p50 overhead over in-process: {worst:.2f} ms (target < 5 ms): {'PASS' if worst < 5 else 'FAIL'}")
+    for entity, turns in zip(entities, sizes, strict=True):
+        times = results[entity]
+        print(f"\n{turns} unsummarized turns + 4 crystals; loopback; n={args.n} per row, interleaved")
+        print(f"{'path':<30} {'p50 ms':>8} {'p95 ms':>8} {'p50 over in-process':>20}")
+        rows = [(f"in-process {op}", times[f"in-process {op}"], None) for op, _ in OPS]
+        rows.append(("floor: GET /tools", times["floor: GET /tools"], None))
+        for kind in ("http", "mcp"):
+            rows += [(f"{kind} {op}", times[f"{kind} {op}"], statistics.median(times[f"in-process {op}"]))
+                     for op, _ in OPS]
+        for name, samples, base in rows:
+            over = "" if base is None else f"{statistics.median(samples) - base:+.2f}"
+            if base is not None and turns == sizes[0]:
+                worst = max(worst, statistics.median(samples) - base)
+            print(f"{name:<30} {pct(samples, .5):>8.2f} {pct(samples, .95):>8.2f} {over:>20}")
+    print("\nbaseline (original system, DESIGN.md §7): ambient_recall 3300 ms untuned, 1200 ms tuned")
+    print(f"largest p50 overhead over in-process at {sizes[0]} turns: {worst:.2f} ms (target < 5 ms): "
+          f"{'PASS' if worst < 5 else 'FAIL'}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from pps_core import Memory, __version__
@@ -88,13 +88,17 @@ def _tool_endpoint(entity: _Entity, op: Operation):
 def _list_endpoint(entity: _Entity):
     from pps_mcp.backend import ToolSpec
 
-    async def list_tools(request: Request) -> JSONResponse:
+    listing: list[bytes] = []  # the catalog is fixed once the memory is open: encode it once
+
+    async def list_tools(request: Request) -> Response:
         try:
             entity.auth.check(request.headers.get("authorization"))
         except PPSError as exc:
             return _error(exc)
-        return JSONResponse({"entity": entity.name,
-                             "tools": [ToolSpec.from_operation(op).to_dict() for op in entity.memory.catalog]})
+        if not listing:
+            listing.append(JSONResponse({"entity": entity.name, "tools": [
+                ToolSpec.from_operation(op).to_dict() for op in entity.memory.catalog]}).body)
+        return Response(listing[0], media_type="application/json")
 
     return list_tools
 
