@@ -108,3 +108,45 @@ def test_second_owner_is_refused_naming_the_owner(tmp_path):
     assert f"pid {os.getpid()}" in proc.stderr and "owned by another process" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert proc.stdout == ""
+
+
+def test_stdout_carries_only_protocol_frames(tmp_path):
+    """Raw JSON-RPC over the pipe: every stdout line is a frame; logs and errors stay on stderr."""
+    import json
+
+    _init(tmp_path, "lyra")
+    frames = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "raw_search", "arguments": {"limit": 5}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "crystallize",
+                                                                         "arguments": {"content": "piped"}}},
+    ]
+    import threading
+
+    proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", "serve", "mcp", "--entity", "lyra",
+                             "--log-level", "DEBUG"], env=_env(tmp_path), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    guard = threading.Timer(60, proc.kill)
+    guard.start()
+    proc.stdin.write("".join(json.dumps(f) + "\n" for f in frames))
+    proc.stdin.flush()
+    lines = []
+    while len([m for m in lines if "id" in m]) < 4:  # stdin stays open until every answer is in
+        line = proc.stdout.readline()
+        assert line, "server closed stdout early"
+        lines.append(json.loads(line))
+    proc.stdin.close()
+    rest, stderr = proc.stdout.read(), proc.stderr.read()
+    proc.wait()
+    guard.cancel()
+    lines += [json.loads(line) for line in rest.splitlines()]
+    assert all(msg.get("jsonrpc") == "2.0" for msg in lines)
+    answers = {msg["id"]: msg for msg in lines if "id" in msg}
+    assert set(answers) == {1, 2, 3, 4}
+    assert answers[3]["result"]["isError"] is True
+    assert answers[3]["result"]["structuredContent"]["param"] == "query"
+    assert answers[4]["result"]["structuredContent"]["created"] == "crystal_001.md"
+    assert "Traceback" not in stderr and proc.returncode == 0
