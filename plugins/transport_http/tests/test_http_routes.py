@@ -60,6 +60,7 @@ def test_rest_call_json_in_json_out(server):
     assert recall.status_code == 200
     assert "routes crystal" in recall.json()["text"]
     assert httpx.get(f"{server.url}/health").json() == {"ok": True, "entities": 3}
+    assert httpx.get(f"{server.url}/docs").status_code == 200
 
 
 def test_bad_params_are_422_naming_the_parameter(server):
