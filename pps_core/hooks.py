@@ -171,7 +171,7 @@ def _refresh_recap(client, settings, session: str) -> None:
     try:
         newest = store.newest_log(settings, exclude_session=session)
         if newest is not None and store.is_stale(settings.home, newest):
-            client.call("session_recap", {"log": str(newest), "summarizer": "extractive", "write": True})
+            client.call("session_recap", {"log": str(newest), "fast": True, "write": True})
             log(settings.home, f"SessionStart: recap regenerated from {newest}")
     except Exception as exc:  # noqa: BLE001 - the startup package matters more than the recap
         log(settings.home, f"SessionStart: recap not regenerated: {type(exc).__name__}: {exc}")

@@ -21,6 +21,8 @@ from .logs import Turn, read_log
 #: Adjacent chunks at least this similar are merged (cosine of L2-normalised vectors).
 EMBEDDING_THRESHOLD = 0.55
 LEXICAL_THRESHOLD = 0.2
+#: all-MiniLM-L6-v2 reads 256 word pieces at most (~1,000 characters): embedding more only costs time.
+EMBED_CHARS = 1200
 
 
 @dataclasses.dataclass
@@ -99,7 +101,7 @@ def generate(source: Path | list[Turn], *, budget: int = 1000, summarizer, embed
     chunks = compact_chunks(chunk_turns(turns, chunk_tokens))
     stats["chunks"] = len(chunks)
     if len(chunks) >= 2:
-        texts = [c.text for c in chunks]
+        texts = [c.text[:EMBED_CHARS] for c in chunks]
         if embedder is not None:
             vectors = embedder.embed(texts)
             threshold = EMBEDDING_THRESHOLD if merge_threshold is None else merge_threshold

@@ -35,6 +35,7 @@ class SessionRecapParams(BaseModel):
     write: bool = Field(True, description="save as the entity's _recap.md (shown at startup)")
     exclude_session: str | None = Field(None, max_length=200,
                                         description="when picking the newest log, skip this session (the current one)")
+    fast: bool = Field(False, description="extractive summaries and lexical merge only (no model): for startup paths")
 
 
 def resolve_log(memory: Memory, p: SessionRecapParams) -> Path:
@@ -80,7 +81,7 @@ def _novelty_fn(memory: Memory, loop: asyncio.AbstractEventLoop):
 
 
 def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str | None, novelty: bool,
-              loop: asyncio.AbstractEventLoop | None = None, progress=None):
+              loop: asyncio.AbstractEventLoop | None = None, progress=None, embed: bool = True):
     """Blocking: the recap of ``path`` with the entity's embedder and summarizer."""
     from .pipeline import generate
     from .summarize import make_summarizer
@@ -88,7 +89,8 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
     rs = store.recap_settings(memory.settings)
     summarizer = make_summarizer(memory.settings.llm, kind, model or rs.model)
     novelty_fn = _novelty_fn(memory, loop) if novelty and loop is not None else None
-    return generate(path, budget=budget, summarizer=summarizer, embedder=memory.embedder, novelty=novelty_fn,
+    embedder = memory.embedder if embed else None
+    return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,
                     tz=memory.tz, chunk_tokens=rs.chunk_tokens, merge_threshold=rs.merge_threshold,
                     progress=progress)
 
@@ -99,8 +101,9 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
     budget = p.budget or rs.budget
     novelty = rs.novelty if p.novelty is None else p.novelty
     loop = asyncio.get_running_loop()
-    recap = await asyncio.to_thread(run_recap, memory, path, budget=budget, kind=p.summarizer or rs.summarizer,
-                                    model=p.model, novelty=novelty, loop=loop)
+    kind = "extractive" if p.fast else p.summarizer or rs.summarizer
+    recap = await asyncio.to_thread(run_recap, memory, path, budget=budget, kind=kind, model=p.model,
+                                    novelty=novelty and not p.fast, loop=loop, embed=not p.fast)
     written = None
     if p.write and recap.text:
         written = str(await asyncio.to_thread(store.save, memory.home, recap.text, path, recap.stats))
@@ -134,7 +137,8 @@ class RecapLayer(Layer):
         if newest is None:
             return None
         rs = store.recap_settings(self.memory.settings)
-        recap = run_recap(self.memory, newest, budget=rs.budget, kind="extractive", model=None, novelty=False)
+        recap = run_recap(self.memory, newest, budget=rs.budget, kind="extractive", model=None, novelty=False,
+                          embed=False)  # inside the startup call's per-layer timeout: no model
         if not recap.text:
             return None
         store.save(home, recap.text, newest, recap.stats)
