@@ -41,7 +41,11 @@ class SessionRecapParams(BaseModel):
 def resolve_log(memory: Memory, p: SessionRecapParams) -> Path:
     if p.log:
         path = Path(p.log).expanduser()
-        if not path.is_file():
+        try:
+            found = path.is_file()
+        except OSError:  # e.g. a name longer than the file system allows
+            found = False
+        if not found:
             raise InvalidParams(f"log: no such file {p.log!r}", param="log")
         if path.suffix.lower() not in (".jsonl", ".json", ".log", ".ndjson"):
             raise InvalidParams("log: expected a JSONL session log (.jsonl)", param="log")

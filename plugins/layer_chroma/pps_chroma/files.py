@@ -62,7 +62,10 @@ def check_filename(name: str, param: str = "filename") -> str:
         raise InvalidParams(f"{param}: must not be empty", param=param)
     if "/" in n or "\\" in n or "\x00" in n or n.startswith("."):
         raise InvalidParams(f"{param}: {name!r} is not a plain file name in word_photos/", param=param)
-    return n if n.endswith(".md") else n + ".md"
+    n = n if n.endswith(".md") else n + ".md"
+    if len(n.encode("utf-8")) > 255:
+        raise InvalidParams(f"{param}: longer than a file name may be (255 bytes)", param=param)
+    return n
 
 
 def render(title: str, body: str, when: datetime, tags: list[str], location: str | None) -> str:

@@ -37,9 +37,12 @@ async def _json_body(request: Request) -> Any:
     if not raw.strip():
         return {}
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
     except ValueError as exc:
         raise InvalidParams(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):  # an empty body means {}; an explicit null or list is a mistake
+        raise InvalidParams(f"the request body must be a JSON object of parameters, got {type(body).__name__}")
+    return body
 
 
 class _Entity:
@@ -114,13 +117,26 @@ def _schema_ref(op: Operation, components: dict[str, Any], owners: dict[str, typ
     return f"#/components/schemas/{key}"
 
 
+_ERROR_SCHEMA = {"title": "PPSError", "type": "object", "required": ["error", "message"],
+                 "properties": {"error": {"type": "string", "description": "machine-readable code"},
+                                "message": {"type": "string"},
+                                "param": {"type": "string", "description": "the parameter at fault"}}}
+_ERROR_ANSWERS = {"401": "no bearer token", "403": "not this entity's token", "404": "unknown id or file",
+                  "409": "conflicts with the store (nothing written)", "413": "request body too large",
+                  "422": "invalid parameters (naming the parameter)",
+                  "503": "a layer or backend this operation needs is unavailable (e.g. no LLM configured)"}
+_ERROR_RESPONSES = {code: {"description": why, "content": {"application/json": {
+    "schema": {"$ref": "#/components/schemas/PPSError"}}}} for code, why in _ERROR_ANSWERS.items()}
+
+
 def _add_tool_routes(app: FastAPI, entity: _Entity, primary: bool, components: dict, owners: dict) -> None:
     prefixes = [f"/entities/{entity.name}"] + ([""] if primary else [])
     for op in entity.memory.catalog:
         ref = _schema_ref(op, components, owners)
         required = bool(op.params.model_json_schema().get("required"))
         extra = {"requestBody": {"required": required,
-                                 "content": {"application/json": {"schema": {"$ref": ref}}}}}
+                                 "content": {"application/json": {"schema": {"$ref": ref}}}},
+                 "responses": _ERROR_RESPONSES}
         for prefix in prefixes:
             app.add_api_route(
                 f"{prefix}/tools/{op.name}", _tool_endpoint(entity, op), methods=["POST"],
@@ -130,6 +146,7 @@ def _add_tool_routes(app: FastAPI, entity: _Entity, primary: bool, components: d
     for prefix in prefixes:
         app.add_api_route(f"{prefix}/tools", _list_endpoint(entity), methods=["GET"],
                           summary="the entity's operations", include_in_schema=True,
+                          openapi_extra={"responses": {c: _ERROR_RESPONSES[c] for c in ("401", "403")}},
                           operation_id=f"{entity.name}__list_tools" if prefix else "list_tools")
 
 
@@ -146,7 +163,7 @@ def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", addr
     if len(entities) != len(memories):
         raise ValueError("two hosted entities have the same name")
     primary = next(iter(entities.values()))
-    components: dict[str, Any] = {}
+    components: dict[str, Any] = {"PPSError": _ERROR_SCHEMA}
     owners: dict[str, type] = {}
 
     @asynccontextmanager
