@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import warnings
 from datetime import UTC, datetime
@@ -103,6 +104,36 @@ class Graph:
             f"RETURN {get_entity_edge_return_query(self.provider)}, n.name AS source_name, m.name AS target_name "
             f"{order} LIMIT $limit", group_id=self.group_id, limit=limit, **params)
         return [(self.parse_edge(r), r["source_name"], r["target_name"]) for r in rows]
+
+    async def hybrid_edges(self, query: str, config) -> list[EntityEdge]:
+        """Edge hybrid search: BM25 + cosine, fused by RRF, with graphiti's own BM25 and RRF.
+
+        On Kuzu, graphiti's cosine query joins both endpoints and DISTINCTs every edge before
+        scoring (about 90 ms at 2,000 facts); scoring the fact nodes alone and joining only the
+        winners gives the same candidates in about 10 ms. Other providers use graphiti unchanged.
+        """
+        if self.provider != GraphProvider.KUZU:
+            found = await self.graphiti.search_(query, config=config, group_ids=[self.group_id])
+            return found.edges
+        from graphiti_core.search.search_filters import SearchFilters
+        from graphiti_core.search.search_utils import edge_fulltext_search, rrf
+
+        n = 2 * config.limit
+        vector = await self.graphiti.embedder.create(query.replace("\n", " "))
+        bm25, cosine = await asyncio.gather(
+            edge_fulltext_search(self.driver, query, SearchFilters(), [self.group_id], n),
+            self.query(f"MATCH (e:RelatesToNode_) WHERE e.group_id = $group_id "
+                       f"WITH e, array_cosine_similarity(e.fact_embedding, CAST($vector AS FLOAT[{len(vector)}])) "
+                       "AS score WHERE score > $min_score RETURN e.uuid AS uuid ORDER BY score DESC LIMIT $limit",
+                       group_id=self.group_id, vector=vector, min_score=config.edge_config.sim_min_score, limit=n))
+        ranked, _scores = rrf([[e.uuid for e in bm25], [r["uuid"] for r in cosine]])
+        ranked = ranked[: config.limit]
+        by_uuid = {e.uuid: e for e in bm25}
+        missing = [u for u in ranked if u not in by_uuid]
+        if missing:
+            for edge, _s, _t in await self.edges_where("e.uuid IN $uuids", limit=len(missing), uuids=missing):
+                by_uuid[edge.uuid] = edge
+        return [by_uuid[u] for u in ranked if u in by_uuid]
 
     async def node_names(self, uuids: list[str]) -> dict[str, str]:
         if not uuids:

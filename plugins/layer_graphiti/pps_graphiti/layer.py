@@ -135,9 +135,8 @@ class GraphitiLayer(Layer):
         graph = self.require()
         config = EDGE_HYBRID_SEARCH_RRF.model_copy(deep=True)  # recipes are shared module objects
         config.limit = n
-        found, dist = await asyncio.gather(graph.graphiti.search_(query, config=config, group_ids=[self.group_id]),
-                                           self.distances())
-        edges = [e for e in found.edges if e.name != DUPLICATE]
+        found, dist = await asyncio.gather(graph.hybrid_edges(query, config), self.distances())
+        edges = [e for e in found if e.name != DUPLICATE]
         names = await graph.node_names([u for e in edges for u in (e.source_node_uuid, e.target_node_uuid)])
         out = []
         for rank, e in enumerate(edges):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from pydantic import BaseModel, Field, field_validator
 
 from pps_core import Operation
@@ -74,14 +76,21 @@ class NoParams(BaseModel):
 
 
 def _layer(memory):
-    return memory.require_layer("rich_texture")
+    from pps_core.errors import Unavailable
+
+    from .layer import GraphitiLayer
+
+    layer = memory.require_layer("rich_texture")
+    if not isinstance(layer, GraphitiLayer):  # the graph could not open: say why
+        raise Unavailable(f"rich_texture is unavailable: {getattr(layer, 'reason', 'not open')}")
+    return layer
 
 
 async def texture_search(memory, p: TextureSearchParams):
     layer = _layer(memory)
-    edges = await memory.search_layer("rich_texture", p.query, p.limit, p.offset)
     n = layer.settings.node_limit if p.node_limit is None else p.node_limit
-    nodes = await layer.search_nodes(p.query, n, p.offset)
+    edges, nodes = await asyncio.gather(memory.search_layer("rich_texture", p.query, p.limit, p.offset),
+                                        layer.search_nodes(p.query, n, p.offset))
     results = [r.model_dump(mode="json") for r in edges + nodes]
     return {"query": p.query, "count": len(results), "edges": len(edges), "nodes": len(nodes), "results": results}
 

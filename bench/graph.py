@@ -1,0 +1,162 @@
+"""Rich texture benchmark: texture_search and non-startup ambient_recall over 500 entities / 2,000 facts.
+
+    .venv/bin/python bench/graph.py [--entities 500] [--facts 2000] [--queries 200]
+
+On the embedded default (Kuzu file, local ONNX embedder, no LLM, no network). Printed side by side,
+measured in the same run on the same graph:
+- texture_search through the real operation (edges: hybrid search, focal distance, freshness,
+  diversity, novelty; plus entity nodes) and the edges-only layer search that ambient recall uses;
+- graphiti's own plain ``Graphiti.search()`` (edge hybrid search, RRF, no reranking);
+- ambient_recall (non-startup) with every layer loaded: sqlite, chroma, crystals, graphiti.
+Target (issue 5): texture_search p95 < 150 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pps_core import Memory  # noqa: E402
+from pps_core.timeutil import now_utc  # noqa: E402
+
+FIRST = ("Jeff Brandi Nexus Caia Mara Theo Iris Jonah Wren Sable Otto Lena Rafe Juno Cass Milo Nia Ezra Tove "
+         "Bram").split()
+THINGS = ("garden kitchen lighthouse harbour orchard violin journal balcony river ridge bakery library studio "
+          "workshop greenhouse observatory ferry cabin market chapel").split()
+ADJ = "old blue quiet north cedar stone little silver winter amber rain morning".split()
+VERBS = ["visits", "repairs", "paints", "writes about", "dreams of", "walks to", "argues about", "plans",
+         "remembers", "sings near", "builds", "photographs", "cooks in", "reads at", "worries about"]
+DETAILS = ("at dawn", "after the storm", "with coffee", "on Sundays", "before the move", "late at night",
+           "with the kitten", "during the festival", "for the project", "while it snowed")
+QUERIES = ["who visits the lighthouse at dawn", "plans for the garden", "coffee on the balcony", "the violin repair",
+           "what happened after the storm", "Jeff and the kitchen", "writing in the journal late at night",
+           "the ferry on Sundays", "photographs of the harbour", "festival at the market", "Lyra and Brandi",
+           "worries about the move", "snow at the cabin", "building the greenhouse", "the old chapel"]
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def entity_names(n: int, rng: random.Random) -> list[str]:
+    names = ["Lyra"] + FIRST
+    while len(names) < n:
+        cand = f"{rng.choice(ADJ)} {rng.choice(THINGS)}" if rng.random() < 0.7 else \
+            f"{rng.choice(FIRST)} {rng.choice(THINGS).title()}"
+        if cand not in names:
+            names.append(cand)
+    return names[:n]
+
+
+async def populate_graph(memory: Memory, entities: int, facts: int, rng: random.Random) -> float:
+    """Write nodes and facts with graphiti's own model objects, embeddings batched (what triplets write)."""
+    from graphiti_core.edges import EntityEdge
+    from graphiti_core.nodes import EntityNode
+
+    layer = memory.layer("rich_texture")
+    emb = memory.embedder
+    started = time.perf_counter()
+    names = entity_names(entities, rng)
+    vectors = await asyncio.to_thread(emb.embed, names)
+    now = now_utc()
+    nodes = []
+    for name, vec in zip(names, vectors, strict=True):
+        node = EntityNode(name=name, group_id=layer.group_id, labels=["Entity"], created_at=now, summary="",
+                          name_embedding=vec)
+        await node.save(layer.graph.driver)
+        nodes.append(node)
+    specs = []
+    for _ in range(facts):
+        # The focal entity is a hub (a fifth of the facts touch it); the rest link at random.
+        a = nodes[0] if rng.random() < 0.2 else rng.choice(nodes[1:])
+        b = rng.choice(nodes[1:])
+        while b is a:
+            b = rng.choice(nodes[1:])
+        verb = rng.choice(VERBS)
+        specs.append((a, b, verb, f"{a.name} {verb} {b.name} {rng.choice(DETAILS)}",
+                      now - timedelta(days=rng.uniform(0, 120))))
+    for i in range(0, len(specs), 128):
+        chunk = specs[i:i + 128]
+        vecs = await asyncio.to_thread(emb.embed, [s[3] for s in chunk])
+        for (a, b, verb, fact, valid), vec in zip(chunk, vecs, strict=True):
+            edge = EntityEdge(group_id=layer.group_id, source_node_uuid=a.uuid, target_node_uuid=b.uuid,
+                              name=verb.upper().replace(" ", "_"), fact=fact, created_at=now, valid_at=valid,
+                              episodes=[], fact_embedding=vec)
+            await edge.save(layer.graph.driver)
+    layer.changed()
+    return time.perf_counter() - started
+
+
+async def populate_others(memory: Memory, rng: random.Random) -> None:
+    turns = [{"content": f"{rng.choice(FIRST)}: {q} {rng.choice(DETAILS)}", "author_name": rng.choice(FIRST),
+              "channel": rng.choice(["terminal", "discord"])} for q in QUERIES * 40]
+    for i in range(0, len(turns), 200):
+        await memory.call("store_messages", {"messages": turns[i:i + 200]})
+    if memory.layer("core_anchors") is not None:
+        for i in range(30):
+            await memory.call("anchor_save", {"title": f"photo {i}", "content": f"{rng.choice(QUERIES)}. "
+                                              f"{' '.join(rng.choice(THINGS) for _ in range(40))}"})
+    for i in range(6):
+        await memory.call("crystallize", {"content": f"Crystal {i}: {rng.choice(QUERIES)}"})
+
+
+async def timed(fn, queries: list[str]) -> list[float]:
+    out = []
+    for q in queries:
+        t = time.perf_counter()
+        await fn(q)
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def row(label: str, ms: list[float]) -> str:
+    return f"{label:<58} p50 {pct(ms, 50):7.1f} ms   p95 {pct(ms, 95):7.1f} ms   (n={len(ms)})"
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--entities", type=int, default=500)
+    ap.add_argument("--facts", type=int, default=2000)
+    ap.add_argument("--queries", type=int, default=200)
+    args = ap.parse_args()
+    rng = random.Random(5)
+    plugins = ["sqlite", "embeddings", "chroma", "crystals", "graphiti"]
+    with tempfile.TemporaryDirectory() as home:
+        memory = Memory.for_entity("bench", home=home, plugins=plugins, focal_entity="Lyra", timezone="UTC")
+        async with memory:
+            write_s = await populate_graph(memory, args.entities, args.facts, rng)
+            await populate_others(memory, rng)
+            counts = (await memory.call("pps_health"))["layers"]["rich_texture"]["counts"]
+            print(f"graph: {counts['entities']} entities, {counts['facts']} facts (written in {write_s:.1f} s); "
+                  f"layers: {', '.join(memory.layers)}")
+            queries = [QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" {rng.choice(DETAILS)}")
+                       for i in range(args.queries)]
+            layer = memory.layer("rich_texture")
+            graphiti = layer.graph.graphiti
+            for q in QUERIES[:5]:  # warm-up: model load, first queries, focal lookup
+                await memory.call("texture_search", {"query": q})
+                await graphiti.search(q, group_ids=[layer.group_id], num_results=10)
+
+            ts = await timed(lambda q: memory.call("texture_search", {"query": q}), queries)
+            edges = await timed(lambda q: memory.search_layer("rich_texture", q, 10), queries)
+            plain = await timed(lambda q: graphiti.search(q, group_ids=[layer.group_id], num_results=10), queries)
+            recall = await timed(lambda q: memory.call("ambient_recall", {"context": q}), queries)
+            print(row("texture_search (10 edges + 5 nodes, focal + 3 rankers)", ts))
+            print(row("rich_texture edge search (what ambient recall uses)", edges))
+            print(row("baseline: graphiti Graphiti.search() (10 edges, RRF)", plain))
+            print(row("ambient_recall non-startup, all layers", recall))
+            target = "MET" if pct(ts, 95) < 150 else "MISSED"
+            print(f"target texture_search p95 < 150 ms: {target}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
