@@ -1,0 +1,104 @@
+"""A real ``pps serve http`` subprocess on 127.0.0.1 for tests and benchmarks (no network but loopback)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+
+def pps_env(root: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
+    env["PPS_ROOT"] = str(root)
+    env.update(extra)
+    return env
+
+
+def pps(root: Path, *args: str, check: bool = True, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    """Run the ``pps`` command as a user would, with ``PPS_ROOT=root``."""
+    return subprocess.run([sys.executable, "-m", "pps_core.cli", *args], env=kw.pop("env", None) or pps_env(root),
+                          capture_output=True, text=True, check=check, timeout=timeout, stdin=subprocess.DEVNULL,
+                          **kw)
+
+
+def init_entity(root: Path, entity: str, plugins: str, *extra_toml: str) -> Path:
+    pps(root, "init", "--entity", entity, "--plugins", plugins, "--timezone", "UTC")
+    home = root / entity
+    if extra_toml:
+        with open(home / "pps.toml", "a") as fh:
+            fh.write("\n" + "\n".join(extra_toml) + "\n")
+    return home
+
+
+@dataclass
+class Server:
+    url: str
+    root: Path
+    proc: subprocess.Popen
+    log: Path
+
+    def token(self, entity: str) -> str:
+        return (self.root / entity / "token").read_text().strip()
+
+    def headers(self, entity: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token(entity)}"}
+
+    def call(self, op: str, params=None, *, entity: str, token_of: str | None = None, timeout: float = 30,
+             client: httpx.Client | None = None) -> httpx.Response:
+        headers = self.headers(token_of or entity) if token_of != "" else {}
+        post = (client or httpx).post
+        return post(f"{self.url}/entities/{entity}/tools/{op}", json=params if params is not None else {},
+                    headers=headers, timeout=timeout)
+
+    def kill(self) -> None:
+        """kill -9: no cleanup, no flush, no lock release."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                self.kill()
+        return self.proc.returncode
+
+
+def start_server(root: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60,
+                 log_name: str = "server.log", preexec_fn=None) -> Server:
+    """Start ``pps serve http --port 0 ARGS`` and wait until /health answers."""
+    log = root / log_name
+    with open(log, "ab") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", "serve", "http", "--port", "0", *args],
+                                env=env or pps_env(root), stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, preexec_fn=preexec_fn)
+    deadline = time.monotonic() + timeout
+    start = log.stat().st_size if log.exists() else 0
+    url = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited ({proc.returncode}): {log.read_text()[-3000:]}")
+        if url is None:
+            with open(log, "rb") as fh:
+                fh.seek(start)
+                found = re.search(rb"at (http://[\d.]+:\d+)", fh.read())
+            url = found.group(1).decode() if found else None
+        if url:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).json().get("ok"):
+                    return Server(url=url, root=root, proc=proc, log=log)
+            except (httpx.HTTPError, ValueError):
+                pass
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    raise RuntimeError(f"server did not start: {log.read_text()[-3000:]}")
