@@ -19,6 +19,8 @@ class Layer(abc.ABC):
     name: str = ""
     #: Label in the ambient recall manifest and section header.
     title: str = ""
+    #: Results scoring below this are left out of ambient recall (semantic layers: a similarity floor).
+    min_recall_score: float | None = None
 
     def __init__(self) -> None:
         self._latencies: list[float] = []

@@ -208,8 +208,12 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams):
         *(_guarded(memory, n, memory.search_layer(n, p.context, limit)) for n in names))
     fused: list[tuple[float, int, SearchResult]] = []
     statuses = []
-    for order, (found, status) in enumerate(outcomes):
+    floors = memory.settings.recall.min_score
+    for order, (name, (found, status)) in enumerate(zip(names, outcomes, strict=True)):
         statuses.append(status)
+        floor = floors.get(name, getattr(memory.layer(name), "min_recall_score", None))
+        if floor is not None and found:  # a semantic layer always has a nearest neighbour: keep only real matches
+            found = [r for r in found if r.score >= floor]
         for rank, r in enumerate((found or [])[:limit]):
             fused.append((1.0 / (RRF_K + rank + 1), order, r))
         status.count = len(found or [])

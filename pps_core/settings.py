@@ -14,7 +14,7 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 from .errors import ConfigError
 
 #: Plugins an entity loads when its config names none: the embedded defaults.
-DEFAULT_PLUGINS = ["sqlite", "crystals", "chroma", "embeddings", "recap", "mcp", "http"]
+DEFAULT_PLUGINS = ["sqlite", "crystals", "chroma", "embeddings", "graphiti", "recap", "mcp", "http"]
 
 _FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("pps_file_values",
                                                                                     default=None)
@@ -65,6 +65,9 @@ class RecallConfig(BaseModel):
     layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout for non-startup recall")
     layers: list[str] | None = Field(None, description="layers searched by non-startup recall; None = all")
     skip_in_text: list[str] = Field(default_factory=list, description="layers searched but not rendered")
+    min_score: dict[str, float] = Field(default_factory=dict,
+                                        description="layer -> lowest score shown in recall (overrides the layer's "
+                                                    "own min_recall_score)")
 
 
 class LLMSettings(BaseModel):

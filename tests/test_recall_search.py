@@ -69,3 +69,22 @@ async def test_blank_context_is_refused(make_memory):
     with pytest.raises(InvalidParams) as err:
         await m.call("ambient_recall", {"context": "   "})
     assert err.value.param == "context"
+
+
+async def test_weak_matches_below_a_layers_floor_are_left_out(make_memory):
+    class Semantic(ScriptedLayer):
+        min_recall_score = 0.5
+
+        async def search(self, query, limit, offset=0):
+            from pps_core.models import SearchResult
+
+            return [SearchResult(layer=self.name, content="coffee at dawn", source="a", score=0.05),
+                    SearchResult(layer=self.name, content="cedar beds", source="b", score=0.8)][:limit]
+
+    m = await make_memory(plugins=["sqlite"], extra_plugins=[layer_plugin(Semantic("anchors"))])
+    out = await m.call("ambient_recall", {"context": "garden wood"})
+    assert [r["content"] for r in out["results"] if r["layer"] == "anchors"] == ["cedar beds"]
+    loose = await make_memory("other", plugins=["sqlite"], extra_plugins=[layer_plugin(Semantic("anchors"))],
+                              recall={"min_score": {"anchors": 0.0}})
+    out = await loose.call("ambient_recall", {"context": "garden wood"})
+    assert len([r for r in out["results"] if r["layer"] == "anchors"]) == 2
