@@ -85,3 +85,30 @@ class OwnershipError(PPSError):
 
     status = 409
     code = "owned_elsewhere"
+
+
+class StorageError(Unavailable):
+    """The entity's home cannot be written (disk full, file too large, read-only). Nothing was written."""
+
+    code = "storage_unavailable"
+
+
+_STORAGE_ERRNOS = {"ENOSPC", "EFBIG", "EROFS", "EDQUOT", "EACCES", "EPERM"}
+_STORAGE_MARKERS = ("database or disk is full", "readonly database", "disk i/o error", "unable to open database",
+                    "no space left", "file too large", "read-only file system", "operation not permitted")
+
+
+def storage_error(exc: BaseException) -> StorageError | None:
+    """A clear StorageError for an exception (or its cause) that says the home cannot be written; else None."""
+    import errno as _errno
+
+    seen = 0
+    while exc is not None and seen < 5:
+        name = _errno.errorcode.get(getattr(exc, "errno", None) or -1, "")
+        text = str(exc).lower()
+        if name in _STORAGE_ERRNOS or any(m in text for m in _STORAGE_MARKERS):
+            why = getattr(exc, "strerror", None) or str(exc)
+            return StorageError(f"the entity's home cannot be written ({why}); free space or make it writable, "
+                                "then retry: nothing was stored")
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None

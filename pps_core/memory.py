@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from .catalog import Catalog, Operation, to_jsonable
 from .embedding import Embedder
-from .errors import ConfigError, PPSError, UnknownOperation
+from .errors import ConfigError, PPSError, UnknownOperation, storage_error
 from .layer import Layer
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
@@ -73,7 +73,10 @@ class Memory:
             return self
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         if self._own:
-            self.lock.acquire()
+            try:
+                self.lock.acquire()
+            except OSError as exc:
+                raise (storage_error(exc) or exc) from exc
         try:
             self.pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
             await self._open_layers()
@@ -161,6 +164,13 @@ class Memory:
             result = to_jsonable(await op.handler(self, validated))
             ok = True
             return result
+        except PPSError:
+            raise
+        except Exception as exc:  # disk full / read-only home: a clear error instead of a traceback
+            mapped = storage_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
         finally:
             self.notify("pps_operation_called", name=name, params=validated.model_dump(mode="json"),
                         ok=ok, ms=(time.perf_counter() - started) * 1000)

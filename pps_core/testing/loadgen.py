@@ -114,14 +114,20 @@ def _reader(server: Server, entity: str, stop: float, tally: Tally, seed: int) -
 def _summarizer(server: Server, entity: str, stop: float, tally: Tally) -> None:
     with httpx.Client(headers=server.headers(entity), timeout=30) as client:
         while time.monotonic() < stop:
-            batch = _post(client, server, entity, tally, "summarize_messages", {"limit": 25}).json()
-            ids = batch.get("message_ids") or []
-            if len(ids) < 5:
+            try:
+                batch = _post(client, server, entity, tally, "summarize_messages", {"limit": 25}).json()
+                ids = batch.get("message_ids") or []
+                if len(ids) < 5:
+                    time.sleep(0.05)
+                    continue
+                resp = _post(client, server, entity, tally, "store_summary",
+                             {"summary_text": f"summary of {len(ids)} turns from {ids[0]} to {ids[-1]}",
+                              "message_ids": ids})
+            except httpx.HTTPError as exc:
+                with tally.lock:
+                    tally.errors.append(f"summarizer: {type(exc).__name__}")
                 time.sleep(0.05)
                 continue
-            resp = _post(client, server, entity, tally, "store_summary",
-                         {"summary_text": f"summary of {len(ids)} turns from {ids[0]} to {ids[-1]}",
-                          "message_ids": ids})
             with tally.lock:
                 if resp.status_code == 200:
                     tally.summaries += 1
