@@ -46,6 +46,10 @@ class HttpTransport:
         except PPSError as exc:
             print(f"pps serve http: error: {exc.message}", file=sys.stderr)
             return 2
+        except OSError as exc:  # e.g. a read-only home: the owner lock cannot be taken
+            print(f"pps serve http: error: cannot open the entity's home ({exc.strerror or exc}: "
+                  f"{exc.filename or ''})", file=sys.stderr)
+            return 2
         family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
