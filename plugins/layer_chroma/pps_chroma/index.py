@@ -89,6 +89,7 @@ class ChromaIndex:
                 self.rebuilt = True
         self.collection = self.client.get_or_create_collection(
             COLLECTION, embedding_function=ef, metadata=want, configuration={"hnsw": {"space": "cosine"}})
+        _owner_only(self.path)
 
     def close(self) -> None:
         client, self.client, self.collection = self.client, None, None
@@ -136,3 +137,12 @@ class ChromaIndex:
         got = self.collection.query(query_embeddings=[vector], n_results=min(n, total),
                                     include=["metadatas", "distances"])
         return [(m["file"], float(d)) for m, d in zip(got["metadatas"][0], got["distances"][0], strict=True)]
+
+
+def _owner_only(folder: Path) -> None:
+    """Chroma creates its files with the process umask; the entity's index is the owner's alone."""
+    for root, dirs, files in os.walk(folder):
+        for name in dirs:
+            os.chmod(os.path.join(root, name), 0o700)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o600)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
@@ -50,6 +51,7 @@ class HttpTransport:
             print(f"pps serve http: error: cannot open the entity's home ({exc.strerror or exc}: "
                   f"{exc.filename or ''})", file=sys.stderr)
             return 2
+        os.umask(0o077)  # whatever a backend library creates in an entity's home is the owner's alone
         family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
