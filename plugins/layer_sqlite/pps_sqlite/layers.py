@@ -10,6 +10,7 @@ from pps_core import Layer, LayerHealth, Message, SearchResult, StartupItems
 
 from . import summaries, turns
 from .db import Database, SQLiteSettings
+from .turnindex import Retriever
 
 UNREAD_PREVIEW = 10
 
@@ -46,6 +47,7 @@ class RawCaptureLayer(Layer):
         super().__init__()
         self.memory = memory
         self.db = db
+        self.retriever = Retriever(memory, db)
 
     async def open(self) -> None:
         await self.db.open()
@@ -55,9 +57,12 @@ class RawCaptureLayer(Layer):
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         started = time.perf_counter()
-        found = await self.db.run(turns.search, self.db.conn, query, limit, offset)
+        found = await self.retriever.search(query, limit, offset)  # fused: pps_sqlite/retrieval.py
         self.record_latency(started)
-        return [turn_result(t, score=t["score"]) for t in found]
+        results = [turn_result(t, score=t["score"]) for t in found]
+        for r, t in zip(results, found, strict=True):
+            r.metadata["scores"] = t["signals"]  # per-signal scores: bm25, dense, fused
+        return results
 
     async def recent(self, limit: int) -> list[SearchResult]:
         return [turn_result(t) for t in await self.db.run(turns.newest, self.db.conn, limit)]
@@ -83,6 +88,7 @@ class RawCaptureLayer(Layer):
 
     async def store(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
         acks, new = await self.db.run(turns.store, self.db.conn, batch)
+        await self.retriever.index(new)
         for t in new:
             self.memory.notify("pps_message_stored", message=Message(**t))
         return acks

@@ -49,16 +49,16 @@ class FusionConfig:
     """Weights of the fused score; the defaults are what bench/locomo.py measured best."""
 
     candidates: int = 200          # from each signal
-    w_bm25: float = 0.5
-    w_dense: float = 0.5
+    w_bm25: float = 0.6
+    w_dense: float = 0.4
     dense_floor_rank: int = 50     # dense scores are scaled between this candidate's cosine and the best one's
-    context: float = 0.0           # weight of the neighbours' vectors in a turn's context vector
-    author_boost: float = 0.0      # added when the turn's author is named in the question
-    names_in_bm25: bool = True     # keep author names as lexical terms
+    context: float = 0.3           # weight of the neighbours' vectors in a turn's context vector
+    author_boost: float = 0.2      # added when the turn's author is named in the question
+    names_in_bm25: bool = False    # keep author names as lexical terms
     question_words: bool = True    # drop QUESTION_WORDS from the lexical query
-    time_boost: float = 0.0        # added when the turn falls in a date window named in the question
+    time_boost: float = 0.2        # added when the turn falls in a date window named in the question
     time_slack_days: int = 0       # a window also covers this many days after its end
-    neighbour: float = 0.0         # share of the best adjacent turn's score a turn inherits
+    neighbour: float = 0.2         # share of the best adjacent turn's score a turn inherits
     use_bm25: bool = True
     use_dense: bool = True
 

@@ -151,7 +151,7 @@ class Retriever:
             for k in range(0, len(new_turns), EMBED_BATCH):
                 batch = new_turns[k:k + EMBED_BATCH]
                 blobs = await self._embed(emb, [vector_text(t) for t in batch])
-                await self.db.run(self._store, self._model(emb), batch, blobs)
+                await self.db.run(self._store, self.db.conn, self._model(emb), batch, blobs)
         except Exception as exc:
             self._pending = True
             self._warn(exc)

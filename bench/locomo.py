@@ -1,0 +1,239 @@
+"""LoCoMo retrieval benchmark: does the turn that answers the question come back?
+
+    .venv/bin/python bench/locomo.py [FILE] [--variants] [--no-embedder] [--json OUT]
+
+For each conversation of a LoCoMo-format file (default ../shared/bench/locomo/locomo5_public.json) a fresh
+entity in a temp home stores every turn through the real capture operation (store_messages: speaker ->
+author_name, session date/time -> created_at, dia_id in metadata), then every question of categories 1-4
+is asked through the search path non-startup ambient_recall uses for raw turns
+(memory.search_layer("raw_capture", q, 10)) and scored against its evidence ids. Baselines from the same
+run, over the same stored turns: SQLite FTS5 BM25 alone (porter, OR of non-stop-words: turns.search) and
+the embedder's dense search alone. Category 5 (adversarial) is left out. ``--variants`` adds the ablations
+of the fused search (one signal off or on at a time).
+
+Scores: turn-level recall@k = share of a question's evidence turns in the top k (mean over questions);
+MRR = 1/rank of the first evidence turn (0 past 10); session-level recall@k = share of the evidence's
+sessions that have a turn in the top k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import re
+import sys
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+DEFAULT_FILE = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo5_public.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+K = 10
+
+# -- data ---------------------------------------------------------------------------------------
+
+
+def parse_when(text: str) -> datetime:
+    """LoCoMo's session time: '1:56 pm on 8 May, 2023' (naive; stored in the entity's zone, UTC here)."""
+    return datetime.strptime(re.sub(r"\s+", " ", text.strip()), "%I:%M %p on %d %B, %Y")
+
+
+_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+
+
+def normalise_evidence(evidence) -> list[str]:
+    """'D8:6; D9:17' -> D8:6, D9:17; 'D:11:26' -> D11:26; unusable ids ('D') dropped; order kept."""
+    out: list[str] = []
+    for item in evidence or []:
+        for m in _ID.finditer(str(item)):
+            e = f"D{int(m.group(1))}:{int(m.group(2))}"
+            if e not in out:
+                out.append(e)
+    return out
+
+
+def session_of(dia_id: str) -> str:
+    return dia_id.split(":")[0]
+
+
+def load(path: Path) -> list[dict]:
+    convs = []
+    for sample in json.loads(path.read_text()):
+        c = sample["conversation"]
+        turns = []
+        numbers = sorted(int(k.split("_")[1]) for k in c if re.fullmatch(r"session_\d+", k))
+        for n in numbers:
+            start = parse_when(c[f"session_{n}_date_time"])
+            for i, t in enumerate(c[f"session_{n}"]):
+                text = t["text"]
+                if t.get("blip_caption"):  # what the entity saw: the photo, as the dataset describes it
+                    text += f" [shared a photo: {t['blip_caption']}]"
+                turns.append({"content": text, "author_name": t["speaker"], "channel": "locomo",
+                              "created_at": (start + timedelta(seconds=i)).isoformat(),
+                              "message_id": f"{sample.get('sample_id', len(convs))}:{t['dia_id']}",
+                              "metadata": {"dia_id": t["dia_id"], "session": n}})
+        qs = [{"question": q["question"], "category": q["category"],
+               "evidence": normalise_evidence(q.get("evidence"))} for q in sample["qa"] if q["category"] in CATEGORIES]
+        convs.append({"id": sample.get("sample_id", str(len(convs))), "turns": turns, "questions": qs})
+    return convs
+
+
+# -- scoring ------------------------------------------------------------------------------------
+
+
+def score(ranked: list[str], evidence: list[str]) -> dict[str, float]:
+    """Scores of one question: ``ranked`` dia ids best first, ``evidence`` normalised ids (non-empty)."""
+    ev = set(evidence)
+    out = {f"r@{k}": len(ev & set(ranked[:k])) / len(ev) for k in (5, 10)}
+    first = next((i for i, d in enumerate(ranked[:K]) if d in ev), None)
+    out["mrr"] = 0.0 if first is None else 1.0 / (first + 1)
+    sessions = {session_of(e) for e in ev}
+    for k in (5, 10):
+        out[f"s@{k}"] = len(sessions & {session_of(d) for d in ranked[:k]}) / len(sessions)
+    return out
+
+
+def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
+    keys = ("r@5", "r@10", "mrr", "s@5", "s@10")
+    if not rows:
+        return {k: 0.0 for k in keys}
+    return {k: sum(r[k] for r in rows) / len(rows) for k in keys}
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+def variants(retrieval) -> dict[str, object]:
+    """Ablations of the default fused config: each changes one thing."""
+    d = retrieval.DEFAULT
+    r = dataclasses.replace
+    return {
+        "no dense (lexical signals only)": r(d, use_dense=False),
+        "no bm25": r(d, use_bm25=False),
+        "no question-word removal": r(d, question_words=False),
+        "names not in bm25": r(d, names_in_bm25=False),
+        "author boost 0" if d.author_boost else "author boost 0.1": r(d, author_boost=0.0 if d.author_boost else 0.1),
+        "time boost 0" if d.time_boost else "time boost 0.1": r(d, time_boost=0.0 if d.time_boost else 0.1),
+        "context vectors 0" if d.context else "context vectors 0.5": r(d, context=0.0 if d.context else 0.5),
+        "neighbour 0" if d.neighbour else "neighbour 0.2": r(d, neighbour=0.0 if d.neighbour else 0.2),
+        "bm25 0.7 / dense 0.3": r(d, w_bm25=0.7, w_dense=0.3),
+        "bm25 0.3 / dense 0.7": r(d, w_bm25=0.3, w_dense=0.7),
+    }
+
+
+async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, extra: dict | None) -> dict:
+    from pps_sqlite import retrieval, turns
+
+    from pps_core import Memory
+
+    out: dict[str, list] = {}
+    lat: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="pps-locomo-") as home:
+        memory = Memory.for_entity(f"locomo-{conv['id']}", home=home, plugins=plugins, timezone="UTC")
+        async with memory:
+            started = time.perf_counter()
+            for k in range(0, len(conv["turns"]), 500):
+                await memory.call("store_messages", {"messages": conv["turns"][k:k + 500]})
+            store_s = time.perf_counter() - started
+            raw = memory.require_layer("raw_capture")
+            has_dense = memory.embedder is not None
+            configs = {}
+            if has_dense:
+                configs["dense alone"] = dataclasses.replace(
+                    retrieval.DEFAULT, use_bm25=False, w_dense=1.0, context=0.0, author_boost=0.0,
+                    time_boost=0.0, neighbour=0.0)
+            if with_variants:
+                configs.update({n: c for n, c in variants(retrieval).items() if has_dense or c.use_dense is False})
+            configs.update(extra or {})
+            if conv["questions"]:  # warm up: model load and matrix cache are not query latency
+                await memory.search_layer("raw_capture", conv["questions"][0]["question"], K)
+            for q in conv["questions"]:
+                if not q["evidence"]:
+                    continue
+                t0 = time.perf_counter()
+                found = await memory.search_layer("raw_capture", q["question"], K)
+                lat.append((time.perf_counter() - t0) * 1000)
+                ranked = [r.metadata.get("turn_dia_id") for r in found]
+                out.setdefault("PPS fused (default)", []).append((q["category"], score(ranked, q["evidence"])))
+                base = await raw.db.run(turns.search, raw.db.conn, q["question"], K)
+                out.setdefault("FTS5 BM25 alone", []).append(
+                    (q["category"], score([t["metadata"].get("dia_id") for t in base], q["evidence"])))
+                for name, cfg in configs.items():
+                    got = await raw.retriever.search(q["question"], K, cfg=cfg)
+                    out.setdefault(name, []).append(
+                        (q["category"], score([t["metadata"].get("dia_id") for t in got], q["evidence"])))
+    return {"scores": out, "latency": lat, "store_s": store_s, "turns": len(conv["turns"]),
+            "skipped": sum(1 for q in conv["questions"] if not q["evidence"])}
+
+
+def table(results: list[dict]) -> tuple[str, dict]:
+    merged: dict[str, list] = {}
+    for r in results:
+        for name, rows in r["scores"].items():
+            merged.setdefault(name, []).extend(rows)
+    lat = [x for r in results for x in r["latency"]]
+    order = ["FTS5 BM25 alone", "dense alone", "PPS fused (default)"]
+    names = [n for n in order if n in merged] + [n for n in merged if n not in order]
+    lines = [f"{'method':<34} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'s@5':>6} {'s@10':>6}",
+             "-" * 70]
+    summary = {}
+    for n in names:
+        a = aggregate([s for _c, s in merged[n]])
+        summary[n] = a
+        lines.append(f"{n:<34} {a['r@5']:6.3f} {a['r@10']:6.3f} {a['mrr']:6.3f} {a['s@5']:6.3f} {a['s@10']:6.3f}")
+    lines += ["", "turn recall@10 by category (questions):"]
+    head = f"{'method':<34}" + "".join(f" {CATEGORIES[c][:11]:>11}" for c in CATEGORIES)
+    counts = {c: sum(1 for cat, _s in merged[names[0]] if cat == c) for c in CATEGORIES}
+    lines += [head, f"{'(n)':<34}" + "".join(f" {counts[c]:>11}" for c in CATEGORIES)]
+    for n in [x for x in order if x in merged]:
+        lines.append(f"{n:<34}" + "".join(
+            f" {aggregate([s for cat, s in merged[n] if cat == c])['r@10']:11.3f}" for c in CATEGORIES))
+    p50, p95 = percentile(lat, 50), percentile(lat, 95)
+    lines += ["", f"PPS fused query latency (memory.search_layer, top 10): p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
+                  f"n={len(lat)}"]
+    summary["latency_ms"] = {"p50": p50, "p95": p95}
+    return "\n".join(lines), summary
+
+
+async def main_async(args) -> int:
+    path = Path(args.file)
+    convs = load(path)
+    plugins = ["sqlite"] if args.no_embedder else ["sqlite", "embeddings"]
+    started = time.perf_counter()
+    results = []
+    for conv in convs:
+        r = await run_conversation(conv, plugins, args.variants, None)
+        print(f"{conv['id']}: {r['turns']} turns stored in {r['store_s']:.1f}s, "
+              f"{len(r['latency'])} questions ({r['skipped']} without usable evidence)", file=sys.stderr)
+        results.append(r)
+    text, summary = table(results)
+    n_q = sum(len(r["latency"]) for r in results)
+    print(f"LoCoMo {path.name}: {len(convs)} conversations, {sum(r['turns'] for r in results)} turns, "
+          f"{n_q} questions (categories 1-4), plugins {plugins}, {time.perf_counter() - started:.0f}s\n")
+    print(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2))
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("file", nargs="?", default=str(DEFAULT_FILE))
+    ap.add_argument("--variants", action="store_true", help="also run the ablations of the fused search")
+    ap.add_argument("--no-embedder", action="store_true", help="load only the sqlite plugin (lexical fallback)")
+    ap.add_argument("--json", help="write the summary numbers here")
+    return asyncio.run(main_async(ap.parse_args()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
