@@ -66,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_extra import add_parsers  # hooks, hook, import, recap
 
     add_parsers(sub, _entity_args)
+    from .backup import add_parsers as add_backup_parsers  # backup, restore
+
+    add_backup_parsers(sub, _entity_args)
     return parser
 
 
@@ -260,6 +263,9 @@ COMMANDS = {
 from .cli_extra import COMMANDS as _EXTRA  # noqa: E402
 
 COMMANDS.update(_EXTRA)
+from .backup import COMMANDS as _BACKUP  # noqa: E402
+
+COMMANDS.update(_BACKUP)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
