@@ -122,8 +122,9 @@ def split_front_matter(text: str) -> tuple[dict, str, str | None]:
 
     raw = text[4:4 + end.start()]
     body = text[4 + end.end():].lstrip("\n")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster on the read path
     try:
-        meta = yaml.safe_load(raw) if raw.strip() else {}
+        meta = yaml.load(raw, Loader=loader) if raw.strip() else {}
     except yaml.YAMLError as exc:
         return {}, text, f"front matter is not valid YAML: {str(exc).splitlines()[0]}"
     if not isinstance(meta, dict):

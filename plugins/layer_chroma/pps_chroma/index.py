@@ -72,6 +72,7 @@ class ChromaIndex:
         self.client = None
         self.collection = None
         self.rebuilt = False
+        self._count: int | None = None
 
     def open(self) -> None:
         with _LIVE_LOCK:
@@ -97,7 +98,9 @@ class ChromaIndex:
             client.close()
 
     def count(self) -> int:
-        return self.collection.count()
+        if self._count is None:
+            self._count = self.collection.count()
+        return self._count
 
     def fingerprints(self) -> dict[str, dict[str, Any]]:
         """Per file: the metadata of its first chunk (sha256, stat fingerprint, title, date...)."""
@@ -112,6 +115,7 @@ class ChromaIndex:
         if not items:
             return 0
         self.remove([name for name, _t, _m in items])
+        self._count = None
         ids, docs, metas = [], [], []
         for name, texts, meta in items:
             for i, text in enumerate(texts):
@@ -122,9 +126,11 @@ class ChromaIndex:
         for start in range(0, len(ids), step):
             self.collection.add(ids=ids[start:start + step], documents=docs[start:start + step],
                                 metadatas=metas[start:start + step])
+        self._count = None
         return len(ids)
 
     def remove(self, names: list[str]) -> None:
+        self._count = None
         for start in range(0, len(names), 500):
             part = names[start:start + 500]
             self.collection.delete(where={"file": {"$in": part}})

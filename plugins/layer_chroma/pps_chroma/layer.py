@@ -128,19 +128,22 @@ class AnchorLayer(Layer):
 
     def maybe_sync(self) -> None:
         """Cheap check before reads: the folder's mtime always, every file's stat per scan_interval_s."""
+        if time.monotonic() - self._last_scan >= self.settings.scan_interval_s:
+            self.sync()
+            return
         try:
             dir_mtime = self.dir.stat().st_mtime_ns
         except FileNotFoundError:
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             dir_mtime = -2
-        due = time.monotonic() - self._last_scan >= self.settings.scan_interval_s
-        if dir_mtime != self._dir_mtime or due:
+        if dir_mtime != self._dir_mtime:
             self.sync()
 
     def sync(self, rehash: bool = False) -> dict[str, list]:
         """Bring the index in line with the files; only files whose stat changed are read (all with rehash)."""
         with self._lock:
-            self._dir_mtime = self.dir.stat().st_mtime_ns
+            if self.settings.scan_interval_s:
+                self._dir_mtime = self.dir.stat().st_mtime_ns
             listing = self._listing()
             changes: dict[str, list] = {"added": [], "updated": [], "removed": [], "unreadable": []}
             if not rehash and listing == self._last_listing:  # the common case, compared in C

@@ -200,3 +200,15 @@ async def test_without_an_embedder_the_layer_is_unavailable_not_fatal(make_memor
     memory = await make_memory(plugins=["chroma"])
     health = (await memory.call("pps_health", {}))["layers"]["core_anchors"]
     assert not health["available"] and "embeddings" in health["detail"]
+
+
+async def test_with_a_scan_interval_the_folder_still_reveals_new_and_deleted_files(make_memory, pps_home):
+    memory = await make_memory(plugins=PLUGINS, chroma={"scan_interval_s": 3600})
+    folder = pps_home / "testentity" / "word_photos"
+    name = await _save(memory, "Garden", "Planting tomatoes in the spring garden.")
+    (folder / "kite.md").write_text("Flying a red kite on the windy hill.\n")
+    assert _sources(await memory.call("anchor_search", {"query": "kite on a hill", "limit": 1})) == ["kite.md"]
+    (folder / name).write_text("Painting the fence white.\n")  # in place: waits for the interval or a resync
+    assert (await memory.call("anchor_resync", {}))["updated"] == [name]
+    (folder / "kite.md").unlink()
+    assert "kite.md" not in _sources(await memory.call("anchor_search", {"query": "kite on a hill", "limit": 5}))
