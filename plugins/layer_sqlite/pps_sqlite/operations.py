@@ -78,7 +78,7 @@ async def store_messages(memory, p: StoreMessagesParams):
 
 async def raw_search(memory, p: SearchParams):
     if p.channel:
-        found = await _db(memory).run(turns.search, _db(memory).conn, p.query, p.limit, p.offset, p.channel)
+        found = await _raw(memory).retriever.search(p.query, p.limit, p.offset, p.channel)
         return {"query": p.query, "count": len(found), "offset": p.offset, "results": [_out(memory, t) for t in found]}
     results = await memory.search_layer("raw_capture", p.query, p.limit, p.offset)
     return {"query": p.query, "count": len(results), "offset": p.offset,

@@ -59,6 +59,8 @@ class FusionConfig:
     time_boost: float = 0.2        # added when the turn falls in a date window named in the question
     time_slack_days: int = 0       # a window also covers this many days after its end
     neighbour: float = 0.2         # share of the best adjacent turn's score a turn inherits
+    neighbour_far: float = 0.5     # the turns two away count this much (of ``neighbour``)
+    episode: float = 0.2           # weight of the turn's episode (session_id, else channel and day) score
     use_bm25: bool = True
     use_dense: bool = True
 
@@ -171,7 +173,8 @@ def fuse(conn: sqlite3.Connection, query: Query, lexical: dict[int, float], dens
     span_d = (top_d - dense_floor) or 1.0
     meta = _meta(conn, ids)
     if channel:
-        ids = {i for i in ids if meta.get(i, ("", "", ""))[2] == channel}
+        ids = {i for i in ids if i in meta and meta[i][2] == channel}
+    ids = {i for i in ids if i in meta}
     scores: dict[int, float] = {}
     signals: dict[int, dict] = {}
     w_b = cfg.w_bm25 if lexical else 0.0
@@ -180,33 +183,42 @@ def fuse(conn: sqlite3.Connection, query: Query, lexical: dict[int, float], dens
         b = lexical.get(i, 0.0) / top_b
         d = max(0.0, (dense[i] - dense_floor) / span_d) if i in dense else 0.0
         s = w_b * b + w_d * d
-        author, created, _ch = meta.get(i, ("", "", ""))
-        extra = 0.0
+        author, created, _ch, _ep = meta[i]
         if cfg.author_boost and author in query.names:
-            extra += cfg.author_boost
+            s += cfg.author_boost
         if cfg.time_boost and query.windows and any(a <= created < z for a, z in query.windows):
-            extra += cfg.time_boost
-        scores[i] = s + extra
+            s += cfg.time_boost
+        scores[i] = s
         signals[i] = {"bm25": round(lexical.get(i, 0.0), 4), "dense": round(dense[i], 4) if i in dense else None}
+    base = dict(scores)
     if cfg.neighbour:
-        base = dict(scores)
         for i in ids:
-            ch = meta.get(i, ("", "", ""))[2]
-            best = max((base[j] for j in (i - 1, i + 1) if j in base and meta[j][2] == ch), default=0.0)
-            scores[i] += cfg.neighbour * best
+            ch = meta[i][2]
+            near = [base[j] * w for j, w in ((i - 1, 1.0), (i + 1, 1.0), (i - 2, cfg.neighbour_far),
+                                              (i + 2, cfg.neighbour_far)) if w and j in base and meta[j][2] == ch]
+            scores[i] += cfg.neighbour * max(near, default=0.0)
+    if cfg.episode:
+        per: dict[Any, list[float]] = {}
+        for i in ids:
+            per.setdefault(meta[i][3], []).append(base[i])
+        ep = {k: sum(sorted(v, reverse=True)[:3]) for k, v in per.items()}
+        top_ep = max(ep.values(), default=0.0) or 1.0
+        for i in ids:
+            scores[i] += cfg.episode * ep[meta[i][3]] / top_ep
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
     return [(i, s, {**signals[i], "fused": round(s, 4)}) for i, s in ranked]
 
 
-def _meta(conn: sqlite3.Connection, ids: set[int]) -> dict[int, tuple[str, str, str]]:
+def _meta(conn: sqlite3.Connection, ids: set[int]) -> dict[int, tuple[str, str, str, tuple]]:
+    """author, created_at, channel and episode (session_id, else channel and day) of each id."""
     out = {}
     ordered = sorted(ids)
     for k in range(0, len(ordered), 900):
         chunk = ordered[k:k + 900]
         marks = ",".join("?" * len(chunk))
-        for row in conn.execute(f"SELECT id, author_name, created_at, channel FROM messages WHERE id IN ({marks})",
-                                chunk):
-            out[row[0]] = (row[1], row[2], row[3])
+        for row in conn.execute("SELECT id, author_name, created_at, channel, session_id FROM messages "
+                                f"WHERE id IN ({marks})", chunk):
+            out[row[0]] = (row[1], row[2], row[3], (row[3], row[4] or row[2][:10]))
     return out
 
 

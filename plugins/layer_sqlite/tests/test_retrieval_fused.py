@@ -1,0 +1,115 @@
+"""The fused raw_capture search: where plain BM25 fails, and how it degrades without an embedder."""
+
+import sqlite3
+
+import pytest
+from pps_sqlite import retrieval, turns
+
+DISTRACTORS = [
+    ("Caroline", "You're so kind, Melanie!"),
+    ("Caroline", "That's kind of you to say, Melanie."),
+    ("Caroline", "Melanie, you are always kind to everyone."),
+    ("Caroline", "Melanie, I like how kind you are, kind of the best friend ever."),
+    ("Caroline", "I'd like that, Melanie! So kind of you."),
+    ("Melanie", "The weather was lovely at the lake this weekend."),
+    ("Caroline", "I finished a big painting of a sunset yesterday."),
+    ("Melanie", "My kids want to go camping again soon."),
+]
+EVIDENCE = ("Melanie", "Lately I've been listening to a lot of jazz music while I cook.")
+NEUTRAL = [("Melanie" if i % 2 else "Caroline", f"Small talk number {i} about the garden and the weather.")
+           for i in range(10)]
+
+
+def _turns(pairs, day="2023-05-08"):
+    return [{"content": c, "author_name": a, "channel": "chat", "created_at": f"{day}T13:00:{i:02d}"}
+            for i, (a, c) in enumerate(pairs)]
+
+
+async def _store(m, pairs, day="2023-05-08"):
+    return (await m.call("store_messages", {"messages": _turns(pairs, day)}))["ids"]
+
+
+async def test_question_words_and_names_do_not_drown_the_answer(make_memory):
+    m = await make_memory(plugins=["sqlite"])
+    ids = await _store(m, NEUTRAL + DISTRACTORS + [EVIDENCE])
+    question = "What kind of music does Melanie like?"
+    plain = await m.require_layer("raw_capture").db.run(turns.search, m.require_layer("raw_capture").db.conn,
+                                                         question, 10)
+    assert plain[0]["id"] != ids[-1]  # plain BM25: "kind" and "Melanie" win
+    found = await m.call("raw_search", {"query": question, "limit": 3})
+    assert found["results"][0]["id"] == ids[-1]
+    scores = found["results"][0]["metadata"]["scores"]
+    assert scores["bm25"] > 0 and scores["dense"] is None and scores["fused"] > 0
+
+
+async def test_a_date_in_the_question_prefers_turns_of_that_day(make_memory):
+    m = await make_memory(plugins=["sqlite"])
+    early = await _store(m, [("Melanie", "We went hiking in the hills, it was great.")], day="2023-05-03")
+    late = await _store(m, [("Melanie", "We went hiking by the river, it was great.")], day="2023-06-20")
+    found = await m.call("raw_search", {"query": "Where did Melanie go hiking on 20 June, 2023?"})
+    assert [r["id"] for r in found["results"]][:2] == [late[0], early[0]]
+    found = await m.call("raw_search", {"query": "Where did Melanie go hiking in May 2023?"})
+    assert found["results"][0]["id"] == early[0]
+
+
+def test_date_windows_parse_common_forms_and_leave_the_rest():
+    for text in ("on 3 June, 2023", "on June 3, 2023", "on 3rd of June 2023"):
+        windows, rest = retrieval.date_windows(text)
+        assert windows == [("2023-06-02T00:00:00.000Z", "2023-06-05T00:00:00.000Z")], text
+        assert "2023" not in rest and "June" not in rest
+    assert retrieval.date_windows("in December 2023")[0] == [("2023-12-01T00:00:00.000Z",
+                                                               "2024-01-01T00:00:00.000Z")]
+    assert retrieval.date_windows("what did you say in 2022?")[0] == [("2022-01-01T00:00:00.000Z",
+                                                                        "2023-01-01T00:00:00.000Z")]
+    assert retrieval.date_windows("I may go") == ([], "I may go")
+
+
+def test_parse_query_moves_author_names_out_of_the_terms():
+    q = retrieval.parse_query("What kind of books does Caroline's friend like?", {"caroline": "Caroline"})
+    assert q.names == {"Caroline"} and q.terms == ["books", "friend", "like"]
+
+
+async def test_without_an_embedder_search_is_lexical_and_never_errors(make_memory):
+    m = await make_memory(plugins=["sqlite"])
+    await _store(m, DISTRACTORS)
+    for query in ('"unbalanced', "AND OR NOT", "*", "what is it?", "kind"):
+        found = await m.call("raw_search", {"query": query})
+        assert isinstance(found["results"], list)
+
+
+# -- with the local embedder ------------------------------------------------------------------
+
+PARAPHRASE = ("Melanie", "We adopted a puppy from the shelter last weekend!")
+
+
+async def test_a_paraphrase_with_no_shared_word_is_found_by_the_vectors(make_memory, tmp_path):
+    pytest.importorskip("pps_embeddings")
+    m = await make_memory(plugins=["sqlite", "embeddings"])
+    ids = await _store(m, DISTRACTORS + [PARAPHRASE])
+    question = "Did she get a new dog?"
+    raw = m.require_layer("raw_capture")
+    assert await raw.db.run(turns.search, raw.db.conn, question, 10) == []  # BM25 alone: nothing shared
+    found = await m.call("raw_search", {"query": question, "limit": 3})
+    assert found["results"][0]["id"] == ids[-1]
+    scores = found["results"][0]["metadata"]["scores"]
+    assert scores["dense"] > 0.2 and scores["bm25"] == 0
+    # vectors were stored at capture, one per turn, as float32
+    n, dim = await raw.db.run(lambda c: c.execute(
+        "SELECT COUNT(*), MAX(LENGTH(vector)) / 4 FROM message_vectors").fetchone(), raw.db.conn)
+    assert n == len(ids) and dim == 384
+
+
+async def test_turns_stored_without_an_embedder_are_backfilled(make_memory, tmp_path):
+    pytest.importorskip("pps_embeddings")
+    home = tmp_path / "e"
+    m = await make_memory(entity="e", home=home, plugins=["sqlite"])
+    ids = await _store(m, DISTRACTORS + [PARAPHRASE])
+    await m.close()
+    m = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
+    found = await m.call("raw_search", {"query": "Did she get a new dog?", "limit": 1})
+    assert found["results"][0]["id"] == ids[-1]
+    con = sqlite3.connect(home / "pps.db")
+    try:
+        assert con.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0] == len(ids)
+    finally:
+        con.close()
