@@ -27,6 +27,7 @@ class HttpTransport:
         from pps_core import Memory, auth
         from pps_core.errors import PPSError
         from pps_core.owner import OwnerLock
+        from pps_core.plugins import build_plugin_manager
         from pps_core.settings import load_settings
 
         from .app import create_app
@@ -40,7 +41,8 @@ class HttpTransport:
                 if bare:
                     raise PPSError(f"refusing to listen on {args.host}: entity {bare[0]!r} has no token "
                                    "(run `pps init` for it, or bind 127.0.0.1)")
-            for s in settings:  # fail early and clearly when another process owns an entity
+            for s in settings:  # fail early and clearly: a misspelled plugin, another owner
+                build_plugin_manager(s.plugins)
                 probe = OwnerLock(s.home)
                 probe.acquire()
                 probe.release()

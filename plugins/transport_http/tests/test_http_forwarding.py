@@ -77,3 +77,12 @@ def test_a_second_server_for_the_same_entity_is_refused(server, pps_cli):
                    check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"pid {server.proc.pid}" in proc.stderr and f"{server.url}/entities/lyra" in proc.stderr
+
+
+def test_a_broken_entity_config_stops_the_server_before_it_starts(tmp_path, pps_cli):
+    pps = pps_cli
+    pps(tmp_path, "init", "--entity", "good", "--plugins", "crystals,http")
+    pps(tmp_path, "init", "--entity", "typo", "--plugins", "crystals", check=False)
+    (tmp_path / "typo" / "pps.toml").write_text('entity = "typo"\nplugins = ["crystals", "chorma"]\n')
+    proc = pps(tmp_path, "serve", "http", "--entity", "good", "--entities", "good,typo", "--port", "0", check=False)
+    assert proc.returncode == 2 and "no plugin named 'chorma'" in proc.stderr and "Traceback" not in proc.stderr
