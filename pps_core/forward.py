@@ -38,7 +38,12 @@ def try_forward(settings, operation: str, params: dict[str, Any] | None) -> Any 
     if not address:
         return None
     token = read_token(settings.home)
-    return request(address, "POST", f"/tools/{quote(operation, safe='')}", token, params or {})
+    try:
+        return request(address, "POST", f"/tools/{quote(operation, safe='')}", token, params or {})
+    except errors.Unavailable:
+        if server_address(settings.home) is None:  # it stopped meanwhile: the caller may own the stores
+            return None
+        raise
 
 
 def request(address: str, method: str, path: str, token: str | None, body: Any = None) -> Any:

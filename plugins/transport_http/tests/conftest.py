@@ -34,6 +34,9 @@ class Server:
     proc: subprocess.Popen
     tokens: dict[str, str] = field(default_factory=dict)
 
+    def stop(self) -> None:
+        stop_server(self)
+
     def token(self, entity: str) -> str:
         return (self.root / entity / "token").read_text().strip()
 
@@ -101,3 +104,18 @@ def pps_cli():
     """``pps_cli(root, *args)``: run the ``pps`` command with ``PPS_ROOT=root``; ``pps_cli.env(root)``."""
     pps.env = pps_env
     return pps
+
+
+@pytest.fixture
+def start_http():
+    """``start_http(root, *serve_args)``: a `pps serve http` of its own, stopped after the test."""
+    started: list[Server] = []
+
+    def start(root: Path, *args: str) -> Server:
+        started.append(start_server(root, *args))
+        return started[-1]
+
+    yield start
+    for srv in started:
+        if srv.proc.poll() is None:
+            stop_server(srv)

@@ -86,3 +86,18 @@ def test_a_broken_entity_config_stops_the_server_before_it_starts(tmp_path, pps_
     (tmp_path / "typo" / "pps.toml").write_text('entity = "typo"\nplugins = ["crystals", "chorma"]\n')
     proc = pps(tmp_path, "serve", "http", "--entity", "good", "--entities", "good,typo", "--port", "0", check=False)
     assert proc.returncode == 2 and "no plugin named 'chorma'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+async def test_stdio_forwarder_says_so_when_the_server_stops(tmp_path, pps_cli, start_http):
+    pps_cli(tmp_path, "init", "--entity", "solo", "--plugins", "crystals,mcp,http")
+    srv = start_http(tmp_path, "--entity", "solo")
+    params = StdioServerParameters(command=sys.executable, env=pps_cli.env(tmp_path),
+                                   args=["-m", "pps_core.cli", "serve", "mcp", "--entity", "solo"])
+    with open(tmp_path / "stdio.log", "w") as errlog:
+        async with Client(stdio_client(params, errlog=errlog)) as client:
+            before = await client.call_tool("crystal_list", {})
+            srv.stop()
+            after = await client.call_tool("crystal_list", {})
+    assert not before.is_error
+    assert after.is_error and "has stopped" in after.content[0].text
+    assert try_forward(load_settings("solo", tmp_path / "solo"), "crystal_list", {}) is None

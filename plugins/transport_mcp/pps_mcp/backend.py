@@ -70,10 +70,17 @@ class RemoteBackend:
         import anyio
 
         from pps_core.auth import read_token
-        from pps_core.forward import request
+        from pps_core.errors import Unavailable
+        from pps_core.forward import request, server_address
 
         token = read_token(self.home)
-        return await anyio.to_thread.run_sync(lambda: request(self.address, method, path, token, body))
+        try:
+            return await anyio.to_thread.run_sync(lambda: request(self.address, method, path, token, body))
+        except Unavailable:
+            if server_address(self.home) is None:
+                raise Unavailable(f"the server at {self.address} that owned this entity has stopped: start it "
+                                  "again (pps serve http), or restart this MCP server to own the stores") from None
+            raise
 
     async def tools(self) -> list[ToolSpec]:
         answer = await self._request("GET", "/tools")
