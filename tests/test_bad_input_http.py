@@ -135,7 +135,7 @@ def test_schemathesis_against_the_openapi_spec(srv, tmp_path):
          "--include-path-regex", "^/tools/", "--exclude-path-regex", "|".join(sorted(SKIP)),
          "-n", os.environ.get("PPS_SCHEMATHESIS_EXAMPLES", "12"), "--seed", "8", "--no-shrink", "-w", "2",
          "--request-timeout", "60", "--report", "json", "--report-json-path", str(tmp_path / "st.json")],
-        capture_output=True, text=True, timeout=400, stdin=subprocess.DEVNULL)
+        capture_output=True, text=True, timeout=400, stdin=subprocess.DEVNULL, cwd=tmp_path)
     assert out.returncode == 0, out.stdout[-6000:]
     report = json.loads((tmp_path / "st.json").read_text()) if (tmp_path / "st.json").exists() else {}
     print("\nschemathesis:", out.stdout.strip().splitlines()[-1], json.dumps(report)[:300])
