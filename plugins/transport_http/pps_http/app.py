@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -77,7 +78,10 @@ def _tool_endpoint(entity: _Entity, op: Operation):
         try:
             entity.auth.check(request.headers.get("authorization"), sensitive=op.sensitive)
             params = await _json_body(request)
-            return JSONResponse(await entity.memory.call(op.name, params))
+            started = time.perf_counter()
+            result = await entity.memory.call(op.name, params)
+            took = (time.perf_counter() - started) * 1000
+            return JSONResponse(result, headers={"Server-Timing": f"op;dur={took:.2f}"})
         except PPSError as exc:
             return _error(exc)
         except Exception as exc:  # a bug: the log gets the traceback, the caller a plain message
