@@ -121,11 +121,13 @@ def variants(retrieval) -> dict[str, object]:
         "no dense (lexical signals only)": r(d, use_dense=False),
         "no bm25": r(d, use_bm25=False),
         "no question-word removal": r(d, question_words=False),
-        "names not in bm25": r(d, names_in_bm25=False),
+        "names in bm25" if not d.names_in_bm25 else "names not in bm25": r(d, names_in_bm25=not d.names_in_bm25),
         "author boost 0" if d.author_boost else "author boost 0.1": r(d, author_boost=0.0 if d.author_boost else 0.1),
         "time boost 0" if d.time_boost else "time boost 0.1": r(d, time_boost=0.0 if d.time_boost else 0.1),
         "context vectors 0" if d.context else "context vectors 0.5": r(d, context=0.0 if d.context else 0.5),
         "neighbour 0" if d.neighbour else "neighbour 0.2": r(d, neighbour=0.0 if d.neighbour else 0.2),
+        "neighbours two away 0": r(d, neighbour_far=0.0),
+        "episode score 0": r(d, episode=0.0),
         "bm25 0.7 / dense 0.3": r(d, w_bm25=0.7, w_dense=0.3),
         "bm25 0.3 / dense 0.7": r(d, w_bm25=0.3, w_dense=0.7),
     }
@@ -144,6 +146,7 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
             started = time.perf_counter()
             for k in range(0, len(conv["turns"]), 500):
                 await memory.call("store_messages", {"messages": conv["turns"][k:k + 500]})
+            await memory.require_layer("raw_capture").retriever.drain()  # turn vectors, computed after capture
             store_s = time.perf_counter() - started
             raw = memory.require_layer("raw_capture")
             has_dense = memory.embedder is not None
@@ -213,7 +216,7 @@ async def main_async(args) -> int:
     results = []
     for conv in convs:
         r = await run_conversation(conv, plugins, args.variants, None)
-        print(f"{conv['id']}: {r['turns']} turns stored in {r['store_s']:.1f}s, "
+        print(f"{conv['id']}: {r['turns']} turns stored and embedded in {r['store_s']:.1f}s, "
               f"{len(r['latency'])} questions ({r['skipped']} without usable evidence)", file=sys.stderr)
         results.append(r)
     text, summary = table(results)

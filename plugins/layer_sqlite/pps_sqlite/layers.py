@@ -53,6 +53,7 @@ class RawCaptureLayer(Layer):
         await self.db.open()
 
     async def close(self) -> None:
+        await self.retriever.close()
         await self.db.close()
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:

@@ -1,7 +1,8 @@
 """Turn vectors (message_vectors, float32 blobs) cached as one numpy matrix, and the fused search over them.
 
-Vectors are computed when a turn is stored (when an embedder is loaded) and, for turns stored
-without one, backfilled in bounded batches at search time. The matrix is searched by brute force:
+Vectors are computed in the background after turns are stored (capture never waits for the
+model), and for turns stored before an embedder was loaded once a search finds them missing; until
+then those turns are found lexically. The matrix is searched by brute force:
 a few milliseconds for 100k turns. All cache work runs on the database's worker thread.
 """
 
@@ -19,7 +20,6 @@ log = logging.getLogger("pps.sqlite")
 
 #: How a turn becomes text for its vector; part of the stored model key, so a change re-embeds.
 RECIPE = "author+content"
-BACKFILL_PER_SEARCH = 256
 EMBED_BATCH = 64
 
 
@@ -53,6 +53,10 @@ class TurnVectors:
     def add(self, ids: list[int], channels: list[str], blobs: list[bytes]) -> None:
         import numpy as np
 
+        keep = [k for k, i in enumerate(ids) if not self.has(i)]
+        if not keep:
+            return
+        ids, channels, blobs = [ids[k] for k in keep], [channels[k] for k in keep], [blobs[k] for k in keep]
         vecs = np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs])
         new_ids = np.asarray(ids, dtype=np.int64)
         if len(self.ids) and self.matrix.shape[1] != vecs.shape[1]:
@@ -65,6 +69,12 @@ class TurnVectors:
             ids_all, mat, chans = ids_all[order], mat[order], [chans[i] for i in order]
         self.ids, self.matrix, self.channels = ids_all, mat, chans
         self._context.clear()
+
+    def has(self, i: int) -> bool:
+        import numpy as np
+
+        r = int(np.searchsorted(self.ids, i))
+        return r < len(self.ids) and int(self.ids[r]) == i
 
     def context_matrix(self, weight: float):
         """Each turn's vector plus ``weight`` times its neighbours' in the same channel, re-normalised."""
@@ -96,10 +106,10 @@ class TurnVectors:
         return self.ids, self.context_matrix(context) @ np.asarray(qvec, dtype=np.float32)
 
 
-def missing(conn: sqlite3.Connection, model: str, limit: int) -> list[dict[str, Any]]:
-    rows = conn.execute(f"SELECT {turns.COLUMNS} FROM messages WHERE id NOT IN "
-                        "(SELECT message_id FROM message_vectors WHERE model = ?) ORDER BY id LIMIT ?",
-                        (model, limit)).fetchall()
+def missing(conn: sqlite3.Connection, model: str, limit: int, after: int = 0) -> list[dict[str, Any]]:
+    rows = conn.execute(f"SELECT {turns.COLUMNS} FROM messages m WHERE id > ? AND NOT EXISTS "
+                        "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id AND v.model = ?) "
+                        "ORDER BY id LIMIT ?", (after, model, limit)).fetchall()
     return [turns.row_to_turn(r) for r in rows]
 
 
@@ -119,6 +129,8 @@ class Retriever:
         self._pending = True  # turns may lack vectors (stored before an embedder, or a failed embed)
         self._authors: dict[str, str] | None = None
         self._warned = False
+        self._task: asyncio.Task | None = None
+        self._floor = 0  # every turn with id <= this has a vector
 
     def _embedder(self):
         try:
@@ -142,33 +154,59 @@ class Retriever:
         return [np.asarray(v, dtype=np.float32).tobytes() for v in vecs]
 
     async def index(self, new_turns: list[dict[str, Any]]) -> None:
-        """Embed freshly stored turns and add them to the cache; a failure leaves them for backfill."""
+        """Called after turns are stored: vectors are computed in the background, so capture never waits."""
         self._authors = None
-        emb = self._embedder()
-        if emb is None or not new_turns:
-            return
-        try:
-            for k in range(0, len(new_turns), EMBED_BATCH):
-                batch = new_turns[k:k + EMBED_BATCH]
-                blobs = await self._embed(emb, [vector_text(t) for t in batch])
-                await self.db.run(self._store, self.db.conn, self._model(emb), batch, blobs)
-        except Exception as exc:
+        if new_turns:
             self._pending = True
-            self._warn(exc)
+            self._kick()
+
+    def _kick(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self.drain())
+
+    async def drain(self) -> int:
+        """Embed every turn still without a vector, in batches; returns how many were embedded."""
+        running = self._task
+        if running is not None and not running.done() and asyncio.current_task() is not running:
+            await asyncio.shield(running)  # one drainer at a time
+        emb = self._embedder()
+        done = 0
+        while emb is not None and self._pending:
+            try:
+                done += await self._batch(emb)
+            except Exception as exc:  # left pending: the next search or store tries again
+                self._warn(exc)
+                break
+        return done
+
+    async def _batch(self, emb) -> int:
+        model = self._model(emb)
+        todo = await self.db.run(missing, self.db.conn, model, EMBED_BATCH, self._floor)
+        if len(todo) < EMBED_BATCH:
+            self._pending = False
+        if todo:
+            try:
+                blobs = await self._embed(emb, [vector_text(t) for t in todo])
+            except BaseException:
+                self._pending = True
+                raise
+            await self.db.run(self._store, self.db.conn, model, todo, blobs)
+            self._floor = todo[-1]["id"]  # every turn up to here has its vector
+        return len(todo)
 
     def _store(self, conn, model: str, batch: list[dict[str, Any]], blobs: list[bytes]) -> None:
         write(conn, model, [(t["id"], b) for t, b in zip(batch, blobs, strict=True)])
         if self.vectors is not None and self.vectors.model == model:
             self.vectors.add([t["id"] for t in batch], [t["channel"] for t in batch], blobs)
 
-    async def backfill(self, emb, limit: int = BACKFILL_PER_SEARCH) -> int:
-        model = self._model(emb)
-        todo = await self.db.run(missing, self.db.conn, model, limit)
-        if todo:
-            await self.index(todo)
-        if len(todo) < limit:
-            self._pending = False
-        return len(todo)
+    async def close(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            try:
+                await self._task
+            except BaseException:  # cancelled, or a failure already logged
+                pass
+        self._task = None
 
     def _prepare(self, conn, model: str) -> TurnVectors:
         if self.vectors is None or self.vectors.model != model:
@@ -182,8 +220,8 @@ class Retriever:
         qvec = None
         if emb is not None:
             try:
-                if self._pending:
-                    await self.backfill(emb)
+                if self._pending:  # turns stored before the embedder, or a failed batch: in the background
+                    self._kick()
                 qvec = (await asyncio.to_thread(emb.embed, [query]))[0]
             except Exception as exc:
                 self._warn(exc)

@@ -88,6 +88,7 @@ async def test_a_paraphrase_with_no_shared_word_is_found_by_the_vectors(make_mem
     ids = await _store(m, DISTRACTORS + [PARAPHRASE])
     question = "Did she get a new dog?"
     raw = m.require_layer("raw_capture")
+    assert await raw.retriever.drain() == 0  # the background task embedded them right after capture
     assert await raw.db.run(turns.search, raw.db.conn, question, 10) == []  # BM25 alone: nothing shared
     found = await m.call("raw_search", {"query": question, "limit": 3})
     assert found["results"][0]["id"] == ids[-1]
@@ -106,6 +107,8 @@ async def test_turns_stored_without_an_embedder_are_backfilled(make_memory, tmp_
     ids = await _store(m, DISTRACTORS + [PARAPHRASE])
     await m.close()
     m = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
+    assert (await m.call("raw_search", {"query": "Did she get a new dog?"}))["results"] == []  # lexical only
+    await m.require_layer("raw_capture").retriever.drain()  # the search started the backfill; wait for it
     found = await m.call("raw_search", {"query": "Did she get a new dog?", "limit": 1})
     assert found["results"][0]["id"] == ids[-1]
     con = sqlite3.connect(home / "pps.db")
