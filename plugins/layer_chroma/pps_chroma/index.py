@@ -6,6 +6,7 @@ through a registered embedding function, so reopening a collection finds it agai
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from pathlib import Path
@@ -19,6 +20,7 @@ from chromadb.config import Settings  # noqa: E402
 from chromadb.utils.embedding_functions import register_embedding_function  # noqa: E402
 
 COLLECTION = "word_photos"
+STATE_FILE = "pps_word_photos.json"
 EF_NAME = "pps_embedder"
 
 #: Embedders loaded in this process, by name, so a collection's persisted config can find its embedder.
@@ -103,12 +105,36 @@ class ChromaIndex:
         return self._count
 
     def fingerprints(self) -> dict[str, dict[str, Any]]:
-        """Per file: the metadata of its first chunk (sha256, stat fingerprint, title, date...)."""
+        """Per file: sha256, stat fingerprint, title, date... From the state file when it names exactly the
+        files the collection holds (reading Chroma's metadata is ~10x slower on a cold open), else from
+        the metadata of each file's first chunk."""
+        state = self._read_state()
+        if state is not None:
+            got = self.collection.get(include=[])
+            if set(state) == {i.rsplit("#", 1)[0] for i in got["ids"]}:
+                return state
         out: dict[str, dict[str, Any]] = {}
         got = self.collection.get(where={"chunk": 0}, include=["metadatas"])
         for meta in got["metadatas"] or []:
             out[meta["file"]] = dict(meta)
         return out
+
+    def save_state(self, files: dict[str, dict[str, Any]]) -> None:
+        """Write the per-file state beside the index, after the index itself changed."""
+        from pps_core.atomic import atomic_write
+
+        atomic_write(self.path / STATE_FILE, json.dumps(
+            {"version": 1, "embedder": self.embedder.name, "files": files}, ensure_ascii=False))
+
+    def _read_state(self) -> dict[str, dict[str, Any]] | None:
+        try:
+            data = json.loads((self.path / STATE_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(data, dict) or data.get("version") != 1 or data.get("embedder") != self.embedder.name:
+            return None
+        files = data.get("files")
+        return files if isinstance(files, dict) else None
 
     def put(self, items: list[tuple[str, list[str], dict[str, Any]]]) -> int:
         """Replace the chunks of each (filename, texts, file metadata); returns chunks written."""

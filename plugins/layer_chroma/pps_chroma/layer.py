@@ -150,6 +150,7 @@ class AnchorLayer(Layer):
                 self._last_scan = time.monotonic()
                 return changes
             fresh: list[tuple[Photo, Fingerprint]] = []
+            touched = False
             for name, fp in sorted(listing.items()):
                 entry = self._entries.get(name)
                 if not rehash and ((entry and entry.fp == fp) or self._problems.get(name, (None,))[0] == fp):
@@ -162,10 +163,12 @@ class AnchorLayer(Layer):
                     if entry:
                         self.index.remove([name])
                         del self._entries[name]
+                        touched = True
                     continue
                 self._problems.pop(name, None)
                 if entry and entry.sha256 == photo.sha256:
                     entry.fp = fp  # touched, not changed
+                    touched = True
                     continue
                 fresh.append((photo, fp))
                 changes["updated" if entry else "added"].append(name)
@@ -178,6 +181,8 @@ class AnchorLayer(Layer):
                     del self._entries[name]
                 changes["removed"] = gone
             self._index(fresh)
+            if fresh or gone or touched:
+                self._save_state()
             self._last_listing = listing
             self._last_scan = time.monotonic()
             return changes
@@ -190,6 +195,9 @@ class AnchorLayer(Layer):
             items.append((photo.filename, chunks(photo, self.settings.chunk_chars), entry.meta()))
             self._entries[photo.filename] = entry
         self.index.put(items)
+
+    def _save_state(self) -> None:
+        self.index.save_state({name: e.meta() for name, e in self._entries.items()})
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -207,6 +215,7 @@ class AnchorLayer(Layer):
             st = path.stat()
             photo = read_photo(path, self.memory.tz)
             self._index([(photo, (st.st_mtime_ns, st.st_size, st.st_ino))])
+            self._save_state()
             return photo
 
     def delete(self, filename: str) -> str:
@@ -226,6 +235,7 @@ class AnchorLayer(Layer):
             self.index.remove([name])
             self._entries.pop(name, None)
             self._problems.pop(name, None)
+            self._save_state()
             return str(target.relative_to(self.dir))
 
     # -- reads ----------------------------------------------------------------------------------

@@ -212,3 +212,27 @@ async def test_with_a_scan_interval_the_folder_still_reveals_new_and_deleted_fil
     assert (await memory.call("anchor_resync", {}))["updated"] == [name]
     (folder / "kite.md").unlink()
     assert "kite.md" not in _sources(await memory.call("anchor_search", {"query": "kite on a hill", "limit": 5}))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "stale"])
+async def test_a_damaged_or_stale_state_file_falls_back_to_the_index(make_memory, pps_home, damage):
+    import json
+
+    home = pps_home / "st"
+    first = await make_memory("st", home=home, plugins=PLUGINS)
+    await _save(first, "Boat", "Sailing a small boat across the bay.")
+    await _save(first, "Bread", "Baking sourdough bread on a Sunday.")
+    await first.close()
+    state = home / "chroma" / "pps_word_photos.json"
+    data = json.loads(state.read_text())
+    assert set(data["files"]) == {"boat.md", "bread.md"}
+    if damage == "garbage":
+        state.write_text("{not json")
+    else:  # as if the process died between the index write and the state write
+        del data["files"]["bread.md"]
+        state.write_text(json.dumps(data))
+    second = await make_memory("st", home=home, plugins=PLUGINS)
+    assert sorted(second.layer("core_anchors")._entries) == ["boat.md", "bread.md"]
+    assert (await second.call("anchor_resync", {}))["updated"] == []
+    out = await second.call("anchor_search", {"query": "sourdough", "limit": 1})
+    assert _sources(out) == ["bread.md"]
