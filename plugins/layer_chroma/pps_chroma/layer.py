@@ -314,7 +314,9 @@ class AnchorLayer(Layer):
             with self._lock:
                 self.maybe_sync()
                 bad = self.problems()
-                detail = f"{len(self._entries)} word-photos in {self.dir}"
+                emb = self.index.embedder
+                state = "" if getattr(emb, "loaded", True) else ", loads on first use"
+                detail = f"{len(self._entries)} word-photos in {self.dir}; embedder {emb.name}{state}"
                 if bad:
                     detail += "; skipped: " + ", ".join(f"{p['filename']} ({p['reason']})" for p in bad[:20])
                 return LayerHealth(layer=self.name, available=True, detail=detail, latency_ms=self.recent_latency_ms,

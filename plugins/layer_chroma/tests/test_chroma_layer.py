@@ -236,3 +236,31 @@ async def test_a_damaged_or_stale_state_file_falls_back_to_the_index(make_memory
     assert (await second.call("anchor_resync", {}))["updated"] == []
     out = await second.call("anchor_search", {"query": "sourdough", "limit": 1})
     assert _sources(out) == ["bread.md"]
+
+
+async def test_a_long_word_photo_is_found_by_words_near_its_end(make_memory, pps_home):
+    memory = await make_memory(plugins=PLUGINS)
+    filler = "\n\n".join(f"Paragraph {i} about ordinary errands, groceries and laundry on a weekday." for i in range(60))
+    whale = ("On the way home a humpback whale breached right beside the ferry. The whale rose out of the grey sea "
+             "twice, and everyone on deck gasped as the whale splashed down. We watched the whale's tail until "
+             "it dived under the ferry's wake.")
+    await _save(memory, "Long day", filler + "\n\n" + whale)
+    await _save(memory, "Errands", "Groceries and laundry again.")
+    out = await memory.call("anchor_search", {"query": "whale jumping out of the sea", "limit": 1})
+    assert _sources(out) == ["long-day.md"]
+    assert (await memory.call("pps_health", {}))["layers"]["core_anchors"]["counts"]["chunks"] > 3
+
+
+async def test_concurrent_saves_and_searches(make_memory):
+    import asyncio
+
+    memory = await make_memory(plugins=PLUGINS)
+    saves = [memory.call("anchor_save", {"title": f"Note {i}", "content": f"Note number {i} about the sea."})
+             for i in range(12)]
+    searches = [memory.call("anchor_search", {"query": "the sea", "limit": 3}) for _ in range(12)]
+    results = await asyncio.gather(*saves, *searches)
+    assert len({r["saved"] for r in results[:12]}) == 12
+    listed = await memory.call("anchor_list", {})
+    assert listed["total"] == 12
+    out = await memory.call("anchor_search", {"query": "note about the sea", "limit": 20})
+    assert len(out["results"]) == 12
