@@ -103,3 +103,23 @@ def test_wrong_dimension_and_errors_are_clear_and_keep_the_key_secret():
         assert "sk-secret" not in str(info.value)
     with pytest.raises(EmbeddingError, match="failed"):
         OpenAIEmbedder("http://127.0.0.1:9/v1", "m", 4, timeout_s=2).embed(["x"])
+
+
+def test_environment_variables_configure_it(tmp_path, monkeypatch):
+    import asyncio
+
+    monkeypatch.setenv("PPS_EMBEDDINGS_PROVIDER", "openai")
+    monkeypatch.setenv("PPS_EMBEDDINGS_BASE_URL", "http://127.0.0.1:1/v1")
+    monkeypatch.setenv("PPS_EMBEDDINGS_MODEL", "env-model")
+    monkeypatch.setenv("PPS_EMBEDDINGS_DIMENSION", "12")
+    monkeypatch.setenv("PPS_EMBEDDINGS_API_KEY", "sk-env")
+
+    async def run():
+        async with Memory.for_entity("e", home=tmp_path, plugins=["embeddings"]) as memory:
+            return memory.embedder
+
+    e = asyncio.run(run())
+    assert isinstance(e, OpenAIEmbedder) and e.name == "openai:env-model" and e.dimension == 12
+    from pps_embeddings.settings import EmbeddingSettings
+
+    assert "sk-env" not in repr(EmbeddingSettings()) and "sk-env" not in repr(e)
