@@ -20,7 +20,7 @@ def configure_logging(level: str = "WARNING") -> None:
     root.setLevel(level.upper())
 
 
-async def serve_stdio(settings, *, forward: bool = True) -> None:
+async def serve_stdio(settings, *, forward: bool = True, listen: bool = True) -> None:
     from mcp.server.stdio import stdio_server
 
     from pps_core.forward import server_address
@@ -36,9 +36,47 @@ async def serve_stdio(settings, *, forward: bool = True) -> None:
             server = create_server(backend=RemoteBackend(address, settings.home), name=f"pps-{settings.entity}")
             await server.run(read_stream, write_stream, server.create_initialization_options())
             return
+        if listen and "http" in settings.plugins:
+            await _own_and_listen(settings, read_stream, write_stream)
+            return
         async with Memory(settings) as memory:
             server = create_server(memory)
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def _own_and_listen(settings, read_stream, write_stream) -> None:
+    """Own the stores and also answer REST on a loopback port, so other channels (Claude Code's
+    capture hooks, `pps call`, a bot) forward here instead of failing on the owner lock."""
+    import asyncio
+    import socket
+
+    import uvicorn
+    from pps_http.app import create_app
+
+    from pps_core.memory import Memory
+
+    from .server import create_server
+
+    memory = Memory(settings)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    address = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    app = create_app([memory], host="127.0.0.1", address=address)
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=3)
+    web = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(web.serve(sockets=[sock]))
+    while not web.started and not task.done():
+        await asyncio.sleep(0.02)
+    if task.done():  # the lifespan failed (e.g. another owner): report it like the plain path would
+        await task
+        raise RuntimeError("the loopback listener stopped before it started")
+    log.info("owning %s; other channels reach it at %s", settings.entity, address)
+    try:
+        server = create_server(memory)
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+    finally:
+        web.should_exit = True
+        await task
 
 
 class McpTransport:
@@ -50,6 +88,9 @@ class McpTransport:
         parser.add_argument("--local", action="store_true",
                             help="never forward: own the stores (fails if a server owns them)")
         parser.add_argument("--log-level", default="WARNING", help="log level (logs go to stderr)")
+        parser.add_argument("--no-listen", action="store_true",
+                            help="when owning the stores, do not also answer REST on a loopback port "
+                                 "(by default other channels forward there when the 'http' plugin is loaded)")
 
     def serve(self, args) -> int:
         import anyio
@@ -60,7 +101,7 @@ class McpTransport:
         configure_logging(args.log_level)
         try:
             settings = load_settings(args.entity, args.home)
-            anyio.run(lambda: serve_stdio(settings, forward=not args.local))
+            anyio.run(lambda: serve_stdio(settings, forward=not args.local, listen=not args.no_listen))
         except KeyboardInterrupt:
             return 130
         except BaseException as exc:
