@@ -7,11 +7,8 @@ how many did.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import urllib.error
-import urllib.request
 from collections import Counter
 
 from .chunks import Chunk, words
@@ -81,42 +78,34 @@ class ExtractiveSummarizer:
 
 
 class LLMSummarizer:
-    """An OpenAI-compatible chat endpoint (Ollama, vLLM, a cloud API)."""
+    """An OpenAI-compatible chat endpoint (Ollama, vLLM, a cloud API), through :class:`pps_core.llm.ChatClient`."""
 
     name = "llm"
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0,
                  sentences: int = 3, max_input_chars: int = 24_000) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        from ..llm import ChatClient
+        from ..settings import LLMSettings
+
+        self.client = ChatClient(LLMSettings(base_url=base_url, model=model, api_key=api_key, timeout_s=timeout_s))
+        self.url = self.client.url
         self.model = model
-        self.api_key = api_key
-        self.timeout_s = timeout_s
         self.sentences = sentences
         self.max_input_chars = max_input_chars
         self.fallback = ExtractiveSummarizer()
         self.failures: list[str] = []
 
     def summarize(self, chunk: Chunk) -> str:
+        from ..errors import Unavailable
+
         text = chunk.text
         if len(text) > self.max_input_chars:
             half = self.max_input_chars // 2
             text = text[:half] + "\n[...]\n" + text[-half:]
-        body = {"model": self.model, "temperature": 0.2, "messages": [
-            {"role": "system", "content": PROMPT.format(sentences=self.sentences)},
-            {"role": "user", "content": text}]}
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
-                answer = json.loads(resp.read())
-            summary = (answer["choices"][0]["message"]["content"] or "").strip()
-            if not summary:
-                raise ValueError("empty answer")
-            return " ".join(summary.split())
-        except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError) as exc:
-            self.failures.append(f"{type(exc).__name__}: {exc}")
+            return " ".join(self.client.complete(PROMPT.format(sentences=self.sentences), text).split())
+        except Unavailable as exc:
+            self.failures.append(exc.message)
             return self.fallback.summarize(chunk)
 
 
