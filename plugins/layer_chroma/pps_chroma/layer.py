@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,9 +27,11 @@ from .files import Photo, Unreadable, check_filename, check_title, chunks, read_
 class ChromaSettings(PluginSettings, env_prefix="PPS_CHROMA_"):
     directory: str = Field("word_photos", description="folder of word-photo files under the entity's home")
     index_dir: str = Field("chroma", description="folder of the ChromaDB index under the entity's home")
+    watch: bool = Field(True, description="learn which files changed from inotify (Linux); else stat every file")
     scan_interval_s: float = Field(
-        0.0, ge=0, description="a search stats every file at most this often (0 = every search); a change of "
-                               "the folder itself (a file added, removed, replaced) is noticed on every search")
+        0.0, ge=0, description="without a watch: a search stats every file at most this often (0 = every "
+                               "search; a file added, removed or replaced is noticed on every search anyway). "
+                               "With a watch: how often every file is still checked, as a safety net (0 = 60 s)")
     chunk_chars: int = Field(1200, ge=200, le=20_000, description="a long word-photo is indexed in pieces")
 
 
@@ -81,6 +84,7 @@ class AnchorLayer(Layer):
         self._dir_mtime = -1
         self._last_scan = 0.0
         self._last_listing: dict[str, Fingerprint] = {}
+        self._watch = None
         self.open_ms: float | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -101,11 +105,18 @@ class AnchorLayer(Layer):
             self.index = ChromaIndex(Path(self.memory.home) / self.settings.index_dir, embedder)
             self.index.open()
             self._entries = {name: Entry.from_meta(m) for name, m in self.index.fingerprints().items()}
+            if self.settings.watch:
+                from .watch import watch
+
+                self._watch = watch(self.dir)  # before the first full check: nothing falls in between
             self.sync()
         self.open_ms = round((time.perf_counter() - started) * 1000, 1)
 
     async def close(self) -> None:
         with self._lock:
+            if self._watch is not None:
+                self._watch.close()
+                self._watch = None
             if self.index is not None:
                 self.index.close()
                 self.index = None
@@ -127,8 +138,20 @@ class AnchorLayer(Layer):
         return out
 
     def maybe_sync(self) -> None:
-        """Cheap check before reads: the folder's mtime always, every file's stat per scan_interval_s."""
-        if time.monotonic() - self._last_scan >= self.settings.scan_interval_s:
+        """Cheap check before reads: the watch's events (or the folder's mtime), then the files named."""
+        now = time.monotonic()
+        if self._watch is not None:
+            try:
+                names = self._watch.changed()
+            except OSError:  # the watch broke: from now on, stat every file
+                self._watch = None
+                names = None
+            if names is None or now - self._last_scan >= (self.settings.scan_interval_s or 60.0):
+                self.sync()
+            elif names:
+                self.sync(names=names)
+            return
+        if now - self._last_scan >= self.settings.scan_interval_s:
             self.sync()
             return
         try:
@@ -139,16 +162,34 @@ class AnchorLayer(Layer):
         if dir_mtime != self._dir_mtime:
             self.sync()
 
-    def sync(self, rehash: bool = False) -> dict[str, list]:
-        """Bring the index in line with the files; only files whose stat changed are read (all with rehash)."""
+    def _stat_some(self, names: set[str]) -> dict[str, Fingerprint]:
+        out: dict[str, Fingerprint] = {}
+        for name in names:
+            if name.startswith(".") or not name.endswith(".md") or "/" in name:
+                continue
+            try:
+                st = os.stat(self.dir / name)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            if stat.S_ISREG(st.st_mode):
+                out[name] = (st.st_mtime_ns, st.st_size, st.st_ino)
+        return out
+
+    def sync(self, rehash: bool = False, names: set[str] | None = None) -> dict[str, list]:
+        """Bring the index in line with the files (only ``names``, if given); only files whose stat changed
+        are read and hashed (every file with ``rehash``)."""
         with self._lock:
-            if self.settings.scan_interval_s:
-                self._dir_mtime = self.dir.stat().st_mtime_ns
-            listing = self._listing()
             changes: dict[str, list] = {"added": [], "updated": [], "removed": [], "unreadable": []}
-            if not rehash and listing == self._last_listing:  # the common case, compared in C
+            if names is None:
+                if self._watch is None and self.settings.scan_interval_s:
+                    self._dir_mtime = self.dir.stat().st_mtime_ns
+                listing = self._listing()
+                scope: set[str] | None = None
                 self._last_scan = time.monotonic()
-                return changes
+                if not rehash and listing == self._last_listing:  # the common case, compared in C
+                    return changes
+            else:
+                listing, scope = self._stat_some(names), set(names)
             fresh: list[tuple[Photo, Fingerprint]] = []
             touched = False
             for name, fp in sorted(listing.items()):
@@ -172,8 +213,9 @@ class AnchorLayer(Layer):
                     continue
                 fresh.append((photo, fp))
                 changes["updated" if entry else "added"].append(name)
-            gone = sorted(set(self._entries) - set(listing))
-            for name in set(self._problems) - set(listing):
+            known = set(self._entries) if scope is None else scope & set(self._entries)
+            gone = sorted(known - set(listing))
+            for name in (set(self._problems) if scope is None else scope & set(self._problems)) - set(listing):
                 del self._problems[name]
             if gone:
                 self.index.remove(gone)
@@ -183,8 +225,14 @@ class AnchorLayer(Layer):
             self._index(fresh)
             if fresh or gone or touched:
                 self._save_state()
-            self._last_listing = listing
-            self._last_scan = time.monotonic()
+            if scope is None:
+                self._last_listing = listing
+            else:
+                for name in scope:
+                    if name in listing:
+                        self._last_listing[name] = listing[name]
+                    else:
+                        self._last_listing.pop(name, None)
             return changes
 
     def _index(self, photos: list[tuple[Photo, Fingerprint]]) -> None:
@@ -316,7 +364,9 @@ class AnchorLayer(Layer):
                 bad = self.problems()
                 emb = self.index.embedder
                 state = "" if getattr(emb, "loaded", True) else ", loads on first use"
-                detail = f"{len(self._entries)} word-photos in {self.dir}; embedder {emb.name}{state}"
+                seen = "inotify" if self._watch is not None else "stat"
+                detail = (f"{len(self._entries)} word-photos in {self.dir}; embedder {emb.name}{state}; "
+                          f"edits seen by {seen}")
                 if bad:
                     detail += "; skipped: " + ", ".join(f"{p['filename']} ({p['reason']})" for p in bad[:20])
                 return LayerHealth(layer=self.name, available=True, detail=detail, latency_ms=self.recent_latency_ms,

@@ -1,6 +1,7 @@
 """Word-photos with real ChromaDB and the real local model: files are the truth, the index follows them."""
 
 import os
+import sys
 
 import pytest
 
@@ -94,8 +95,10 @@ async def test_unicode_titles_and_same_title_twice(make_memory, pps_home):
     assert {p["filename"] for p in listed["word_photos"]} == {a, b}
 
 
-async def test_hand_edits_are_found_without_resync(make_memory, pps_home):
-    memory = await make_memory(plugins=PLUGINS)
+@pytest.mark.parametrize("watch", [True, False], ids=["inotify", "stat"])
+async def test_hand_edits_are_found_without_resync(make_memory, pps_home, watch):
+    memory = await make_memory(plugins=PLUGINS, chroma={"watch": watch})
+    assert (memory.layer("core_anchors")._watch is not None) == (watch and sys.platform == "linux")
     folder = pps_home / "testentity" / "word_photos"
     name = await _save(memory, "Garden", "Planting tomatoes in the spring garden.")
     # edited in place by a person (same inode, folder mtime unchanged)
@@ -106,6 +109,11 @@ async def test_hand_edits_are_found_without_resync(make_memory, pps_home):
     (folder / "violin.md").write_text("# Violin lesson\n\nShe practised scales on the violin until midnight.\n")
     out = await memory.call("anchor_search", {"query": "music practice on a string instrument", "limit": 1})
     assert _sources(out) == ["violin.md"] and out["results"][0]["metadata"]["title"] == "Violin lesson"
+    # replaced atomically, as many editors save: a new inode under the same name
+    (folder / ".violin.md.swp").write_text("# Violin lesson\n\nShe tuned the cello instead.\n")
+    os.replace(folder / ".violin.md.swp", folder / "violin.md")
+    out = await memory.call("anchor_search", {"query": "tuning a cello", "limit": 1})
+    assert "cello" in out["results"][0]["content"]
     # deleted by hand: gone from results and from the list
     (folder / name).unlink()
     out = await memory.call("anchor_search", {"query": "lighthouse keeper blue door", "limit": 5})
@@ -132,14 +140,15 @@ async def test_resync_finds_an_edit_that_kept_mtime_and_size_by_its_hash(make_me
     assert "beach at noon" in out["results"][0]["content"]
 
 
-async def test_corrupt_empty_and_undecodable_files_are_reported_not_fatal(make_memory, pps_home):
+@pytest.mark.parametrize("watch", [True, False], ids=["inotify", "stat"])
+async def test_corrupt_empty_and_undecodable_files_are_reported_not_fatal(make_memory, pps_home, watch):
     folder = pps_home / "testentity" / "word_photos"
     folder.mkdir(parents=True)
     (folder / "empty.md").write_text("")
     (folder / "binary.md").write_bytes(b"\xff\xfe\x00\x01garbage\x9c")
     (folder / "badyaml.md").write_text("---\ntitle: [unclosed\n---\n\nThe orchard was full of ripe apples.\n")
     (folder / "good.md").write_text("---\ntitle: Good\n---\n\nA quiet evening reading by the fire.\n")
-    memory = await make_memory(plugins=PLUGINS)
+    memory = await make_memory(plugins=PLUGINS, chroma={"watch": watch})
     health = (await memory.call("pps_health", {}))["layers"]["core_anchors"]
     assert health["available"] and health["counts"]["unreadable"] == 2 and health["counts"]["word_photos"] == 2
     assert "empty.md (empty)" in health["detail"] and "binary.md (not UTF-8" in health["detail"]
@@ -203,7 +212,7 @@ async def test_without_an_embedder_the_layer_is_unavailable_not_fatal(make_memor
 
 
 async def test_with_a_scan_interval_the_folder_still_reveals_new_and_deleted_files(make_memory, pps_home):
-    memory = await make_memory(plugins=PLUGINS, chroma={"scan_interval_s": 3600})
+    memory = await make_memory(plugins=PLUGINS, chroma={"scan_interval_s": 3600, "watch": False})
     folder = pps_home / "testentity" / "word_photos"
     name = await _save(memory, "Garden", "Planting tomatoes in the spring garden.")
     (folder / "kite.md").write_text("Flying a red kite on the windy hill.\n")
@@ -264,3 +273,17 @@ async def test_concurrent_saves_and_searches(make_memory):
     assert listed["total"] == 12
     out = await memory.call("anchor_search", {"query": "note about the sea", "limit": 20})
     assert len(out["results"]) == 12
+
+
+async def test_a_replaced_folder_is_read_afresh(make_memory, pps_home):
+    memory = await make_memory(plugins=PLUGINS)
+    folder = pps_home / "testentity" / "word_photos"
+    await _save(memory, "Boat", "Sailing a small boat across the bay.")
+    os.rename(folder, folder.with_name("word_photos_old"))  # e.g. restored from a backup
+    folder.mkdir()
+    (folder / "kite.md").write_text("Flying a red kite on the windy hill.\n")
+    out = await memory.call("anchor_search", {"query": "sailing a boat", "limit": 5})
+    assert _sources(out) == ["kite.md"]
+    (folder / "kite.md").write_text("Flying a green kite by the lake.\n")  # and the new folder is watched
+    out = await memory.call("anchor_search", {"query": "kite by the lake", "limit": 1})
+    assert "green kite" in out["results"][0]["content"]
