@@ -10,6 +10,7 @@ from pps_core import Layer, LayerHealth, Message, SearchResult, StartupItems
 
 from . import summaries, turns
 from .db import Database, SQLiteSettings
+from .summaryindex import SummaryIndex
 from .turnindex import Retriever
 
 UNREAD_PREVIEW = 10
@@ -122,12 +123,17 @@ class SummariesLayer(Layer):
         self.memory = memory
         self.db = db
         self.raw = raw
+        self.index = SummaryIndex(memory, db)
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        """Hybrid (BM25 + summary vectors) when an embedder is loaded, BM25 otherwise."""
         started = time.perf_counter()
-        found = await self.db.run(summaries.search, self.db.conn, query, limit, offset)
+        found = await self.index.search(query, limit, offset)
         self.record_latency(started)
-        return [summary_result(s, s["score"]) for s in found]
+        results = [summary_result(s, s["score"]) for s in found]
+        for r, s in zip(results, found, strict=True):
+            r.metadata["scores"] = s["signals"]
+        return results
 
     async def recent(self, limit: int) -> list[SearchResult]:
         found = await self.db.run(summaries.recent, self.db.conn, limit)
