@@ -149,7 +149,11 @@ class AnchorLayer(Layer):
             if names is None or now - self._last_scan >= (self.settings.scan_interval_s or 60.0):
                 self.sync()
             elif names:
-                self.sync(names=names)
+                try:
+                    self.sync(names=names)
+                except BaseException:
+                    self._last_scan = 0.0  # these names were consumed: check every file next time
+                    raise
             return
         if now - self._last_scan >= self.settings.scan_interval_s:
             self.sync()
@@ -236,20 +240,30 @@ class AnchorLayer(Layer):
             return changes
 
     def _index(self, photos: list[tuple[Photo, Fingerprint]]) -> None:
-        items = []
+        items, entries = [], {}
         for photo, fp in photos:
             entry = Entry(fp=fp, sha256=photo.sha256, title=photo.title, date=photo.date, tags=photo.tags,
                           location=photo.location, warning=photo.warning)
             items.append((photo.filename, chunks(photo, self.settings.chunk_chars), entry.meta()))
-            self._entries[photo.filename] = entry
-        self.index.put(items)
+            entries[photo.filename] = entry
+        try:
+            self.index.put(items)
+        except BaseException:  # e.g. the embedding endpoint is down: these files stay "not indexed"
+            for name in entries:
+                self._entries.pop(name, None)
+            self._last_scan = 0.0  # and the next read checks every file again
+            self._last_listing = {}
+            raise
+        self._entries.update(entries)
 
     def _save_state(self) -> None:
         self.index.save_state({name: e.meta() for name, e in self._entries.items()})
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def save(self, content: str, title: str, location: str | None = None, tags: list[str] | None = None) -> Photo:
+    def save(self, content: str, title: str, location: str | None = None,
+             tags: list[str] | None = None) -> tuple[Photo, str | None]:
+        """Write the file, then index it; (photo, why it is not indexed yet, or None)."""
         title = check_title(title)
         text = render(title, content, now_utc(), tags or [], location)
         stem = slugify(title)
@@ -262,9 +276,12 @@ class AnchorLayer(Layer):
                 raise Conflict(f"anchor_save: too many word-photos titled {title!r}", param="title")
             st = path.stat()
             photo = read_photo(path, self.memory.tz)
-            self._index([(photo, (st.st_mtime_ns, st.st_size, st.st_ino))])
+            try:
+                self._index([(photo, (st.st_mtime_ns, st.st_size, st.st_ino))])
+            except Exception as exc:  # the file is saved (the truth); the index catches up on a later read
+                return photo, f"{type(exc).__name__}: {exc}"
             self._save_state()
-            return photo
+            return photo, None
 
     def delete(self, filename: str) -> str:
         """Remove a word-photo from the folder (kept under .deleted/) and from the index."""

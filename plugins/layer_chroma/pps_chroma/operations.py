@@ -93,8 +93,12 @@ async def anchor_save(memory, p: AnchorSaveParams):
     if len(p.content) > limit:
         raise InvalidParams(f"anchor_save: content is {len(p.content)} characters; the limit is {limit}",
                             param="content")
-    photo = await asyncio.to_thread(_layer(memory).save, p.content, p.title, p.location, p.tags)
-    return {"saved": photo.filename, "title": photo.title, "date": photo.date, "chars": len(photo.body)}
+    photo, not_indexed = await asyncio.to_thread(_layer(memory).save, p.content, p.title, p.location, p.tags)
+    out = {"saved": photo.filename, "title": photo.title, "date": photo.date, "chars": len(photo.body),
+           "indexed": not_indexed is None}
+    if not_indexed:
+        out["detail"] = f"saved, but not searchable yet ({not_indexed}); it is indexed on a later search"
+    return out
 
 
 async def anchor_search(memory, p: AnchorSearchParams):
