@@ -215,8 +215,8 @@ class Memory:
 
     @property
     def embedder(self) -> Embedder | None:
-        if not self._embedder_loaded:
-            self._embedder = self.pm.hook.pps_embedder(memory=self) if self.pm else None
+        if not self._embedder_loaded and self.pm is not None:  # before open(): None, not cached
+            self._embedder = self.pm.hook.pps_embedder(memory=self)
             self._embedder_loaded = True
         return self._embedder
 

@@ -85,15 +85,19 @@ def photo_body(path) -> str:
 def drive_and_kill(home, script, round_no, rnd):
     proc = subprocess.Popen([sys.executable, str(script), str(home), str(round_no)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=pps_env(home.parent))
-    acks = []
+    acks, odd = [], []
     ready = threading.Event()
 
     def read():
         for line in proc.stdout:
             if line.startswith("READY"):
                 ready.set()
-            elif line.startswith("ACK "):
-                acks.append(line.split()[1:])
+            elif line.startswith("ACK ") and line.endswith("\n"):  # a line cut by the kill acknowledged nothing
+                fields = line.split()[1:]
+                if len(fields) == (2 if fields[0] in ("crystal", "photo") else 3):
+                    acks.append(fields)
+                else:
+                    odd.append(line)
 
     reader = threading.Thread(target=read)
     reader.start()
@@ -104,6 +108,7 @@ def drive_and_kill(home, script, round_no, rnd):
     reader.join()
     assert proc.returncode == -9, proc.stderr.read()
     proc.stderr.close()
+    assert not odd, f"malformed acknowledgement lines: {odd!r}"
     return acks
 
 

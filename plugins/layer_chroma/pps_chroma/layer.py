@@ -70,6 +70,9 @@ class Entry:
 class AnchorLayer(Layer):
     name = "core_anchors"
     title = "Word-photos"
+    #: Cosine similarity below which a word-photo is no match for ambient recall (MiniLM: unrelated
+    #: sentences score about 0.0-0.15, related ones 0.3+). `[recall] min_score` overrides it.
+    min_recall_score = 0.2
 
     def __init__(self, memory) -> None:
         super().__init__()

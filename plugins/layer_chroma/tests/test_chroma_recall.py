@@ -64,3 +64,13 @@ async def test_another_embedder_rebuilds_the_index_from_the_files(make_memory, p
     assert layer.index.rebuilt and layer.index.count() == 2
     out = await second.call("anchor_search", {"query": "zzzz", "limit": 1})
     assert out["results"][0]["source"] == "zebra.md"
+async def test_unrelated_question_shows_no_word_photo(make_memory):
+    """A real match is shown; the nearest neighbour of an unrelated question is not."""
+    m = await make_memory(plugins=STARTUP_PLUGINS)
+    await m.call("anchor_save", {"title": "First morning coffee",
+                                 "content": "Jeff with his coffee at dawn, planning the day with me."})
+    related = await m.call("ambient_recall", {"context": "coffee in the early morning"})
+    assert [r["source"] for r in related["results"] if r["layer"] == "core_anchors"] == ["first-morning-coffee.md"]
+    unrelated = await m.call("ambient_recall", {"context": "what wood should the garden beds use?"})
+    assert not [r for r in unrelated["results"] if r["layer"] == "core_anchors"]
+    assert (await m.call("anchor_search", {"query": "what wood should the garden beds use?"}))["results"]
