@@ -22,7 +22,9 @@ def now_utc() -> datetime:
 def to_storage(dt: datetime) -> str:
     """Canonical stored form: '2026-01-26T14:23:05.123Z'."""
     dt = dt.astimezone(UTC)
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{dt.microsecond // 1000:03d}Z"
+    # Not strftime: glibc writes year 999 as '999', which neither sorts nor parses back.
+    return (f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}."
+            f"{dt.microsecond // 1000:03d}Z")
 
 
 def from_storage(value: str) -> datetime:

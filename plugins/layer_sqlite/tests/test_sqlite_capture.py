@@ -45,6 +45,16 @@ async def test_naive_time_is_read_in_the_entity_zone_and_stored_utc(make_memory)
     assert turns[0]["local_time"] == "2026-01-26T07:30:00-05:00"
 
 
+async def test_a_turn_dated_before_year_1000_is_stored_and_sorts_first(make_memory):
+    m = await make_memory(plugins=PLUGINS)
+    await m.call("store_message", {"content": "now", "author_name": "A", "channel": "c"})
+    ack = await m.call("store_message", {"content": "old", "author_name": "A", "channel": "c",
+                                         "created_at": "0999-06-01T12:00:00Z"})
+    assert ack["created_at"] == "0999-06-01T12:00:00.000Z"
+    turns = (await m.call("get_turns_since", {"timestamp": "0900-01-01T00:00:00Z"}))["messages"]
+    assert [t["content"] for t in turns] == ["old", "now"]
+
+
 async def test_turns_written_by_plain_sql_are_searchable_and_normalised(make_memory):
     m = await make_memory(plugins=PLUGINS)
     path = m.home / "pps.db"

@@ -71,6 +71,13 @@ async def test_since_future_is_empty_and_before_everything_is_all(make_memory):
     assert [t["content"] for t in everything["messages"][:2]] == ["turn 0", "turn 1"]
 
 
+async def test_since_a_year_before_1000_is_still_before_everything(make_memory):
+    m = await hours(make_memory)
+    out = await m.call("get_turns_since", {"timestamp": "0999-01-01T00:00:00Z"})
+    assert out["timestamp_start_utc"] == "0999-01-01T00:00:00.000Z"
+    assert out["messages_count"] == 60
+
+
 async def test_since_default_limit_is_1000(make_memory):
     m = await hours(make_memory, 1005)
     out = await m.call("get_turns_since", {"timestamp": "2000-01-01T00:00:00"})
