@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pps_core.textsearch import STOP_WORDS, tokens
+from pps_core.timeutil import to_storage
 
 #: Words that shape a question but rarely appear in the turn that answers it.
 QUESTION_WORDS = frozenset("""
@@ -77,7 +78,7 @@ class Query:
 
 
 def _storage(dt: datetime) -> str:
-    return dt.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return to_storage(dt)
 
 
 def date_windows(text: str, slack_days: int = 0) -> tuple[list[tuple[str, str]], str]:
@@ -104,12 +105,13 @@ def date_windows(text: str, slack_days: int = 0) -> tuple[list[tuple[str, str]],
                 else:
                     y = int(m.group(1))
                     start, end = datetime(y, 1, 1, tzinfo=UTC), datetime(y + 1, 1, 1, tzinfo=UTC)
-            except (ValueError, KeyError):
+                # a day is widened by one on each side: time zones, and "on May 3" said late on May 2
+                if kind in ("dmy", "mdy"):
+                    start, end = start - timedelta(days=1), end + timedelta(days=1)
+                end += timedelta(days=slack_days)
+            except (ValueError, KeyError, OverflowError):  # a date past either end of the calendar
                 continue
-            # a day is widened by one on each side: time zones, and "on May 3" said late on May 2
-            if kind in ("dmy", "mdy"):
-                start, end = start - timedelta(days=1), end + timedelta(days=1)
-            windows.append((start, end + timedelta(days=slack_days)))
+            windows.append((start, end))
         rest = rx.sub(cut, rest)
     return [(_storage(a), _storage(b)) for a, b in windows], rest
 

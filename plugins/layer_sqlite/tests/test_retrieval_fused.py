@@ -64,6 +64,17 @@ def test_date_windows_parse_common_forms_and_leave_the_rest():
     assert retrieval.date_windows("I may go") == ([], "I may go")
 
 
+async def test_a_date_at_the_edge_of_the_calendar_is_searched_not_a_crash(make_memory):
+    m = await make_memory(plugins=["sqlite"])
+    await _store(m, NEUTRAL)
+    for query in ("what happened on December 31, 9999", "what happened on 1 January 0001",
+                  "the garden on May 3, 0999"):
+        found = await m.call("raw_search", {"query": query})
+        assert found["count"] >= 0
+    windows, _ = retrieval.date_windows("on May 3, 0999")
+    assert windows == [("0999-05-02T00:00:00.000Z", "0999-05-05T00:00:00.000Z")]
+
+
 def test_parse_query_moves_author_names_out_of_the_terms():
     q = retrieval.parse_query("What kind of books does Caroline's friend like?", {"caroline": "Caroline"})
     assert q.names == {"Caroline"} and q.terms == ["books", "friend", "like"]
