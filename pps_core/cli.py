@@ -111,26 +111,28 @@ def cmd_init(args) -> int:
     from .settings import DEFAULT_PLUGINS, entity_home
 
     home = entity_home(args.entity, args.home)
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(home, 0o700)
     toml = home / "pps.toml"
     name = args.entity or os.environ.get("PPS_ENTITY") or home.name
     if toml.exists() and not args.force:
         print(f"{toml} exists (use --force to rewrite)")
     else:
+        from .settings import validate_values
+
         installed = installed_plugins()
         plugins = args.plugins.split(",") if args.plugins else [p for p in DEFAULT_PLUGINS if p in installed]
-        lines = [f'entity = "{name}"', f"plugins = {json.dumps(plugins)}"]
-        if args.timezone:
-            lines.append(f'timezone = "{args.timezone}"')
-        if args.focal:
-            lines.append(f'focal_entity = "{args.focal}"')
+        values = {"entity": name, "plugins": plugins, "timezone": args.timezone, "focal_entity": args.focal}
+        values = {k: v for k, v in values.items() if v is not None}
+        validate_values(values, home)  # a typo is refused before anything is written
+        lines = [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in values.items()]
         lines += ["", "# [llm]  an OpenAI-compatible endpoint, optional:",
                   '# base_url = "http://127.0.0.1:11434/v1"', '# model = "llama3.1"', ""]
         from .atomic import atomic_write
 
+        home.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write(toml, "\n".join(lines))
         print(f"wrote {toml}")
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(home, 0o700)
     auth.ensure_token(home)
     settings = _settings(args)  # validates what was written
     print(f"entity {settings.entity!r} at {home} (plugins: {', '.join(settings.plugins)})")

@@ -212,7 +212,28 @@ def load_settings(entity: str | None = None, home: str | Path | None = None, **o
     try:
         return EntitySettings.from_section(values, home=path, **overrides)
     except ValueError as exc:
-        raise ConfigError(f"invalid settings for entity at {path}: {exc}") from None
+        raise ConfigError(f"invalid settings for entity at {path}: {_brief(exc)}") from None
+
+
+def validate_values(values: dict[str, Any], home: Path) -> EntitySettings:
+    """Check settings values (``pps init`` does, before it writes them); ConfigError names the field."""
+    try:
+        return EntitySettings.from_section(values, home=home)
+    except ValueError as exc:
+        raise ConfigError(f"invalid settings for entity at {home}: {_brief(exc)}") from None
+
+
+def _brief(exc: ValueError) -> str:
+    """'timezone: unknown time zone ...' rather than pydantic's multi-line report with a URL."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "settings"
+        parts.append(f"{where}: {err.get('msg', '').removeprefix('Value error, ')}")
+    return "; ".join(parts)
 
 
 def _valid_name(name: str) -> bool:

@@ -46,6 +46,18 @@ def test_errors_are_one_clear_line_and_exit_2(tmp_path):
         assert out.returncode == 2 and needle in out.stderr and "Traceback" not in out.stderr
 
 
+def test_init_refuses_a_bad_value_before_writing_anything(tmp_path):
+    typo = run(["init", "--entity", "lyra", "--timezone", "America/Chicgo"], tmp_path)
+    assert typo.returncode == 2 and "unknown time zone 'America/Chicgo'" in typo.stderr
+    assert "Traceback" not in typo.stderr and "errors.pydantic.dev" not in typo.stderr
+    assert not (tmp_path / "root" / "lyra" / "pps.toml").exists()
+    fixed = run(["init", "--entity", "lyra", "--timezone", "America/Chicago", "--plugins", "sqlite"], tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    quoted = run(["init", "--entity", 'a"b', "--plugins", "sqlite"], tmp_path)
+    assert quoted.returncode == 2 and "entity" in quoted.stderr and "Traceback" not in quoted.stderr
+    assert not (tmp_path / "root" / 'a"b' / "pps.toml").exists()
+
+
 def test_unknown_plugin_in_config_is_a_startup_error(tmp_path):
     run(["init", "--entity", "typo", "--plugins", "sqlite,chorma"], tmp_path)
     out = run(["health", "-e", "typo"], tmp_path)
