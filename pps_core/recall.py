@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 RRF_K = 60
 TURN_CHARS = 1000
+#: The largest ``limit`` a navigation operation takes: a "left out" pointer asks for at most one page.
+PAGE_LIMIT = 1000
 
 
 class AmbientRecallParams(BaseModel):
@@ -359,9 +361,9 @@ def _left_out(b: Block, n: int) -> dict[str, Any] | None:
         return None
     style = b.style
     if style == "turns" and getattr(b, "quotas", False):  # the shown turns are not one contiguous block
-        op, params = "get_turns_since_summary", {"offset": 0, "limit": len(b.items)}
+        op, params = "get_turns_since_summary", {"offset": 0, "limit": min(len(b.items), PAGE_LIMIT)}
     elif style == "turns":
-        op, params = "get_turns_since_summary", {"offset": n, "limit": missing}
+        op, params = "get_turns_since_summary", {"offset": n, "limit": min(missing, PAGE_LIMIT)}
     elif style == "summaries":
         op, params = "get_recent_summaries", {"limit": len(b.items)}
     elif b.layer == "crystallization":
@@ -369,7 +371,7 @@ def _left_out(b: Block, n: int) -> dict[str, Any] | None:
     elif b.layer == "core_anchors":
         op, params = "anchor_list", {}
     elif b.name == "Unread":
-        op, params = "poll_channels", {"limit": missing}
+        op, params = "poll_channels", {"limit": min(missing, PAGE_LIMIT)}
     else:
         op, params = "ambient_recall", {"context": "<same context>", "limit_per_layer": len(b.items)}
     return {"section": b.name, "layer": b.layer, "shown": n, "left_out": missing, "total": len(b.items),

@@ -90,3 +90,17 @@ async def test_non_startup_budget(make_memory):
         {"content": f"garden note {i} " + "cedar beds " * 50, "author_name": "A", "channel": "c"} for i in range(20)]})
     out = await m.call("ambient_recall", {"context": "garden cedar", "limit_per_layer": 10, "budget": 2_000})
     assert len(out["text"]) <= 2_000 and out["manifest"]["left_out"]
+
+
+async def test_left_out_pointer_stays_callable_past_one_page_of_turns(make_memory):
+    m = await make_memory(plugins=["sqlite"])
+    await busy(m, 1_500, 0)
+    out = await m.call("ambient_recall", {"context": "startup", "budget": 9_000})
+    turns = [x for x in out["manifest"]["left_out"] if x["section"] == "Recent turns"][0]
+    assert turns["left_out"] > 1_000
+    page = await m.call(turns["operation"], turns["params"])  # the exact call the manifest names
+    got = [t["id"] for t in page["turns"]]
+    while page["next_offset"] is not None:  # and its pages reach the oldest turn
+        page = await m.call("get_turns_since_summary", {"offset": page["next_offset"], "limit": 1_000})
+        got += [t["id"] for t in page["turns"]]
+    assert sorted(got) == list(range(1, 1_500 - turns["shown"] + 1))
