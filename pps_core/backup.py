@@ -1,9 +1,12 @@
 """``pps backup FILE`` and ``pps restore FILE``: a consistent snapshot of an entity's home, server running or not.
 
 SQLite databases are copied with the online backup API (a consistent snapshot while a server writes);
-files (crystals, word-photos, ``_recap.md``, ``pps.toml``, the graph folder) are copied as they are: every
-PPS write replaces a file atomically, so each copy is a whole old or whole new file. The Chroma index is
-not copied: restore rebuilds it from the word-photo files. The token stays behind unless asked for.
+files (crystals, word-photos, ``_recap.md``, ``pps.toml``) are copied as they are: every PPS write replaces
+a file atomically, so each copy is a whole old or whole new file. A store that cannot be copied like that
+while it is written (the embedded graph) is copied by its layer (:meth:`pps_core.layer.Layer.snapshot`:
+writes paused, flushed, copied), so while a server owns the entity the backup runs inside it (the
+``pps_backup`` operation, which ``pps backup`` forwards to). The Chroma index is not copied: restore
+rebuilds it from the word-photo files. The token stays behind unless asked for.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from pydantic import BaseModel, Field
 
 from .errors import Conflict, InvalidParams
 
@@ -47,8 +52,16 @@ def _copy_sqlite(src: Path, dest: Path) -> dict[str, int]:
         source.close()
 
 
-def snapshot(home: Path, dest: Path, *, include_token: bool = False) -> dict:
-    """Write a .tar.gz snapshot of ``home`` to ``dest`` (atomically, 0600); returns its manifest."""
+def _claimed(rel: Path, claimed: set[str]) -> bool:
+    return any(rel == Path(c) or Path(c) in rel.parents for c in claimed)
+
+
+def snapshot(home: Path, dest: Path, *, include_token: bool = False, staged: Path | None = None,
+             claimed: set[str] = frozenset()) -> dict:
+    """Write a .tar.gz snapshot of ``home`` to ``dest`` (atomically, 0600); returns its manifest.
+
+    Home-relative paths in ``claimed`` are taken from ``staged`` (copies made by their layers) instead.
+    """
     home, dest = Path(home), Path(dest).expanduser().resolve()
     if not (home / "pps.toml").exists():
         raise InvalidParams(f"{home} is not an entity home (no pps.toml)", param="home")
@@ -65,7 +78,7 @@ def snapshot(home: Path, dest: Path, *, include_token: bool = False) -> dict:
                 for name in sorted(names):
                     src = Path(root) / name
                     rel = rel_root / name
-                    if name.endswith((".tmp", "-wal", "-shm", "-journal")) or (
+                    if name.endswith((".tmp", "-wal", "-shm", "-journal")) or _claimed(rel, claimed) or (
                             rel_root == Path(".") and name in SKIP_FILES and not (name == "token" and include_token)):
                         continue
                     if _is_sqlite(src):
@@ -79,6 +92,10 @@ def snapshot(home: Path, dest: Path, *, include_token: bool = False) -> dict:
                         except FileNotFoundError:  # moved meanwhile (a crystal rolled to the archive)
                             continue
                     files += 1
+            for rel in sorted(claimed):
+                if staged is not None and (staged / rel).exists():
+                    tar.add(staged / rel, arcname=rel)
+                    files += 1 if (staged / rel).is_file() else sum(len(f) for _r, _d, f in os.walk(staged / rel))
             counts["crystals"] = len([1 for m in tar.getnames() if re.search(r"crystals/(archive/)?crystal_\d+\.md$", m)])
             counts["word_photos"] = len([1 for m in tar.getnames() if re.match(r"word_photos/[^/.][^/]*\.md$", m)])
             manifest = {"format": 1, "home": str(home), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -90,6 +107,55 @@ def snapshot(home: Path, dest: Path, *, include_token: bool = False) -> dict:
         os.chmod(part, 0o600)
         os.link(part, dest)
     return manifest
+
+
+async def snapshot_live(memory, dest: Path, *, include_token: bool = False) -> dict:
+    """A snapshot by the process that owns the stores: layers with a ``snapshot`` copy their own files first."""
+    import asyncio
+
+    dest = Path(dest).expanduser().resolve()
+    with tempfile.TemporaryDirectory(prefix=".pps-staged-", dir=dest.parent) as tmp:
+        staged, claimed = Path(tmp), set()
+        for layer in memory.layers.values():
+            method = getattr(layer, "snapshot", None)
+            paths = await method(staged) if method is not None else None
+            claimed.update(paths or [])
+        manifest = await asyncio.to_thread(snapshot, memory.home, dest, include_token=include_token,
+                                           staged=staged, claimed=claimed)
+    return dict(manifest, layers_copied_live=sorted(claimed))
+
+
+class BackupParams(BaseModel):
+    model_config = {"extra": "forbid"}
+
+    path: str = Field(..., min_length=1, max_length=4096,
+                      description="absolute path of the .tar.gz to write, on the server's machine (must not exist)")
+    include_token: bool = Field(False, description="also keep the bearer token in the archive")
+
+
+async def pps_backup(memory, p: BackupParams) -> dict:
+    dest = Path(p.path)
+    if "\x00" in p.path or not dest.is_absolute():
+        raise InvalidParams("path: must be an absolute file path", param="path")
+    if not dest.parent.is_dir():
+        raise InvalidParams(f"path: {dest.parent} is not a directory", param="path")
+    if dest.exists():
+        raise Conflict(f"path: {dest} exists; choose a new file name", param="path")
+    try:
+        manifest = await snapshot_live(memory, dest, include_token=p.include_token)
+    except PermissionError as exc:
+        raise InvalidParams(f"path: cannot write there ({exc.strerror})", param="path") from None
+    return dict(manifest, file=str(dest))
+
+
+def backup_operation():
+    from .catalog import Operation
+
+    return Operation(
+        name="pps_backup", params=BackupParams, handler=pps_backup, group="health",
+        description=("Write a consistent snapshot of the entity (every layer: databases by the online backup API, "
+                     "the graph with its writes paused and flushed, files) to a new .tar.gz at an absolute path "
+                     "on the server's machine. `pps backup` calls this when a server owns the entity."))
 
 
 def restore(archive: Path, home: Path, entity: str | None = None) -> dict:
@@ -135,6 +201,8 @@ def add_parsers(sub, entity_args) -> None:
     p.add_argument("file", help="the archive to write (must not exist)")
     entity_args(p)
     p.add_argument("--include-token", action="store_true", help="also keep the bearer token in the archive")
+    p.add_argument("--local", action="store_true", help="copy the files here even if a server runs (not consistent "
+                                                        "for the graph while it is written)")
     p = sub.add_parser("restore", help="restore a snapshot into a fresh home and check it")
     p.add_argument("file", help="an archive written by `pps backup`")
     entity_args(p)
@@ -144,7 +212,15 @@ def cmd_backup(args) -> int:
     from .settings import load_settings
 
     settings = load_settings(args.entity, args.home)
-    manifest = snapshot(Path(settings.home), Path(args.file), include_token=args.include_token)
+    dest = Path(args.file).expanduser().resolve()
+    manifest = None
+    if not args.local:
+        from .forward import try_forward
+
+        # Only the owner can pause its own writers (the graph): a served entity is backed up by its server.
+        manifest = try_forward(settings, "pps_backup", {"path": str(dest), "include_token": args.include_token})
+    if manifest is None:
+        manifest = snapshot(Path(settings.home), dest, include_token=args.include_token)
     print(f"backed up {settings.entity!r} to {args.file}: {manifest['files']} files, "
           + ", ".join(f"{k} {v}" for k, v in manifest["counts"].items()))
     return 0

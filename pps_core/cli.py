@@ -69,6 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .backup import add_parsers as add_backup_parsers  # backup, restore
 
     add_backup_parsers(sub, _entity_args)
+    from .reindex import add_parsers as add_reindex_parsers  # reindex
+
+    add_reindex_parsers(sub, _entity_args)
     return parser
 
 
@@ -268,6 +271,9 @@ COMMANDS.update(_EXTRA)
 from .backup import COMMANDS as _BACKUP  # noqa: E402
 
 COMMANDS.update(_BACKUP)
+from .reindex import COMMANDS as _REINDEX  # noqa: E402
+
+COMMANDS.update(_REINDEX)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import abc
 import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from .models import LayerHealth, SearchResult, StartupItems
 
@@ -46,6 +49,27 @@ class Layer(abc.ABC):
     @abc.abstractmethod
     async def health(self) -> LayerHealth:
         """Report availability, counts and backlog. Must not raise for an unavailable backend."""
+
+    # -- optional maintenance: derived indexes and consistent copies --------------------------
+
+    async def reindex(self, progress: Callable[[int, int], None], full: bool = False) -> dict[str, Any] | None:
+        """Rebuild this layer's derived indexes (vectors, a search index) from its source of truth.
+
+        ``progress(done, total)`` may be called as work advances (``pps reindex`` draws a bar with it).
+        ``full`` drops what is derived and rebuilds all of it; otherwise only what is missing or stale.
+        Return a small JSON-able report; None (the default) means the layer has nothing to reindex.
+        """
+        return None
+
+    async def snapshot(self, dest: Path) -> list[str] | None:
+        """Write a consistent copy of this layer's files under ``dest`` while the layer stays open.
+
+        For stores that cannot be copied as plain files while they are written (an embedded graph DB):
+        pause this layer's writes, flush, copy to ``dest`` at the same paths they have under the entity's
+        home, and return those home-relative paths; ``pps backup`` then takes them from ``dest`` and skips
+        them in the home. None (the default): the layer's files can be copied as they are.
+        """
+        return None
 
     # -- latency bookkeeping shared by every layer --------------------------------------------
 

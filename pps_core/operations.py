@@ -58,7 +58,15 @@ def core_operations() -> list[Operation]:
                   description="Rotate this entity's bearer token. The old token stops working at once."),
         _session_recap_operation(),
         _upkeep_operation(),
+        *_maintenance_operations(),
     ]
+
+
+def _maintenance_operations() -> list[Operation]:
+    from .backup import backup_operation
+    from .reindex import reindex_operation
+
+    return [reindex_operation(), backup_operation()]
 
 
 def _upkeep_operation() -> Operation:

@@ -112,7 +112,8 @@ class AnchorLayer(Layer):
                 from .watch import watch
 
                 self._watch = watch(self.dir)  # before the first full check: nothing falls in between
-            self.sync()
+            if self._entries:  # an empty index (new, deleted, another embedder's) is built on the first read
+                self.sync()    # or by `pps reindex`, which shows its progress
         self.open_ms = round((time.perf_counter() - started) * 1000, 1)
 
     async def close(self) -> None:
@@ -123,6 +124,12 @@ class AnchorLayer(Layer):
             if self.index is not None:
                 self.index.close()
                 self.index = None
+
+    async def reindex(self, progress, full: bool = False) -> dict[str, Any]:
+        """Every file checked by hash and re-embedded if changed; with ``full`` the index is rebuilt."""
+        from .reindex import reindex
+
+        return await asyncio.to_thread(reindex, self, progress, full)
 
     # -- noticing changes -----------------------------------------------------------------------
 

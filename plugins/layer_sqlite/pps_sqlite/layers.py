@@ -57,6 +57,12 @@ class RawCaptureLayer(Layer):
         await self.retriever.close()
         await self.db.close()
 
+    async def reindex(self, progress, full: bool = False) -> dict[str, Any] | None:
+        """Turn vectors: those missing, e.g. turns stored before an embedder was loaded (every one with ``full``)."""
+        from .reindex import turn_vectors
+
+        return await turn_vectors(self, progress, full)
+
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         started = time.perf_counter()
         found = await self.retriever.search(query, limit, offset)  # fused: pps_sqlite/retrieval.py
@@ -124,6 +130,12 @@ class SummariesLayer(Layer):
         self.db = db
         self.raw = raw
         self.index = SummaryIndex(memory, db)
+
+    async def reindex(self, progress, full: bool = False) -> dict[str, Any] | None:
+        """Summary vectors: those missing (every one with ``full``)."""
+        from .reindex import summary_vectors
+
+        return await summary_vectors(self, progress, full)
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         """Hybrid (BM25 + summary vectors) when an embedder is loaded, BM25 otherwise."""

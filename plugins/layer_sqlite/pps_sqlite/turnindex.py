@@ -164,8 +164,10 @@ class Retriever:
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self.drain())
 
-    async def drain(self) -> int:
-        """Embed every turn still without a vector, in batches; returns how many were embedded."""
+    async def drain(self, progress=None) -> int:
+        """Embed every turn still without a vector, in batches; returns how many were embedded.
+
+        ``progress(done)`` is called after each batch (``pps reindex`` draws its bar with it)."""
         running = self._task
         if running is not None and not running.done() and asyncio.current_task() is not running:
             await asyncio.shield(running)  # one drainer at a time
@@ -174,6 +176,8 @@ class Retriever:
         while emb is not None and self._pending:
             try:
                 done += await self._batch(emb)
+                if progress is not None:
+                    progress(done)
             except Exception as exc:  # left pending: the next search or store tries again
                 self._warn(exc)
                 break
