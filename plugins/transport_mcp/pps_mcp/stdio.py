@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from contextlib import asynccontextmanager
 
 log = logging.getLogger("pps.mcp")
 
@@ -29,7 +30,8 @@ async def serve_stdio(settings, *, forward: bool = True, listen: bool = True) ->
     from .backend import RemoteBackend
     from .server import create_server
 
-    async with stdio_server() as (read_stream, write_stream):
+    async with stdio_server() as (stdin_stream, stdout_stream), _answer_before_eof(
+            stdin_stream, stdout_stream) as (read_stream, write_stream):
         address = server_address(settings.home) if forward else None
         if address:
             log.info("entity %s is served at %s: forwarding every tool call there", settings.entity, address)
@@ -42,6 +44,59 @@ async def serve_stdio(settings, *, forward: bool = True, listen: bool = True) ->
         async with Memory(settings) as memory:
             server = create_server(memory)
             await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+#: After stdin closes, how long the requests already read may take to be answered.
+DRAIN_S = 60.0
+
+
+@asynccontextmanager
+async def _answer_before_eof(stdin_stream, stdout_stream):
+    """Streams for the server that hold back stdin's end until every request read has its answer.
+
+    The SDK ends the session (cancelling what is in flight) as soon as stdin closes, so a client
+    that writes its requests and closes stdin (``pps serve mcp <<EOF``, a script) lost the answers.
+    """
+    import anyio
+
+    pending: set = set()
+    changed = anyio.Event()
+    in_send, in_recv = anyio.create_memory_object_stream(0)
+    out_send, out_recv = anyio.create_memory_object_stream(0)
+
+    def frame(msg):
+        return getattr(msg, "message", None)
+
+    async def pump_in():
+        nonlocal changed
+        async with in_send:
+            async for msg in stdin_stream:
+                m = frame(msg)
+                if getattr(m, "method", None) is not None and getattr(m, "id", None) is not None:
+                    pending.add(m.id)
+                await in_send.send(msg)
+            with anyio.move_on_after(DRAIN_S):
+                while pending:
+                    await changed.wait()
+                    changed = anyio.Event()
+
+    async def pump_out():
+        async with stdout_stream:
+            async for msg in out_recv:
+                await stdout_stream.send(msg)
+                m = frame(msg)
+                if getattr(m, "method", None) is None and getattr(m, "id", None) in pending:
+                    pending.discard(m.id)
+                    changed.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump_in)
+        tg.start_soon(pump_out)
+        try:
+            yield in_recv, out_send
+        finally:
+            await out_send.aclose()
+            tg.cancel_scope.cancel()
 
 
 async def _own_and_listen(settings, read_stream, write_stream) -> None:

@@ -150,3 +150,25 @@ def test_stdout_carries_only_protocol_frames(tmp_path):
     assert answers[3]["result"]["structuredContent"]["param"] == "query"
     assert answers[4]["result"]["structuredContent"]["created"] == "crystal_001.md"
     assert "Traceback" not in stderr and proc.returncode == 0
+
+
+def test_stdin_closed_right_after_the_requests_still_gets_every_answer(tmp_path):
+    """`pps serve mcp <<EOF ... EOF`: stdin ends before the answers; every request read is still answered."""
+    import json
+
+    _init(tmp_path, "lyra")
+    frames = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "heredoc", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "crystallize",
+                                                                         "arguments": {"content": "heredoc"}}},
+    ]
+    out = subprocess.run([sys.executable, "-m", "pps_core.cli", "serve", "mcp", "--entity", "lyra"],
+                         env=_env(tmp_path), text=True, capture_output=True, timeout=60,
+                         input="".join(json.dumps(f) + "\n" for f in frames))
+    answers = {m["id"]: m for m in map(json.loads, out.stdout.splitlines()) if "id" in m}
+    assert set(answers) == {1, 2, 3}, out.stderr
+    assert answers[3]["result"]["structuredContent"]["created"] == "crystal_001.md"
+    assert out.returncode == 0 and "Traceback" not in out.stderr
