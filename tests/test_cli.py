@@ -85,3 +85,18 @@ def test_demo_runs(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert '## ambient_recall("startup")' in out.stdout and "=== AMBIENT RECALL MANIFEST ===" in out.stdout
     assert "cedar" in out.stdout.split("## ambient_recall(\"what wood")[1]
+
+
+def test_output_cut_short_by_a_pipe_is_not_a_traceback(tmp_path):
+    run(["init", "--entity", "e", "--plugins", "sqlite"], tmp_path)
+    turns = [{"content": "x" * 2_000, "author_name": "A", "channel": "c"} for _ in range(100)]
+    run(["call", "-e", "e", "store_messages", "-"], tmp_path, stdin=json.dumps({"messages": turns}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
+    env.update({"PPS_ROOT": str(tmp_path / "root"), "HOME": str(tmp_path)})
+    proc = subprocess.Popen(PPS + ["call", "-e", "e", "get_turns_since", '{"timestamp": "2000-01-01"}'],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.read(10)  # `pps call ... | head -c 10`
+    proc.stdout.close()
+    stderr = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
