@@ -99,7 +99,8 @@ def snapshot(home: Path, dest: Path, *, include_token: bool = False, staged: Pat
             counts["crystals"] = len([1 for m in tar.getnames() if re.search(r"crystals/(archive/)?crystal_\d+\.md$", m)])
             counts["word_photos"] = len([1 for m in tar.getnames() if re.match(r"word_photos/[^/.][^/]*\.md$", m)])
             manifest = {"format": 1, "home": str(home), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                        "files": files, "counts": counts, "token_included": include_token}
+                        "files": files, "counts": counts, "token_included": include_token,
+                        "layers_copied_live": sorted(claimed)}
             data = json.dumps(manifest, indent=2).encode()
             info = tarfile.TarInfo(MANIFEST)
             info.size, info.mtime, info.mode = len(data), int(time.time()), 0o600
@@ -122,7 +123,7 @@ async def snapshot_live(memory, dest: Path, *, include_token: bool = False) -> d
             claimed.update(paths or [])
         manifest = await asyncio.to_thread(snapshot, memory.home, dest, include_token=include_token,
                                            staged=staged, claimed=claimed)
-    return dict(manifest, layers_copied_live=sorted(claimed))
+    return manifest
 
 
 class BackupParams(BaseModel):

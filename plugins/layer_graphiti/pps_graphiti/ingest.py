@@ -62,9 +62,11 @@ class Ingestor:
     async def add_episode(self, name: str, body: str, description: str, when, source) -> Any:
         self.require_llm()
         graph = self.layer.require()
-        result = await graph.graphiti.add_episode(name=name, episode_body=body, source_description=description,
-                                                  reference_time=when, source=source, group_id=self.layer.group_id)
-        self.layer.changed()
+        async with self.layer.write_lock:  # a backup pauses writes with this lock
+            result = await graph.graphiti.add_episode(name=name, episode_body=body, source_description=description,
+                                                      reference_time=when, source=source,
+                                                      group_id=self.layer.group_id)
+            self.layer.changed()
         return result
 
     async def ingest_batch(self, batch_size: int) -> dict[str, Any]:

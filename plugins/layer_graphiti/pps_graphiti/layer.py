@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pps_core import Layer, LayerHealth, SearchResult
@@ -209,6 +210,20 @@ class GraphitiLayer(Layer):
         out.sort(key=lambda r: -r.score)
         return out[offset:want]
 
+    async def snapshot(self, dest: Path) -> list[str] | None:
+        """The embedded graph, copied with writes paused and the WAL checkpointed into the main file."""
+        if self.graph is None or self.settings.driver != "kuzu":
+            return None  # a graph server is backed up by its own tools
+        home = Path(self.memory.home).resolve()
+        db = (home / self.settings.path).resolve()
+        if home not in db.parents:
+            return None
+        rel = db.relative_to(home)
+        async with self.write_lock:  # every write path of this layer takes it
+            await self.graph.query("CHECKPOINT;")
+            await asyncio.to_thread(_copy_db, db, dest / rel)
+        return [str(rel), f"{rel}.wal"]  # the live WAL is left behind: the checkpoint folded it in
+
     async def health(self) -> LayerHealth:
         backlog = {}
         raw = self.memory.layer("raw_capture")
@@ -228,6 +243,16 @@ class GraphitiLayer(Layer):
         return LayerHealth(layer=self.name, available=True, counts=counts, backlog=backlog,
                            detail=f"{self.settings.driver} graph '{self.group_id}'; {llm}",
                            latency_ms=self.recent_latency_ms)
+
+
+def _copy_db(db: Path, target: Path) -> None:
+    import shutil
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if db.is_dir():
+        shutil.copytree(db, target)
+    elif db.exists():
+        shutil.copy2(db, target)
 
 
 async def _maybe_async(value):
