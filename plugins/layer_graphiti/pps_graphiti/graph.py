@@ -135,6 +135,15 @@ class Graph:
                 by_uuid[edge.uuid] = edge
         return [by_uuid[u] for u in ranked if u in by_uuid]
 
+    async def edges_naming(self, text: str, limit: int = 50) -> list[EntityEdge]:
+        """Edges whose subject or object name occurs in ``text`` (case-insensitive substring; the
+        caller checks word boundaries). Names shorter than 3 characters are ignored."""
+        low = text.casefold()
+        found = await self.edges_where(
+            f"((size(n.name) >= 3 AND $text CONTAINS {self.lower}(n.name)) OR "
+            f"(size(m.name) >= 3 AND $text CONTAINS {self.lower}(m.name)))", limit=limit, text=low)
+        return [edge for edge, _s, _t in found]
+
     async def node_names(self, uuids: list[str]) -> dict[str, str]:
         if not uuids:
             return {}

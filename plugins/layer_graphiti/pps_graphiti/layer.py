@@ -31,6 +31,12 @@ RANK_SCALE = 10.0
 FOCAL_WEIGHTS = (1.0, 0.93, 0.87, 0.83)
 UNREACHABLE = 0.8
 DUPLICATE = "IS_DUPLICATE_OF"
+#: A fact whose subject or object the question names (whole words, any case) outweighs look-alikes:
+#: "what does Keeper7 tend?" is about Keeper7, however similar Keeper1's facts read.
+MENTION_BOOST = 1.5
+#: A named fact counts as at least this rank in the text search (rank 3: 0.77, x1.5 with the mention
+#: boost), so it leads facts that merely read alike.
+NAMED_RANK = 3
 
 
 class GraphitiLayer(Layer):
@@ -136,16 +142,27 @@ class GraphitiLayer(Layer):
         graph = self.require()
         config = EDGE_HYBRID_SEARCH_RRF.model_copy(deep=True)  # recipes are shared module objects
         config.limit = n
-        found, dist = await asyncio.gather(graph.hybrid_edges(query, config), self.distances())
+        found, dist, named_edges = await asyncio.gather(graph.hybrid_edges(query, config), self.distances(),
+                                                        graph.edges_naming(query))
+        seen = {e.uuid for e in found}
+        # Facts about an entity the question names join the candidates even when the text search
+        # missed them (a bare name has little for BM25 or cosine to hold on to).
+        found = found + [e for e in named_edges if e.uuid not in seen]
         edges = [e for e in found if e.name != DUPLICATE]
         names = await graph.node_names([u for e in edges for u in (e.source_node_uuid, e.target_node_uuid)])
         out = []
+        said = f" {' '.join(_words(query))} "
         for rank, e in enumerate(edges):
             d = [dist[u] for u in (e.source_node_uuid, e.target_node_uuid) if u in dist]
             distance = min(d) if d else None
             relevance = 1.0 / (1.0 + rank / RANK_SCALE)
-            out.append(self.edge_result(e, names, relevance * self.focal_weight(distance),
-                                        relevance=round(relevance, 4), focal_distance=distance))
+            named = any(f" {' '.join(_words(names.get(u, '')))} " in said
+                        for u in (e.source_node_uuid, e.target_node_uuid) if _words(names.get(u, "")))
+            if named:  # however far down the text search put it
+                relevance = max(relevance, 1.0 / (1.0 + NAMED_RANK / RANK_SCALE))
+            boost = MENTION_BOOST if named else 1.0
+            out.append(self.edge_result(e, names, relevance * boost * self.focal_weight(distance),
+                                        relevance=round(relevance, 4), focal_distance=distance, named=named))
         out.sort(key=lambda r: -r.score)
         return out
 
@@ -259,3 +276,9 @@ async def _maybe_async(value):
     if asyncio.iscoroutine(value):
         return await value
     return value
+
+
+def _words(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"\w+", text.casefold())

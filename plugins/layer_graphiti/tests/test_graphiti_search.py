@@ -150,3 +150,15 @@ class TestGraphitiContract(LayerContract):
     async def add_items(self, memory, texts):
         for i, text in enumerate(texts):
             await add(memory, f"Item{i}", "says", f"Thing{i}", text)
+
+
+async def test_the_entity_a_question_names_outranks_look_alikes(graph_memory):
+    memory = await graph_memory()
+    for i in range(25):
+        await memory.call("texture_add_triplet", {"source": f"Keeper{i}", "relationship": "TENDS",
+                                                        "target": f"lamp {i}",
+                                                        "fact": f"Keeper{i} tends lamp {i} at the lighthouse"})
+    for i in (24, 3, 17):
+        found = await memory.call("texture_search", {"query": f"what does Keeper{i} tend?", "limit": 5})
+        first = [r for r in found["results"] if r["metadata"]["kind"] == "edge"][0]
+        assert first["metadata"]["subject"] == f"Keeper{i}" and first["metadata"]["named"] is True
