@@ -140,7 +140,7 @@ def _recap_here(memory, loop, params: dict) -> dict:
     from .recap import service, store
 
     p = service.SessionRecapParams.model_validate(params)
-    path = service.resolve_log(memory, p)
+    path = service.resolve_log(memory, p, trusted=True)  # this process runs as the file's reader
     rs = store.recap_settings(memory.settings)
     budget = p.budget or rs.budget
     bar = progress(None, "recap", unit="chunk")

@@ -20,6 +20,8 @@ from pps_core.recap.pipeline import generate
 from pps_core.recap.summarize import ExtractiveSummarizer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "recap"
+#: The fixture logs are this entity's logs (the operation reads only an entity's own logs).
+OWN_LOGS = {"recap": {"logs": [str(Path(__file__).parent / "fixtures" / "recap" / "*.jsonl")]}}
 CLAUDE = FIXTURES / "claude_code_session.jsonl"
 MINDLOOP = FIXTURES / "mindloop_session.jsonl"
 
@@ -142,7 +144,7 @@ def llm():
 async def test_llm_summaries_through_the_session_recap_operation(make_memory, llm):
     memory = await make_memory(plugins=["sqlite", "recap"],
                                llm={"base_url": llm.base_url, "model": "scripted-1", "api_key": "sk-test"},
-                               recap={"chunk_tokens": 120})
+                               recap={"chunk_tokens": 120, **OWN_LOGS["recap"]})
     out = await memory.call("session_recap", {"log": str(CLAUDE), "budget": 400})
     assert out["summarizer"] == "llm" and out["tokens"] <= 400
     assert "(scripted summary)" in out["text"] and "llm_failures" not in out["stats"]
@@ -160,7 +162,7 @@ async def test_llm_summaries_through_the_session_recap_operation(make_memory, ll
 async def test_a_failing_llm_falls_back_to_extractive(make_memory):
     server = ScriptedLLM(fail=True)
     try:
-        memory = await make_memory(plugins=["sqlite"], llm={"base_url": server.base_url, "model": "m"})
+        memory = await make_memory(plugins=["sqlite"], llm={"base_url": server.base_url, "model": "m"}, **OWN_LOGS)
         out = await memory.call("session_recap", {"log": str(MINDLOOP), "write": False})
     finally:
         server.shutdown()
@@ -192,8 +194,9 @@ async def test_bad_recap_input_is_named(make_memory, tmp_path):
     assert err.value.param == "log"
     with pytest.raises(NotFound):
         await memory.call("session_recap", {})
+    with_logs = await make_memory("with-logs", plugins=["sqlite"], **OWN_LOGS)
     with pytest.raises(Unavailable):
-        await memory.call("session_recap", {"log": str(CLAUDE), "summarizer": "llm"})
+        await with_logs.call("session_recap", {"log": str(CLAUDE), "summarizer": "llm"})
 
 
 def _embedder_plugin(embedder):
@@ -208,7 +211,7 @@ def _embedder_plugin(embedder):
 
 
 async def test_novelty_weighs_against_existing_memories(make_memory):
-    memory = await make_memory(plugins=["sqlite", "crystals"])
+    memory = await make_memory(plugins=["sqlite", "crystals"], **OWN_LOGS)
     await memory.call("crystallize", {"content": "I fixed the CSV import path with the csv module."})
     out = await memory.call("session_recap", {"log": str(CLAUDE), "novelty": True, "write": False})
     assert out["stats"].get("novelty") is True and out["text"]
@@ -216,6 +219,23 @@ async def test_novelty_weighs_against_existing_memories(make_memory):
 
 async def test_the_operation_uses_the_entitys_embedder(make_memory):
     embedder = FakeEmbedder()
-    memory = await make_memory(plugins=["sqlite"], extra_plugins=[_embedder_plugin(embedder)])
+    memory = await make_memory(plugins=["sqlite"], extra_plugins=[_embedder_plugin(embedder)], **OWN_LOGS)
     out = await memory.call("session_recap", {"log": str(CLAUDE), "write": False})
     assert out["stats"]["similarity"] == "embeddings" and embedder.calls >= 1
+
+
+async def test_the_operation_reads_only_the_entitys_own_logs(make_memory, tmp_path):
+    """A caller holding this entity's token cannot recap any file the server can read."""
+    from pps_core.errors import InvalidParams
+
+    other = tmp_path / "someone-else" / "session.jsonl"
+    other.parent.mkdir()
+    shutil.copy(CLAUDE, other)
+    memory = await make_memory(plugins=["sqlite"])
+    with pytest.raises(InvalidParams) as err:
+        await memory.call("session_recap", {"log": str(other), "write": False})
+    assert err.value.param == "log" and "not one of this entity's session logs" in err.value.message
+    mine = memory.home / "logs" / "session.jsonl"
+    mine.parent.mkdir(exist_ok=True)
+    shutil.copy(CLAUDE, mine)
+    assert (await memory.call("session_recap", {"log": str(mine), "write": False}))["text"]

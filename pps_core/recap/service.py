@@ -38,7 +38,9 @@ class SessionRecapParams(BaseModel):
     fast: bool = Field(False, description="extractive summaries and lexical merge only (no model): for startup paths")
 
 
-def resolve_log(memory: Memory, p: SessionRecapParams) -> Path:
+def resolve_log(memory: Memory, p: SessionRecapParams, *, trusted: bool = False) -> Path:
+    """The log to recap. Through the operation (any caller holding the entity's token) only this
+    entity's own logs are readable; ``trusted`` (the local CLI, run by the file's owner) reads any."""
     if p.log:
         path = Path(p.log).expanduser()
         try:
@@ -49,7 +51,12 @@ def resolve_log(memory: Memory, p: SessionRecapParams) -> Path:
             raise InvalidParams(f"log: no such file {p.log!r}", param="log")
         if path.suffix.lower() not in (".jsonl", ".json", ".log", ".ndjson"):
             raise InvalidParams("log: expected a JSONL session log (.jsonl)", param="log")
-        return path.resolve()
+        path = path.resolve()
+        if not trusted and not _entity_log(memory, path):
+            raise InvalidParams("log: not one of this entity's session logs (allowed: files matching [recap] logs, "
+                                "transcripts its Claude Code hooks saw, files under its home); add its folder to "
+                                "[recap] logs in pps.toml, or recap it with `pps recap LOG` while no server runs", param="log")
+        return path
     newest = store.newest_log(memory.settings, p.exclude_session)
     if newest is None:
         raise NotFound("no session log found: pass log, set [recap] logs in pps.toml, or install the Claude "
@@ -161,3 +168,10 @@ class RecapLayer(Layer):
         path = Path(self.memory.home) / store.RECAP_FILE
         return LayerHealth(layer=self.name, available=True, detail=str(path),
                            counts={"recap": int(path.is_file())})
+
+
+def _entity_log(memory: Memory, path: Path) -> bool:
+    home = Path(memory.home).resolve()
+    if path == home or home in path.parents:
+        return True
+    return path in set(store.candidate_logs(memory.settings))
