@@ -46,6 +46,14 @@ class Layer(abc.ABC):
         """Items for this layer's startup section (``count`` None = all). Defaults to ``recent``."""
         return StartupItems(items=await self.recent(count if count is not None else 1_000_000))
 
+    def relevant(self, result: SearchResult) -> bool:
+        """Whether a search result is a real match, worth showing in ambient recall.
+
+        Semantic search always has a nearest neighbour; this keeps it out of the entity's context
+        when it is no match. Default: ``score >= min_recall_score`` (all, when that is None).
+        """
+        return self.min_recall_score is None or result.score >= self.min_recall_score
+
     @abc.abstractmethod
     async def health(self) -> LayerHealth:
         """Report availability, counts and backlog. Must not raise for an unavailable backend."""

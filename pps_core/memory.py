@@ -109,6 +109,10 @@ class Memory:
                     await layer.open()
                 except Exception as exc:  # a down backend is reported, not fatal
                     log.warning("layer %s could not open: %s", layer.name, exc)
+                    try:  # release whatever it opened before failing (threads, files)
+                        await layer.close()
+                    except Exception:
+                        pass
                     layer = FailedLayer(layer.name, f"{type(exc).__name__}: {exc}")
                 self.layers[layer.name] = layer
 

@@ -67,6 +67,8 @@ class StartupItems(BaseModel):
 
     items: list[SearchResult] = Field(default_factory=list)
     total: int | None = Field(None, description="how many exist in all, when more exist than were returned")
+    more: dict[str, Any] | None = Field(
+        None, description="the call that fetches what is not shown: {'operation': ..., 'params': {...}}")
 
 
 class LayerStatus(BaseModel):

@@ -92,7 +92,8 @@ def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
 
 
 def _plugin_dists(pm: pluggy.PluginManager):
+    """Plugins in registration order: the entity's configured order, then extra plugin objects."""
     dist_by_plugin = {id(p): d for p, d in pm.list_plugin_distinfo()}
-    for plugin in pm.get_plugins():
+    for _name, plugin in pm.list_name_plugin():
         d = dist_by_plugin.get(id(plugin))
         yield plugin, (d.project_name if d is not None else None)

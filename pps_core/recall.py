@@ -213,9 +213,11 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams):
     floors = memory.settings.recall.min_score
     for order, (name, (found, status)) in enumerate(zip(names, outcomes, strict=True)):
         statuses.append(status)
-        floor = floors.get(name, getattr(memory.layer(name), "min_recall_score", None))
-        if floor is not None and found:  # a semantic layer always has a nearest neighbour: keep only real matches
-            found = [r for r in found if r.score >= floor]
+        layer = memory.layer(name)
+        if found and name in floors:  # configured floor
+            found = [r for r in found if r.score >= floors[name]]
+        elif found:  # the layer's own judgement: a semantic nearest neighbour is not always a match
+            found = [r for r in found if layer.relevant(r)]
         for rank, r in enumerate((found or [])[:limit]):
             fused.append((1.0 / (RRF_K + rank + 1), order, r))
         status.count = len(found or [])
@@ -263,9 +265,17 @@ async def _unread_block(memory: Memory, p: AmbientRecallParams) -> Block | None:
         items: StartupItems = found
         rendered = [render.turn_item(r, memory.tz, TURN_CHARS) for r in items.items]
         total = items.total if items.total is not None else len(rendered)
-        header = f"[unread_from_other_channels] (showing newest {len(rendered)} of {total})"
-        return Block(name="Unread", layer=layer.name, header=header, items=[t for t, _ in rendered],
-                     chars=[c for _, c in rendered], joiner="\n", total=total)
+        more = items.more
+        if more is None and items.items:  # a budget may still cut the preview: point at it by time
+            more = {"operation": "get_turns_since",
+                    "params": {"timestamp": items.items[0].timestamp, "limit": min(PAGE_LIMIT, 4 * len(items.items))}}
+        header = f"[unread_from_other_channels] (showing newest {len(rendered)} of {total}"
+        if items.more:  # the cursor has moved past all of them: this is the way back
+            header += f" - older: {items.more['operation']} {json.dumps(items.more['params'])}"
+        block = Block(name="Unread", layer=layer.name, header=header + ")", items=[t for t, _ in rendered],
+                      chars=[c for _, c in rendered], joiner="\n", total=total)
+        block.more = more  # type: ignore[attr-defined]
+        return block
     return None
 
 
@@ -370,8 +380,8 @@ def _left_out(b: Block, n: int) -> dict[str, Any] | None:
         op, params = "get_crystals", {"count": len(b.items)}
     elif b.layer == "core_anchors":
         op, params = "anchor_list", {}
-    elif b.name == "Unread":
-        op, params = "poll_channels", {"limit": min(missing, PAGE_LIMIT)}
+    elif getattr(b, "more", None):
+        op, params = b.more["operation"], b.more["params"]
     else:
         op, params = "ambient_recall", {"context": "<same context>", "limit_per_layer": len(b.items)}
     return {"section": b.name, "layer": b.layer, "shown": n, "left_out": missing, "total": len(b.items),

@@ -58,7 +58,12 @@ class StartupConfig(BaseModel):
     sections: list[SectionConfig] = Field(default_factory=default_sections)
     recap: SectionConfig | None = Field(
         default_factory=lambda: SectionConfig(name="Last session", layer="session_recap", count=1),
-        description="the last session's recap, shown first when the 'recap' plugin is loaded")
+        description="the last session's recap, shown first when the 'recap' plugin is loaded; false = none")
+
+    @field_validator("recap", mode="before")
+    @classmethod
+    def _recap_off(cls, value):
+        return None if value is False else value  # TOML has no null: `recap = false` turns it off
 
 
 class RecallConfig(BaseModel):

@@ -92,3 +92,8 @@ async def test_second_owner_is_refused_with_the_owner_named(pps_home):
     again = Memory.for_entity("x", home=pps_home, plugins=["crystals"])
     await again.open()
     await again.close()
+
+
+def test_plugins_are_listed_in_the_configured_order():
+    assert [p["name"] for p in describe(build_plugin_manager(["sqlite", "crystals"]))] == ["sqlite", "crystals"]
+    assert [p["name"] for p in describe(build_plugin_manager(["crystals", "sqlite"]))] == ["crystals", "sqlite"]

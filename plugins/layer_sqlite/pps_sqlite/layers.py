@@ -43,6 +43,9 @@ class RawCaptureLayer(Layer):
 
     name = "raw_capture"
     title = "Raw capture"
+    #: A turn found only by meaning must be at least this similar (cosine, MiniLM) to be shown in ambient
+    #: recall; the fused score is relative to the query's best candidate, so it cannot tell a match from noise.
+    min_dense_for_recall = 0.35
 
     def __init__(self, memory, db: Database) -> None:
         super().__init__()
@@ -71,6 +74,15 @@ class RawCaptureLayer(Layer):
         for r, t in zip(results, found, strict=True):
             r.metadata["scores"] = t["signals"]  # per-signal scores: bm25, dense, fused
         return results
+
+    def relevant(self, result: SearchResult) -> bool:
+        scores = result.metadata.get("scores") or {}
+        if scores.get("bm25"):  # shares words with the question
+            return True
+        dense = scores.get("dense")
+        if dense is None:  # lexical-only search: here through a name or a date in the question
+            return result.score > 0
+        return dense >= self.min_dense_for_recall
 
     async def recent(self, limit: int) -> list[SearchResult]:
         return [turn_result(t) for t in await self.db.run(turns.newest, self.db.conn, limit)]
@@ -115,7 +127,11 @@ class RawCaptureLayer(Layer):
                                                        newest_first_preview=True), self.db.conn)
         if not found["turns"]:
             return None
-        return StartupItems(items=[turn_result(t) for t in found["turns"]], total=found["unread_total"])
+        more = None
+        if found["oldest_unread_at"]:  # the preview marked everything read: point at all of it by time
+            more = {"operation": "get_turns_since",
+                    "params": {"timestamp": found["oldest_unread_at"], "limit": min(1000, found["unread_total"] * 4)}}
+        return StartupItems(items=[turn_result(t) for t in found["turns"]], total=found["unread_total"], more=more)
 
 
 class SummariesLayer(Layer):

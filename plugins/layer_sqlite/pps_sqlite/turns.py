@@ -194,9 +194,13 @@ def poll(conn: sqlite3.Connection, consumer: str, channel: str | None, limit: in
         args: list[Any] = [channel] if channel else []
         total = conn.execute(f"SELECT COUNT(*) FROM messages WHERE id > ? AND id <= ? AND {other}",
                              [last, top, *args]).fetchone()[0]
+        oldest = None
         if newest_first_preview:
             rows = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id > ? AND id <= ? AND {other} "
                                 "ORDER BY id DESC LIMIT ?", [last, top, *args, limit]).fetchall()[::-1]
+            if total > len(rows):
+                oldest = conn.execute(f"SELECT MIN(created_at) FROM messages WHERE id > ? AND id <= ? AND {other}",
+                                      [last, top, *args]).fetchone()[0]
             cursor = top
         else:
             rows = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id > ? AND id <= ? AND {other} "
@@ -208,4 +212,5 @@ def poll(conn: sqlite3.Connection, consumer: str, channel: str | None, limit: in
             raise Conflict(f"consumer {consumer!r} was read concurrently; poll again")
         turns = [row_to_turn(r) for r in rows]
     return {"consumer_key": consumer, "new_consumer": False, "unread_total": total, "turns": turns,
-            "remaining": total - len(turns) if not newest_first_preview else 0, "cursor": cursor}
+            "remaining": total - len(turns) if not newest_first_preview else 0, "cursor": cursor,
+            "oldest_unread_at": oldest}

@@ -127,3 +127,18 @@ async def test_turns_stored_without_an_embedder_are_backfilled(make_memory, tmp_
         assert con.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0] == len(ids)
     finally:
         con.close()
+
+
+async def test_recall_leaves_out_turns_that_are_no_match(make_memory):
+    pytest.importorskip("pps_embeddings")
+    m = await make_memory(plugins=["sqlite", "embeddings"])
+    await m.call("store_messages", {"messages": [{"content": c, "author_name": a, "channel": "t"} for a, c in [
+        ("Jeff", "Brandi says the garden beds need cedar, not pine."), ("Lyra", "Noted: cedar for the raised beds."),
+        ("Jeff", "Good morning! Coffee?"), ("Lyra", "The electrician comes Thursday for the kitchen light.")]]})
+    await m.layer("raw_capture").retriever.drain()
+    assert len(await m.search_layer("raw_capture", "quantum chromodynamics on a lattice", 5)) == 4  # raw search: all
+    noise = await m.call("ambient_recall", {"context": "quantum chromodynamics on a lattice"})
+    assert not [r for r in noise["results"] if r["layer"] == "raw_capture"]
+    real = await m.call("ambient_recall", {"context": "what wood should the garden beds use?"})
+    shown = [r["content"] for r in real["results"] if r["layer"] == "raw_capture"]
+    assert shown[0].startswith("Brandi says") and "Good morning! Coffee?" not in shown

@@ -1,3 +1,6 @@
+import json
+
+
 async def test_each_consumer_sees_the_others_turns_once(make_memory):
     m = await make_memory(plugins=["sqlite"])
     consumers = {"term-a": "terminal:a", "term-b": "terminal:b", "bot": "discord:room"}
@@ -41,7 +44,10 @@ async def test_ambient_recall_shows_unread_from_other_channels(make_memory):
         {"content": f"discord says {i}", "author_name": "Jeff", "channel": "discord"} for i in range(15)]
         + [{"content": "my own words", "author_name": "Lyra", "channel": "terminal:1"}]})
     out = await m.call("ambient_recall", {"context": "kitchen", "consumer_key": "t1", "channel": "terminal:1"})
-    assert "[unread_from_other_channels] (showing newest 10 of 15)" in out["text"]
+    assert "[unread_from_other_channels] (showing newest 10 of 15 - older: get_turns_since" in out["text"]
+    pointer = out["text"].split(" - older: get_turns_since ")[1].split(")\n")[0]
+    older = await m.call("get_turns_since", json.loads(pointer))
+    assert {f"discord says {i}" for i in range(15)} <= {t["content"] for t in older["messages"]}
     assert "discord says 14" in out["text"] and "discord says 4" not in out["text"]
     again = await m.call("ambient_recall", {"context": "kitchen", "consumer_key": "t1", "channel": "terminal:1"})
     assert "unread_from_other_channels" not in again["text"]
