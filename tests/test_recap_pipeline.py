@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -18,6 +16,7 @@ from pps_core.recap.collapse import collapse
 from pps_core.recap.logs import read_log
 from pps_core.recap.pipeline import generate
 from pps_core.recap.summarize import ExtractiveSummarizer
+from pps_core.testing.scripted_llm import ScriptedLLM
 
 FIXTURES = Path(__file__).parent / "fixtures" / "recap"
 #: The fixture logs are this entity's logs (the operation reads only an entity's own logs).
@@ -96,49 +95,15 @@ def test_embeddings_drive_the_merge():
     assert recap.stats["merged_chunks"] < recap.stats["chunks"]
 
 
-class ScriptedLLM(ThreadingHTTPServer):
-    """An OpenAI-compatible /v1/chat/completions on 127.0.0.1 that answers from a script (tests only)."""
-
-    def __init__(self, fail: bool = False) -> None:
-        self.requests: list[dict] = []
-        self.fail = fail
-        super().__init__(("127.0.0.1", 0), _Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802 - http.server's naming
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
-        if self.server.fail:
-            self.send_response(500)
-            self.end_headers()
-            return
-        chunk = body["messages"][-1]["content"]
-        topic = "export" if "export.py" in chunk else "import"
-        answer = {"choices": [{"message": {"role": "assistant",
-                                           "content": f"I fixed the CSV {topic} path (scripted summary)."}}]}
-        data = json.dumps(answer).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
+def _summary(messages):
+    topic = "export" if "export.py" in messages[-1]["content"] else "import"
+    return f"I fixed the CSV {topic} path (scripted summary)."
 
 
 @pytest.fixture
 def llm():
-    server = ScriptedLLM()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with ScriptedLLM(_summary) as server:
+        yield server
 
 
 async def test_llm_summaries_through_the_session_recap_operation(make_memory, llm):
@@ -148,11 +113,11 @@ async def test_llm_summaries_through_the_session_recap_operation(make_memory, ll
     out = await memory.call("session_recap", {"log": str(CLAUDE), "budget": 400})
     assert out["summarizer"] == "llm" and out["tokens"] <= 400
     assert "(scripted summary)" in out["text"] and "llm_failures" not in out["stats"]
-    assert llm.requests and all(r["path"] == "/v1/chat/completions" for r in llm.requests)
-    first = llm.requests[0]
+    assert llm.calls and all(r["path"] == "/v1/chat/completions" for r in llm.calls)
+    first = llm.calls[0]
     assert first["auth"] == "Bearer sk-test" and first["body"]["model"] == "scripted-1"
     assert first["body"]["messages"][0]["role"] == "system"
-    assert "line 40" not in json.dumps([r["body"] for r in llm.requests])  # the LLM never sees file contents
+    assert "line 40" not in json.dumps(llm.requests)  # the LLM never sees file contents
     assert out["written"] and Path(out["written"]).read_text().strip() == out["text"]
     startup = await memory.call("ambient_recall", {"context": "startup"})
     sections = [s["name"] for s in startup["manifest"]["sections"]]
@@ -160,13 +125,9 @@ async def test_llm_summaries_through_the_session_recap_operation(make_memory, ll
 
 
 async def test_a_failing_llm_falls_back_to_extractive(make_memory):
-    server = ScriptedLLM(fail=True)
-    try:
+    with ScriptedLLM(lambda _messages: None) as server:  # every answer is HTTP 500
         memory = await make_memory(plugins=["sqlite"], llm={"base_url": server.base_url, "model": "m"}, **OWN_LOGS)
         out = await memory.call("session_recap", {"log": str(MINDLOOP), "write": False})
-    finally:
-        server.shutdown()
-        server.server_close()
     assert out["stats"]["llm_failures"] >= 1 and out["text"] and out["written"] is None
     assert "merge threshold" in out["text"]
 

@@ -13,12 +13,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class ScriptedLLM:
-    """Answers POST /v1/chat/completions with ``reply(messages)``; records every request."""
+    """Answers POST /v1/chat/completions with ``reply(messages)``; records every request body in
+    ``requests`` and its path and Authorization header in ``calls``. A reply of None answers HTTP 500."""
 
-    def __init__(self, reply: Callable[[list[dict]], str], model: str = "scripted-model") -> None:
+    def __init__(self, reply: Callable[[list[dict]], str | None], model: str = "scripted-model") -> None:
         self.reply = reply
         self.model = model
         self.requests: list[dict] = []
+        self.calls: list[dict] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -26,11 +28,16 @@ class ScriptedLLM:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer.requests.append(body)
+                outer.calls.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
                 if not self.path.endswith("/chat/completions"):
                     self.send_response(404)
                     self.end_headers()
                     return
                 text = outer.reply(body.get("messages", []))
+                if text is None:
+                    self.send_response(500)
+                    self.end_headers()
+                    return
                 data = json.dumps({"id": "x", "object": "chat.completion", "model": outer.model, "choices": [
                     {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
                     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
