@@ -212,7 +212,7 @@ def add_parsers(sub, entity_args) -> None:
 def cmd_backup(args) -> int:
     from .settings import load_settings
 
-    settings = load_settings(args.entity, args.home)
+    settings = load_settings(args.entity, args.home, must_exist=True)
     dest = Path(args.file).expanduser().resolve()
     manifest = None
     if not args.local:

@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 def _settings(args):
     from .settings import load_settings
 
-    return load_settings(args.entity, args.home)
+    return load_settings(args.entity, args.home, must_exist=True)
 
 
 def _memory(args, own: bool = True):

@@ -47,7 +47,7 @@ def add_parsers(sub, entity_args) -> None:
 def _settings(args):
     from .settings import load_settings
 
-    return load_settings(args.entity, args.home)
+    return load_settings(args.entity, args.home, must_exist=True)
 
 
 def cmd_hooks(args) -> int:

@@ -228,7 +228,7 @@ def run(event_name: str, entity: str | None, home: str | None, *, recall: bool =
     try:
         from .settings import load_settings
 
-        settings = load_settings(entity, home)
+        settings = load_settings(entity, home, must_exist=True)
         raw = stdin.read()
         payload = json.loads(raw) if raw.strip() else {}
         if not isinstance(payload, dict):

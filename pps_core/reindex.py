@@ -89,7 +89,7 @@ def cmd_reindex(args) -> int:
 
     from .settings import load_settings
 
-    settings = load_settings(args.entity, args.home)
+    settings = load_settings(args.entity, args.home, must_exist=True)
     params = {k: v for k, v in {"layer": args.layer, "full": args.full or None}.items() if v is not None}
     result = None
     if not args.local:

@@ -206,9 +206,19 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"cannot read {path}: {exc}") from None
 
 
-def load_settings(entity: str | None = None, home: str | Path | None = None, **overrides: Any) -> EntitySettings:
-    """Settings for one entity. ``entity``/``home`` select it; ``overrides`` win over everything."""
+def load_settings(entity: str | None = None, home: str | Path | None = None, *, must_exist: bool = False,
+                  **overrides: Any) -> EntitySettings:
+    """Settings for one entity. ``entity``/``home`` select it; ``overrides`` win over everything.
+
+    With ``must_exist`` (the CLI, servers, hooks) an entity without a ``pps.toml`` is an error, so a
+    misspelled name never quietly starts a new, empty memory.
+    """
     path = entity_home(entity, home)
+    if must_exist and not (path / "pps.toml").exists():
+        known = sorted(p.parent.name for p in pps_root().glob("*/pps.toml"))
+        name = entity or os.environ.get("PPS_ENTITY") or path.name
+        raise ConfigError(f"no entity {name!r} at {path}: run `pps init --entity {name}` first"
+                          + (f" (entities in {pps_root()}: {', '.join(known)})" if known else ""))
     values = read_toml(path / "pps.toml")
     if entity:
         overrides.setdefault("entity", entity)

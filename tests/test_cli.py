@@ -100,3 +100,11 @@ def test_output_cut_short_by_a_pipe_is_not_a_traceback(tmp_path):
     stderr = proc.stderr.read().decode()
     proc.wait(timeout=60)
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
+
+
+def test_a_misspelled_entity_is_an_error_not_a_new_memory(tmp_path):
+    run(["init", "--entity", "lyra", "--plugins", "sqlite"], tmp_path)
+    out = run(["call", "-e", "lyar", "summary_stats"], tmp_path)
+    assert out.returncode == 2
+    assert "no entity 'lyar'" in out.stderr and "pps init --entity lyar" in out.stderr and "lyra" in out.stderr
+    assert not (tmp_path / "root" / "lyar").exists()

@@ -68,6 +68,7 @@ def root(tmp_path):
 
 def test_install_prints_and_merges_without_touching_other_hooks(tmp_path):
     root = tmp_path
+    pps(root, "init", "--entity", "lyra", "--plugins", "sqlite")
     printed = json.loads(pps(root, "hooks", "install", "--print", "--entity", "lyra").stdout)["hooks"]
     assert set(printed) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
     for event, groups in printed.items():

@@ -34,8 +34,8 @@ class HttpTransport:
 
         try:
             names = [n.strip() for n in (args.entities or "").split(",") if n.strip()]
-            settings = [load_settings(args.entity or (names[0] if names else None), args.home)]
-            settings += [load_settings(n) for n in names if n != settings[0].entity]
+            settings = [load_settings(args.entity or (names[0] if names else None), args.home, must_exist=True)]
+            settings += [load_settings(n, must_exist=True) for n in names if n != settings[0].entity]
             if not is_loopback(args.host):
                 bare = [s.entity for s in settings if not auth.read_token(s.home)]
                 if bare:

@@ -155,7 +155,7 @@ class McpTransport:
 
         configure_logging(args.log_level)
         try:
-            settings = load_settings(args.entity, args.home)
+            settings = load_settings(args.entity, args.home, must_exist=True)
             anyio.run(lambda: serve_stdio(settings, forward=not args.local, listen=not args.no_listen))
         except KeyboardInterrupt:
             return 130
