@@ -138,6 +138,10 @@ async def pps_backup(memory, p: BackupParams) -> dict:
     dest = Path(p.path)
     if "\x00" in p.path or not dest.is_absolute():
         raise InvalidParams("path: must be an absolute file path", param="path")
+    if not dest.name.endswith((".tar.gz", ".tgz")) or dest.name.startswith("."):
+        # whoever holds the token chooses where the server writes: only ever an archive, never a dotfile
+        raise InvalidParams("path: the archive's name must end with .tar.gz or .tgz (and not start with '.')",
+                            param="path")
     if not dest.parent.is_dir():
         raise InvalidParams(f"path: {dest.parent} is not a directory", param="path")
     if dest.exists():

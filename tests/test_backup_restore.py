@@ -4,6 +4,8 @@ and a recall."""
 import tarfile
 import threading
 
+import pytest
+
 from pps_core.testing.server import init_entity, pps, start_server
 
 PLUGINS = "sqlite,crystals,chroma,embeddings,mcp,http"
@@ -64,3 +66,19 @@ def test_backup_while_serving_and_restore_into_a_fresh_home(tmp_path):
     assert again.returncode == 2 and "not empty" in again.stderr
     exists = pps(tmp_path, "backup", str(tmp_path / "lyra.tar.gz"), "--entity", "lyra", check=False)
     assert exists.returncode == 2 and "exists" in exists.stderr
+
+
+async def test_the_backup_operation_writes_only_archives(make_memory, tmp_path):
+    """Whoever holds the token picks where the server writes: never a dotfile, never a non-archive."""
+    from pps_core.errors import InvalidParams
+
+    m = await make_memory(plugins=["sqlite"])
+    for bad in [str(tmp_path / ".bashrc"), str(tmp_path / "authorized_keys"), "relative.tar.gz",
+                str(tmp_path / ".hidden.tar.gz")]:
+        with pytest.raises(InvalidParams) as err:
+            await m.call("pps_backup", {"path": bad})
+        assert err.value.param == "path"
+    assert not (tmp_path / ".bashrc").exists() and not (tmp_path / "authorized_keys").exists()
+    (m.home / "pps.toml").write_text('entity = "testentity"\nplugins = ["sqlite"]\n')
+    out = await m.call("pps_backup", {"path": str(tmp_path / "ok.tgz")})
+    assert (tmp_path / "ok.tgz").exists() and out["file"].endswith("ok.tgz")
