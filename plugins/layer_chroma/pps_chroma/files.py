@@ -159,7 +159,11 @@ def _date(value, tz: ZoneInfo) -> tuple[str | None, str | None]:
             return None, f"date {value!r} is not ISO 8601; the file's mtime is used"
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=tz)
-    return to_storage(dt), None
+    try:
+        dt.astimezone(tz)  # it is shown in the entity's zone: that must exist too
+        return to_storage(dt), None
+    except (OverflowError, ValueError):
+        return None, f"date {value!r} is out of range; the file's mtime is used"
 
 
 def chunks(photo: Photo, size: int) -> list[str]:
