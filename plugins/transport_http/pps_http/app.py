@@ -46,6 +46,21 @@ async def _json_body(request: Request) -> Any:
     return body
 
 
+def _guarded_backend(memory, auth: EntityAuth):
+    """The entity's memory for MCP over HTTP: BearerGuard has checked the token; a sensitive operation
+    (token rotation) is still refused when the entity has no token, as on the REST routes."""
+    from pps_mcp.backend import LocalBackend
+
+    class Guarded(LocalBackend):
+        async def call(self, name: str, params: dict[str, Any] | None) -> Any:
+            op = memory.catalog.get(name)
+            if op is not None and op.sensitive and not auth.required:
+                auth.check(None, sensitive=True)
+            return await super().call(name, params)
+
+    return Guarded(memory)
+
+
 class _Entity:
     """One hosted entity: its memory, its token, its MCP session manager."""
 
@@ -64,7 +79,8 @@ class _Entity:
         else:  # reachable from elsewhere: the bearer token is the gate (a token is required there)
             security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         self.mcp = StreamableHTTPSessionManager(
-            app=create_server(memory), json_response=True, security_settings=security,
+            app=create_server(memory, backend=_guarded_backend(memory, self.auth)), json_response=True,
+            security_settings=security,
             max_request_body_size=memory.settings.limits.max_request_bytes)
 
     def mcp_endpoint(self):
