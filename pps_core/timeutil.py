@@ -46,7 +46,10 @@ def parse_timestamp(value: str | datetime, tz: ZoneInfo, param: str = "timestamp
         if relative:
             m = _RELATIVE.match(text)
             if m:
-                return now_utc() - timedelta(**{_UNITS[m.group(2).lower()]: int(m.group(1))})
+                try:
+                    return now_utc() - timedelta(**{_UNITS[m.group(2).lower()]: int(m.group(1))})
+                except (OverflowError, ValueError):
+                    raise InvalidParams(f"{param}: {value!r} reaches before the year 1", param=param) from None
         try:
             dt = datetime.fromisoformat(text.replace("z", "Z").replace("Z", "+00:00") if text.endswith(("Z", "z")) else text)
         except ValueError:
