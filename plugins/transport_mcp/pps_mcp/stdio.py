@@ -102,17 +102,27 @@ async def _answer_before_eof(stdin_stream, stdout_stream):
 async def _own_and_listen(settings, read_stream, write_stream) -> None:
     """Own the stores and also answer REST on a loopback port, so other channels (Claude Code's
     capture hooks, `pps call`, a bot) forward here instead of failing on the owner lock."""
+    from pps_core.memory import Memory
+
+    memory = Memory(settings)
+    # Opened here, not only in the app's lifespan: a store another process owns (or a plugin that
+    # fails) is then the same one-line error as without the listener, not uvicorn's traceback.
+    await memory.open()
+    try:
+        await _listen(memory, settings, read_stream, write_stream)
+    finally:
+        await memory.close()
+
+
+async def _listen(memory, settings, read_stream, write_stream) -> None:
     import asyncio
     import socket
 
     import uvicorn
     from pps_http.app import create_app
 
-    from pps_core.memory import Memory
-
     from .server import create_server
 
-    memory = Memory(settings)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     address = f"http://127.0.0.1:{sock.getsockname()[1]}"
