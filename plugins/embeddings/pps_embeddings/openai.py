@@ -5,12 +5,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from pps_core.errors import Unavailable
+
 if TYPE_CHECKING:  # pragma: no cover
     from .settings import EmbeddingSettings
 
 
-class EmbeddingError(RuntimeError):
-    """The endpoint failed or answered something that is not a list of vectors."""
+class EmbeddingError(Unavailable, RuntimeError):
+    """The endpoint failed or answered something that is not a list of vectors: callers get a 503
+    naming the endpoint, not an unexpected failure."""
 
 
 class OpenAIEmbedder:
