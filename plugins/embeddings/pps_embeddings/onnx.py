@@ -15,6 +15,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pps_core.errors import Unavailable
+
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,8 +31,8 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 DIMENSION = 384
 
 
-class ModelFileError(RuntimeError):
-    """The model or tokenizer file is missing or is not the pinned one."""
+class ModelFileError(Unavailable, RuntimeError):
+    """The model or tokenizer file is missing or is not the pinned one (a 503 naming the file)."""
 
 
 def installed_model_path() -> Path:
