@@ -304,8 +304,10 @@ class AnchorLayer(Layer):
                                param="filename")
             self.trash.mkdir(exist_ok=True, mode=0o700)
             target = self.trash / name
-            if target.exists():
-                target = self.trash / f"{path.stem}.{int(time.time())}.md"
+            stamp, n = int(time.time()), 1
+            while target.exists():  # never replace an earlier deleted copy
+                target = self.trash / f"{path.stem}.{stamp}{'' if n == 1 else f'-{n}'}.md"
+                n += 1
             os.replace(path, target)
             self.index.remove([name])
             self._entries.pop(name, None)
