@@ -92,7 +92,8 @@ class _Entity:
 def _tool_endpoint(entity: _Entity, op: Operation):
     async def endpoint(request: Request) -> JSONResponse:
         try:
-            entity.auth.check(request.headers.get("authorization"), sensitive=op.sensitive)
+            entity.auth.check(request.headers.get("authorization"), sensitive=op.sensitive,
+                              origin=request.headers.get("origin"))
             params = await _json_body(request)
             started = time.perf_counter()
             result = await entity.memory.call(op.name, params)
@@ -115,7 +116,7 @@ def _list_endpoint(entity: _Entity):
 
     async def list_tools(request: Request) -> Response:
         try:
-            entity.auth.check(request.headers.get("authorization"))
+            entity.auth.check(request.headers.get("authorization"), origin=request.headers.get("origin"))
         except PPSError as exc:
             return _error(exc)
         if not listing:

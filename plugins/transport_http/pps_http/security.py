@@ -21,6 +21,16 @@ def is_loopback(host: str) -> bool:
     return host in LOOPBACK or host.startswith("127.")
 
 
+def loopback_origin(origin: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(origin).hostname or ""
+    except ValueError:
+        return False
+    return is_loopback(host)
+
+
 class EntityAuth:
     """Who may call one entity: the holder of its token (or anyone on loopback if it has none)."""
 
@@ -44,9 +54,16 @@ class EntityAuth:
             self._stamp = stamp
         return self._token
 
-    def check(self, authorization: str | None, *, sensitive: bool = False) -> None:
-        """Raise Unauthorized (no token presented) or Forbidden (not this entity's token)."""
+    def check(self, authorization: str | None, *, sensitive: bool = False, origin: str | None = None) -> None:
+        """Raise Unauthorized (no token presented) or Forbidden (not this entity's token).
+
+        Without a token, the only guard is the loopback bind, and a web page in a local browser is on
+        loopback too: a request a browser sent from a non-loopback page (its Origin) is refused.
+        """
         if not self.required:
+            if origin and not loopback_origin(origin):
+                raise Forbidden(f"entity {self.entity!r} has no token, so requests from web pages ({origin}) "
+                                "are refused; give it one with `pps init`")
             if sensitive:
                 raise Forbidden(f"entity {self.entity!r} has no token: this operation needs one (run `pps init`)")
             return
@@ -85,7 +102,7 @@ class BearerGuard:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
             try:
-                self.auth.check(_header(scope, b"authorization"))
+                self.auth.check(_header(scope, b"authorization"), origin=_header(scope, b"origin"))
             except PPSError as exc:
                 await send_error(send, exc)
                 return

@@ -98,8 +98,11 @@ def test_entity_auth_rules(tmp_path):
 
     bare = EntityAuth("bare", tmp_path / "bare")
     bare.check(None)  # no token configured: open on loopback ...
+    bare.check(None, origin="http://127.0.0.1:3000")  # ... including a local page
+    with pytest.raises(Forbidden, match="requests from web pages"):
+        bare.check(None, origin="https://evil.example")  # ... but not a page from elsewhere (CSRF)
     with pytest.raises(Forbidden):
-        bare.check(None, sensitive=True)  # ... but never for token rotation
+        bare.check(None, sensitive=True)  # ... and never for token rotation
     token = write_token(tmp_path / "locked")
     locked = EntityAuth("locked", tmp_path / "locked")
     with pytest.raises(Unauthorized):
