@@ -36,5 +36,13 @@ class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
     novelty_settle_s: float = Field(60.0, ge=0, description="surfacings this close together count once (one turn)")
 
     def resolved_group_id(self, entity: str) -> str:
-        """graphiti accepts only letters, digits, '-' and '_' in a group id."""
-        return re.sub(r"[^A-Za-z0-9_-]", "_", self.group_id or entity)
+        """graphiti accepts only letters, digits, '-' and '_' in a group id. A name that had to be
+        changed gets a short hash of the original, so 'lyra.x' and 'lyra_x' never share a partition
+        on a shared Neo4j or FalkorDB."""
+        name = self.group_id or entity
+        safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)
+        if safe != name:
+            import hashlib
+
+            safe = f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+        return safe

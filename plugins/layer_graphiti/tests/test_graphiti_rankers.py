@@ -59,3 +59,14 @@ def test_novelty_sinks_facts_surfaced_turn_after_turn_and_persists(tmp_path):
     assert again.count("rich_texture", "wallpaper") == pytest.approx(n.count("rich_texture", "wallpaper"))
     clock[0] += 60 * 86_400  # weeks without being shown: the count decays and the fact recovers
     assert again.count("rich_texture", "wallpaper") < 0.01
+
+
+def test_entities_whose_names_sanitise_alike_get_different_partitions():
+    from pps_graphiti.settings import GraphitiSettings
+
+    s = GraphitiSettings()
+    assert s.resolved_group_id("lyra") == "lyra"
+    assert s.resolved_group_id("lyra_x") == "lyra_x"
+    dotted = s.resolved_group_id("lyra.x")
+    assert dotted.startswith("lyra_x-") and dotted != "lyra_x"
+    assert all(c.isalnum() or c in "-_" for c in dotted)
