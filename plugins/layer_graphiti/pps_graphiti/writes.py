@@ -163,19 +163,29 @@ def _fact(edge: EntityEdge, sname: str, tname: str) -> dict[str, Any]:
 
 
 async def merge_nodes(layer: GraphitiLayer, canonical: str, duplicates: list[str]) -> int:
-    """Fold duplicate entity nodes into ``canonical``: their facts and mentions move, then they go."""
+    """Fold duplicate entity nodes into ``canonical``: their facts and mentions move, then they go.
+
+    A fact is moved copy-first, so a crash at any step leaves it in the graph: a copy under a
+    temporary uuid is saved, the original deleted, the fact saved again under its own uuid, the
+    copy deleted (saving under the same uuid first would be deleted with the original).
+    """
+    from uuid import uuid4
+
     graph = layer.require()
     moved = 0
     for dup in duplicates:
         for edge in await EntityEdge.get_by_node_uuid(graph.driver, dup):
             await edge.load_fact_embedding(graph.driver)
-            await edge.delete(graph.driver)
             src = canonical if edge.source_node_uuid == dup else edge.source_node_uuid
             tgt = canonical if edge.target_node_uuid == dup else edge.target_node_uuid
             if edge.name == "IS_DUPLICATE_OF" or src == tgt:
+                await edge.delete(graph.driver)
                 continue
-            edge.source_node_uuid, edge.target_node_uuid = src, tgt
-            await edge.save(graph.driver)
+            temp = edge.model_copy(update={"uuid": str(uuid4()), "source_node_uuid": src, "target_node_uuid": tgt})
+            await temp.save(graph.driver)
+            await edge.delete(graph.driver)
+            await temp.model_copy(update={"uuid": edge.uuid}).save(graph.driver)
+            await temp.delete(graph.driver)
             moved += 1
         for episode in await graph.mentioning_episodes(dup):
             await EpisodicEdge(source_node_uuid=episode, target_node_uuid=canonical, group_id=layer.group_id,

@@ -118,6 +118,9 @@ async def test_duplicate_focal_nodes_are_merged_into_the_most_connected(graph_me
     out = await memory.call("texture_search", {"query": "trusts Brandi", "limit": 1, "node_limit": 0})
     assert out["results"][0]["metadata"]["focal_distance"] == 0
     assert out["results"][0]["metadata"]["source_node_uuid"] == canonical
+    assert out["results"][0]["source"] == edge.uuid  # the moved fact keeps its uuid, and exists once
+    health = (await memory.call("pps_health"))["layers"]["rich_texture"]
+    assert health["counts"]["facts"] == 3
 
 
 async def test_explore_timeline_and_delete(graph_memory):
