@@ -21,6 +21,40 @@ def _entity_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", help="entity home directory (default: ~/.pps/<entity>, or $PPS_HOME)")
 
 
+class CommandRegistry:
+    """What ``pps_register_commands`` receives: plugins add ``pps`` subcommands through it."""
+
+    def __init__(self, sub: Any, handlers: dict[str, Any]) -> None:
+        self._sub = sub
+        self._handlers = handlers
+
+    def add(self, name: str, handler: Any, *, help: str) -> argparse.ArgumentParser:
+        """A new subcommand ``pps <name>``; returns its parser. ``handler(args) -> int`` runs it."""
+        if name in self._handlers:
+            raise ValueError(f"two plugins add a `pps {name}` command")
+        self._handlers[name] = handler
+        return self._sub.add_parser(name, help=help)
+
+    @staticmethod
+    def entity_args(parser: argparse.ArgumentParser) -> None:
+        """Add the ``--entity``/``--home`` options every entity command takes."""
+        _entity_args(parser)
+
+
+def _plugin_commands(registry: CommandRegistry) -> None:
+    """Commands of every installed plugin; one that cannot be imported is reported, not fatal."""
+    import pluggy
+
+    from . import hookspecs
+    from .plugins import load_installed
+
+    pm = pluggy.PluginManager("pps")
+    pm.add_hookspecs(hookspecs)
+    for name, error in load_installed(pm):
+        print(f"pps: warning: plugin {name!r} could not be imported: {error}", file=sys.stderr)
+    pm.hook.pps_register_commands(cli=registry)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pps", description="Pattern Persistence System: memory for AI entities.")
     parser.add_argument("--version", action="version", version="pps " + _version())
@@ -72,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .reindex import add_parsers as add_reindex_parsers  # reindex
 
     add_reindex_parsers(sub, _entity_args)
+    handlers: dict[str, Any] = dict(COMMANDS)
+    _plugin_commands(CommandRegistry(sub, handlers))
+    parser.set_defaults(_pps_handlers=handlers)
     return parser
 
 
@@ -88,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return COMMANDS[args.command](args)
+        return args._pps_handlers[args.command](args)
     except PPSError as exc:
         print(f"pps: error: {exc.message}", file=sys.stderr)
         return 2

@@ -13,6 +13,7 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
     from .catalog import Operation
+    from .cli import CommandRegistry
     from .embedding import Embedder
     from .layer import Layer
     from .memory import Memory
@@ -22,6 +23,30 @@ if TYPE_CHECKING:  # pragma: no cover
 
 hookspec = pluggy.HookspecMarker("pps")
 hookimpl = pluggy.HookimplMarker("pps")
+
+
+# --- Plugin machinery ------------------------------------------------------------------------
+
+
+@hookspec(historic=True)
+def pps_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    """Add hook specifications of a plugin's own (pytest's ``pytest_addhooks``).
+
+    Called when the plugin registers, before ``check_pending``, so another plugin can implement the
+    new hooks: the HTTP transport declares the hook by which pages are mounted on its app this way.
+    Call ``pluginmanager.add_hookspecs(module_or_class)``.
+    """
+
+
+@hookspec
+def pps_register_commands(cli: CommandRegistry) -> None:
+    """Add ``pps`` subcommands (llm's ``register_commands``).
+
+    Called with every *installed* plugin (not only an entity's), when ``pps`` builds its parser, so a
+    command exists exactly when its plugin is installed. ``cli.add(name, handler, help=...)`` returns the
+    argparse parser to add arguments to; ``cli.entity_args(parser)`` adds ``--entity``/``--home``.
+    ``handler(args) -> int`` is the exit code. Keep it cheap: import heavy libraries inside the handler.
+    """
 
 
 # --- Layers -----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ def build_plugin_manager(names: list[str], extra: list[Any] = ()) -> pluggy.Plug
     """
     pm = pluggy.PluginManager("pps")
     pm.add_hookspecs(hookspecs)
+    pm.hook.pps_addhooks.call_historic(kwargs={"pluginmanager": pm})
     if names:
         _load_named(pm, names)
     for obj in extra:
@@ -40,6 +41,17 @@ def build_plugin_manager(names: list[str], extra: list[Any] = ()) -> pluggy.Plug
         pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
         pm.enable_tracing()
     return pm
+
+
+def load_installed(pm: pluggy.PluginManager) -> list[tuple[str, str]]:
+    """Register every installed plugin (for ``pps_register_commands``); returns (name, error) of failures."""
+    failures = []
+    for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
+        try:
+            pm.register(ep.load(), name=ep.name)
+        except Exception as exc:  # a broken plugin must not take the whole CLI down
+            failures.append((ep.name, f"{type(exc).__name__}: {exc}"))
+    return failures
 
 
 def _load_named(pm: pluggy.PluginManager, names: list[str]) -> None:

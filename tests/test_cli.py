@@ -66,7 +66,7 @@ def test_unknown_plugin_in_config_is_a_startup_error(tmp_path):
 
 def test_help_is_fast_and_imports_no_plugin(tmp_path):
     code = ("import sys\nfrom pps_core.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('chromadb', 'graphiti_core', 'mcp', 'fastapi', 'onnxruntime', 'pps_sqlite') "
+            "heavy = [m for m in ('chromadb', 'graphiti_core', 'mcp', 'fastapi', 'onnxruntime', 'sqlite_vec', 'kuzu') "
             "if m in sys.modules]\nprint('HEAVY', heavy)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "HEAVY []" in out.stdout and "ambient" not in out.stderr
