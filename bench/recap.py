@@ -23,9 +23,9 @@ import tracemalloc
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from pps_core.recap import logs
-from pps_core.recap.pipeline import generate
-from pps_core.recap.summarize import ExtractiveSummarizer
+from pps_recap import logs
+from pps_recap.pipeline import generate
+from pps_recap.summarize import ExtractiveSummarizer
 
 TOPICS = ["the CSV importer", "the export path", "the retry queue", "the auth middleware", "the cache layer",
           "the migration script", "the report builder", "the rate limiter"]

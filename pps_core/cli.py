@@ -97,9 +97,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("transport", help="transport name, e.g. mcp or http")
     _entity_args(p)
     p.add_argument("args", nargs=argparse.REMAINDER, help="transport options (see pps serve <name> --help)")
-    from .cli_extra import add_parsers  # hooks, hook, import, recap
-
-    add_parsers(sub, _entity_args)
     from .backup import add_parsers as add_backup_parsers  # backup, restore
 
     add_backup_parsers(sub, _entity_args)
@@ -305,9 +302,6 @@ COMMANDS = {
     "call": cmd_call,
     "serve": cmd_serve,
 }
-from .cli_extra import COMMANDS as _EXTRA  # noqa: E402
-
-COMMANDS.update(_EXTRA)
 from .backup import COMMANDS as _BACKUP  # noqa: E402
 
 COMMANDS.update(_BACKUP)

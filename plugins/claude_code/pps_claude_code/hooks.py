@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from .settings import PluginSettings
+from pps_core.settings import PluginSettings
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
 #: Seconds Claude Code waits for each hook before it kills it (the hook's own deadline is shorter).
@@ -92,7 +92,7 @@ def merge_settings(existing: dict[str, Any], config: dict[str, Any]) -> dict[str
 
 def install(settings_path: Path, config: dict[str, Any]) -> Path:
     """Merge ``config`` into a Claude Code settings file (a ``.bak`` copy of the old one is kept)."""
-    from .atomic import atomic_write
+    from pps_core.atomic import atomic_write
 
     settings_path = settings_path.expanduser()
     existing: dict[str, Any] = {}
@@ -134,7 +134,7 @@ def _state_path(home: Path, session: str) -> Path:
 
 def sync_transcript(client, settings, cc: ClaudeCodeSettings, payload: dict[str, Any]) -> int:
     """Store the turns the transcript gained since the last hook of this session; returns how many."""
-    from .claude_code import transcript_turns
+    from .transcripts import transcript_turns
 
     transcript = payload.get("transcript_path")
     session = str(payload.get("session_id") or "unknown")
@@ -156,7 +156,7 @@ def sync_transcript(client, settings, cc: ClaudeCodeSettings, payload: dict[str,
     for i in range(0, len(turns), _BATCH):
         client.call("store_messages", {"messages": turns[i:i + _BATCH]})
     if end != offset or not state_file.exists():
-        from .atomic import atomic_write
+        from pps_core.atomic import atomic_write
 
         state_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         atomic_write(state_file, json.dumps({"transcript": transcript, "offset": end, "session_id": session,
@@ -166,8 +166,12 @@ def sync_transcript(client, settings, cc: ClaudeCodeSettings, payload: dict[str,
 
 def _refresh_recap(client, settings, session: str) -> None:
     """After a crash the last session left no recap: make one (extractive, fast) before the startup recall."""
-    from .recap import store
-
+    if "recap" not in settings.plugins:
+        return
+    try:
+        from pps_recap import store  # the recap plugin is optional
+    except ImportError:
+        return
     try:
         newest = store.newest_log(settings, exclude_session=session)
         if newest is not None and store.is_stale(settings.home, newest):
@@ -183,7 +187,7 @@ def _context(event: str, text: str) -> str:
 
 def handle(event: str, payload: dict[str, Any], settings, *, recall: bool = False) -> str | None:
     """Do the work of one hook; returns what to print on stdout (JSON for Claude Code) or None."""
-    from .client import EntityClient
+    from pps_core.client import EntityClient
 
     cc = settings.plugin_settings(ClaudeCodeSettings, "claude_code")
     session = str(payload.get("session_id") or "unknown")
@@ -226,7 +230,7 @@ def run(event_name: str, entity: str | None, home: str | None, *, recall: bool =
     stdout = stdout or sys.stdout
     settings = None
     try:
-        from .settings import load_settings
+        from pps_core.settings import load_settings
 
         settings = load_settings(entity, home, must_exist=True)
         raw = stdin.read()

@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pps_core.progress import progress
+
 BATCH = 200
 _FIELDS = ("content", "author_name", "channel", "created_at", "metadata", "session_id", "message_id")
-
-
-def progress(total: int | None, desc: str, unit: str = "turn", file=None):
-    """A tqdm bar on stderr, silent when stderr is not a terminal."""
-    from tqdm import tqdm
-
-    stream = file or sys.stderr
-    return tqdm(total=total, desc=desc, unit=unit, file=stream, disable=not stream.isatty(), leave=False)
 
 
 def jsonl_turn(line: dict[str, Any], where: str, default_channel: str | None = None) -> dict[str, Any]:
@@ -58,7 +51,7 @@ def read_jsonl(path: Path, default_channel: str | None = None) -> Iterator[dict[
 
 
 def claude_code_turns(path: Path, entity: str, user_name: str) -> Iterator[dict[str, Any]]:
-    from .claude_code import find_transcripts, transcript_turns
+    from .transcripts import find_transcripts, transcript_turns
 
     for transcript in find_transcripts(path):
         turns, _end = transcript_turns(transcript, entity=entity, user_name=user_name)

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+from pps_claude_code.hooks import hooks_config, merge_settings
 
-from pps_core.hooks import hooks_config, merge_settings
 from pps_core.owner import OwnerLock
 
-FIXTURE = Path(__file__).parent / "fixtures" / "recap" / "claude_code_session.jsonl"
+FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_session.jsonl"
 SESSION = "5f3c2a9e-1111-4c7e-9a51-0d6b2e7c0a01"
 
 

@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from pps_claude_code.importer import jsonl_turn
 
-from pps_core.importer import jsonl_turn
-
-FIXTURE = Path(__file__).parent / "fixtures" / "recap" / "claude_code_session.jsonl"
+FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_session.jsonl"
 
 
 def pps(root: Path, *args: str, check: bool = True):

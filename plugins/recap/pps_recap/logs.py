@@ -16,12 +16,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..claude_code import is_transcript_entry, text_of
 from .collapse import category, collapse
 
 _SKIP_SYSTEM = ("[stop]", "[stats]", "Warning:")
 _WRAPPERS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
              "<command-args>", "<system-reminder>")
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content: a string, or the ``text`` blocks of a block list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n".join(p for p in parts if p)
+    return ""
+
+
+def is_transcript_entry(entry: dict[str, Any]) -> bool:
+    """A Claude Code transcript entry (``type`` user/assistant with an API ``message``)."""
+    return entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict)
 
 
 @dataclasses.dataclass

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import InvalidParams, NotFound
-from ..layer import Layer
-from ..models import LayerHealth, SearchResult, StartupItems
+from pps_core.errors import InvalidParams, NotFound
+from pps_core.layer import Layer
+from pps_core.models import LayerHealth, SearchResult, StartupItems
+
 from . import store
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..memory import Memory
+    from pps_core.memory import Memory
 
 #: Layers whose items count as "existing memories" for novelty: not the raw turns of the session itself.
 NOVELTY_SKIP = {"raw_capture", "session_recap"}

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from ..settings import PluginSettings
+from pps_core.settings import PluginSettings
 
 RECAP_FILE = "_recap.md"
 META_FILE = "_recap.json"
@@ -59,7 +59,7 @@ def load(home: Path) -> tuple[str, dict] | None:
 
 
 def save(home: Path, text: str, source: Path | None, stats: dict) -> Path:
-    from ..atomic import atomic_write
+    from pps_core.atomic import atomic_write
 
     meta = {"generated": time.time(), "stats": stats}
     if source is not None:

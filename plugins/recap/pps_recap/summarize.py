@@ -84,8 +84,8 @@ class LLMSummarizer:
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0,
                  sentences: int = 3, max_input_chars: int = 24_000) -> None:
-        from ..llm import ChatClient
-        from ..settings import LLMSettings
+        from pps_core.llm import ChatClient
+        from pps_core.settings import LLMSettings
 
         self.client = ChatClient(LLMSettings(base_url=base_url, model=model, api_key=api_key, timeout_s=timeout_s))
         self.url = self.client.url
@@ -96,7 +96,7 @@ class LLMSummarizer:
         self.failures: list[str] = []
 
     def summarize(self, chunk: Chunk) -> str:
-        from ..errors import Unavailable
+        from pps_core.errors import Unavailable
 
         text = chunk.text
         if len(text) > self.max_input_chars:
@@ -111,7 +111,7 @@ class LLMSummarizer:
 
 def make_summarizer(llm_settings, kind: str = "auto", model: str | None = None):
     """``auto``: the LLM when one is configured, else extractive. ``llm`` without one is an error."""
-    from ..errors import Unavailable
+    from pps_core.errors import Unavailable
 
     base_url = llm_settings.base_url
     model = model or llm_settings.model

@@ -9,18 +9,18 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from pps_recap.chunks import tokens
+from pps_recap.collapse import collapse
+from pps_recap.logs import read_log
+from pps_recap.pipeline import generate
+from pps_recap.summarize import ExtractiveSummarizer
 
 from pps_core import hookimpl
-from pps_core.recap.chunks import tokens
-from pps_core.recap.collapse import collapse
-from pps_core.recap.logs import read_log
-from pps_core.recap.pipeline import generate
-from pps_core.recap.summarize import ExtractiveSummarizer
 from pps_core.testing.scripted_llm import ScriptedLLM
 
-FIXTURES = Path(__file__).parent / "fixtures" / "recap"
+FIXTURES = Path(__file__).parent / "fixtures"
 #: The fixture logs are this entity's logs (the operation reads only an entity's own logs).
-OWN_LOGS = {"recap": {"logs": [str(Path(__file__).parent / "fixtures" / "recap" / "*.jsonl")]}}
+OWN_LOGS = {"recap": {"logs": [str(Path(__file__).parent / "fixtures" / "*.jsonl")]}}
 CLAUDE = FIXTURES / "claude_code_session.jsonl"
 MINDLOOP = FIXTURES / "mindloop_session.jsonl"
 
@@ -126,7 +126,7 @@ async def test_llm_summaries_through_the_session_recap_operation(make_memory, ll
 
 async def test_a_failing_llm_falls_back_to_extractive(make_memory):
     with ScriptedLLM(lambda _messages: None) as server:  # every answer is HTTP 500
-        memory = await make_memory(plugins=["sqlite"], llm={"base_url": server.base_url, "model": "m"}, **OWN_LOGS)
+        memory = await make_memory(plugins=["sqlite", "recap"], llm={"base_url": server.base_url, "model": "m"}, **OWN_LOGS)
         out = await memory.call("session_recap", {"log": str(MINDLOOP), "write": False})
     assert out["stats"]["llm_failures"] >= 1 and out["text"] and out["written"] is None
     assert "merge threshold" in out["text"]
@@ -149,13 +149,13 @@ async def test_offline_extractive_recap_and_startup_regeneration(make_memory, tm
 async def test_bad_recap_input_is_named(make_memory, tmp_path):
     from pps_core.errors import InvalidParams, NotFound, Unavailable
 
-    memory = await make_memory(plugins=["sqlite"])
+    memory = await make_memory(plugins=["sqlite", "recap"])
     with pytest.raises(InvalidParams) as err:
         await memory.call("session_recap", {"log": str(tmp_path / "missing.jsonl")})
     assert err.value.param == "log"
     with pytest.raises(NotFound):
         await memory.call("session_recap", {})
-    with_logs = await make_memory("with-logs", plugins=["sqlite"], **OWN_LOGS)
+    with_logs = await make_memory("with-logs", plugins=["sqlite", "recap"], **OWN_LOGS)
     with pytest.raises(Unavailable):
         await with_logs.call("session_recap", {"log": str(CLAUDE), "summarizer": "llm"})
 
@@ -172,7 +172,7 @@ def _embedder_plugin(embedder):
 
 
 async def test_novelty_weighs_against_existing_memories(make_memory):
-    memory = await make_memory(plugins=["sqlite", "crystals"], **OWN_LOGS)
+    memory = await make_memory(plugins=["sqlite", "crystals", "recap"], **OWN_LOGS)
     await memory.call("crystallize", {"content": "I fixed the CSV import path with the csv module."})
     out = await memory.call("session_recap", {"log": str(CLAUDE), "novelty": True, "write": False})
     assert out["stats"].get("novelty") is True and out["text"]
@@ -180,7 +180,7 @@ async def test_novelty_weighs_against_existing_memories(make_memory):
 
 async def test_the_operation_uses_the_entitys_embedder(make_memory):
     embedder = FakeEmbedder()
-    memory = await make_memory(plugins=["sqlite"], extra_plugins=[_embedder_plugin(embedder)], **OWN_LOGS)
+    memory = await make_memory(plugins=["sqlite", "recap"], extra_plugins=[_embedder_plugin(embedder)], **OWN_LOGS)
     out = await memory.call("session_recap", {"log": str(CLAUDE), "write": False})
     assert out["stats"]["similarity"] == "embeddings" and embedder.calls >= 1
 
@@ -192,7 +192,7 @@ async def test_the_operation_reads_only_the_entitys_own_logs(make_memory, tmp_pa
     other = tmp_path / "someone-else" / "session.jsonl"
     other.parent.mkdir()
     shutil.copy(CLAUDE, other)
-    memory = await make_memory(plugins=["sqlite"])
+    memory = await make_memory(plugins=["sqlite", "recap"])
     with pytest.raises(InvalidParams) as err:
         await memory.call("session_recap", {"log": str(other), "write": False})
     assert err.value.param == "log" and "not one of this entity's session logs" in err.value.message
