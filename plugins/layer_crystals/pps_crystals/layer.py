@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import os
 import re
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import Field
 
@@ -16,6 +22,8 @@ from pps_core.textsearch import lexical_scores_tokens, tokens
 from pps_core.timeutil import to_storage
 
 NAME = re.compile(r"^crystal_(\d{3,})\.md$")
+LOCK_NAME = ".lock"
+T = TypeVar("T")
 
 
 class CrystalSettings(PluginSettings, env_prefix="PPS_CRYSTALS_"):
@@ -34,10 +42,36 @@ class CrystalLayer(Layer):
         self.archive = self.dir / "archive"
         self.trash = self.dir / "deleted"
         self._cache: dict[Path, tuple[tuple[int, int], str, list[str]]] = {}
+        self._thread_lock = threading.Lock()
 
     async def open(self) -> None:
         for d in (self.dir, self.archive):
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """One writer (or reader) of the folders at a time: threads of this process, then other processes.
+
+        Numbering, rolling and deleting each read a listing and then move files; two of them interleaved
+        lost crystals and reused numbers. flock on ``crystals/.lock`` is released by the kernel if the
+        holder dies, so a crash never leaves the folder locked.
+        """
+        with self._thread_lock:
+            self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                yield
+            finally:
+                os.close(fd)  # closing the descriptor releases the flock
+
+    def _run_locked(self, fn: Callable[..., T], *args) -> T:
+        with self.locked():
+            return fn(*args)
+
+    async def run_locked(self, fn: Callable[..., T], *args) -> T:
+        """``fn(*args)`` under the lock, in a worker thread (waiting for another process never blocks the loop)."""
+        return await asyncio.to_thread(self._run_locked, fn, *args)
 
     # -- files --------------------------------------------------------------------------------
 
@@ -59,7 +93,8 @@ class CrystalLayer(Layer):
         return self._numbered(self.archive)
 
     def create(self, content: str) -> Path:
-        """Write the next crystal atomically (never overwriting), then roll the window."""
+        """Write the next crystal atomically (never overwriting), then roll the window. Call under ``locked``."""
+        self.archive.mkdir(parents=True, exist_ok=True, mode=0o700)
         while True:
             used = [n for n, _ in self.current() + self.archived() + self._numbered(self.trash)]
             number = (max(used) + 1) if used else 1
@@ -72,18 +107,19 @@ class CrystalLayer(Layer):
     def _roll(self) -> None:
         cur = self.current()
         for _n, p in cur[: max(0, len(cur) - self.settings.window)]:
-            os.replace(p, self.archive / p.name)
+            _move(p, self.archive)
 
     def delete_newest(self) -> Path:
+        """Move the newest crystal to ``deleted/`` and refill the window from the archive. Call under ``locked``."""
         cur = self.current()
         if not cur:
             raise NotFound("crystal_delete: there is no crystal to delete")
         _n, newest = cur[-1]
         self.trash.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.replace(newest, self.trash / newest.name)
+        _move(newest, self.trash)
         arch = self.archived()
         if arch and len(self.current()) < self.settings.window:  # refill the window from the archive
-            os.replace(arch[-1][1], self.dir / arch[-1][1].name)
+            _move(arch[-1][1], self.dir)
         return newest
 
     def newest(self, count: int) -> list[Path]:
@@ -111,16 +147,20 @@ class CrystalLayer(Layer):
 
     # -- layer ----------------------------------------------------------------------------------
 
-    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        started = time.perf_counter()
+    def _search(self, query: str, limit: int, offset: int) -> list[SearchResult]:
         paths = [p for _n, p in self.archived() + self.current()]
         scored = lexical_scores_tokens(query, [self._entry(p)[2] for p in paths])
         ranked = sorted(((s, p) for p, s in zip(paths, scored, strict=True) if s > 0), key=lambda t: -t[0])
-        self.record_latency(started)
         return [self.result(p, s) for s, p in ranked[offset: offset + limit]]
 
+    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        started = time.perf_counter()
+        out = await self.run_locked(self._search, query, limit, offset)
+        self.record_latency(started)
+        return out
+
     async def recent(self, limit: int) -> list[SearchResult]:
-        return [self.result(p) for p in self.newest(limit)]
+        return await self.run_locked(lambda: [self.result(p) for p in self.newest(limit)])
 
     async def health(self) -> LayerHealth:
         if not self.dir.is_dir():
@@ -128,6 +168,17 @@ class CrystalLayer(Layer):
         return LayerHealth(layer=self.name, available=True, detail=str(self.dir),
                            counts={"crystals": len(self.current()), "archived": len(self.archived())},
                            latency_ms=self.recent_latency_ms)
+
+
+def _move(src: Path, folder: Path) -> Path:
+    """Move ``src`` into ``folder`` (one rename: a crash never leaves it in both); a file of the same name
+    there (a hand-made copy) is kept and this one gets a suffix. Called under the lock."""
+    dst, k = folder / src.name, 0
+    while dst.exists():
+        k += 1
+        dst = folder / f"{src.name}.{k}"
+    os.rename(src, dst)
+    return dst
 
 
 def _read(path: Path) -> str:

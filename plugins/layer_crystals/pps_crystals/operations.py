@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 from pydantic import BaseModel, Field, field_validator
 
 from pps_core import Operation
@@ -38,8 +36,8 @@ def _layer(memory):
 
 async def crystallize(memory, p: CrystallizeParams):
     layer = _layer(memory)
-    path = await asyncio.to_thread(layer.create, p.content)
-    return {"created": path.name, "chars": len(p.content), "window": [q.name for _n, q in layer.current()]}
+    path, window = await layer.run_locked(lambda: (layer.create(p.content), layer.current()))
+    return {"created": path.name, "chars": len(p.content), "window": [q.name for _n, q in window]}
 
 
 async def get_crystals(memory, p: GetCrystalsParams):
@@ -50,14 +48,15 @@ async def get_crystals(memory, p: GetCrystalsParams):
 
 async def crystal_list(memory, _p: NoParams):
     layer = _layer(memory)
-    return {"current": [p.name for _n, p in layer.current()], "archived": [p.name for _n, p in layer.archived()],
+    current, archived = await layer.run_locked(lambda: (layer.current(), layer.archived()))
+    return {"current": [p.name for _n, p in current], "archived": [p.name for _n, p in archived],
             "window": layer.settings.window}
 
 
 async def crystal_delete(memory, _p: NoParams):
     layer = _layer(memory)
-    path = await asyncio.to_thread(layer.delete_newest)
-    return {"deleted": path.name, "current": [q.name for _n, q in layer.current()]}
+    path, current = await layer.run_locked(lambda: (layer.delete_newest(), layer.current()))
+    return {"deleted": path.name, "current": [q.name for _n, q in current]}
 
 
 def operations() -> list[Operation]:

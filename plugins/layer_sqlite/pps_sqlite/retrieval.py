@@ -170,10 +170,19 @@ def fuse(conn: sqlite3.Connection, query: Query, lexical: dict[int, float], dens
     ids = set(lexical) | set(dense)
     if not ids:
         return []
+    return fuse_meta(_meta(conn, ids), query, lexical, dense, dense_floor, cfg, channel)
+
+
+def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexical: dict[int, float],
+              dense: dict[int, float], dense_floor: float, cfg: FusionConfig,
+              channel: str | None = None) -> list[tuple[int, float, dict]]:
+    """:func:`fuse` with each candidate's (author, created_at, channel, episode) given: any store can call it."""
+    ids = set(lexical) | set(dense)
+    if not ids:
+        return []
     top_b = max(lexical.values(), default=0.0) or 1.0
     top_d = max(dense.values(), default=0.0)
     span_d = (top_d - dense_floor) or 1.0
-    meta = _meta(conn, ids)
     if channel:
         ids = {i for i in ids if i in meta and meta[i][2] == channel}
     ids = {i for i in ids if i in meta}

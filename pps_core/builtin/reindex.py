@@ -103,7 +103,7 @@ def cmd_reindex(args) -> int:
 
 
 async def _here(settings, layer: str | None, full: bool) -> dict[str, Any]:
-    from .progress import progress
+    from ..progress import progress
     from .memory import Memory
 
     bars = []
