@@ -6,21 +6,31 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pps_core import Layer, LayerHealth, Message, SearchResult, StartupItems
+from pps_core import (
+    Layer,
+    LayerHealth,
+    Message,
+    Pointer,
+    SearchResult,
+    SectionConfig,
+    StartupItems,
+    SummaryBatch,
+    SummaryReceipt,
+)
 
-from . import summaries, turns
 from .db import Database, SQLiteSettings
-from .summaryindex import SummaryIndex
-from .turnindex import Retriever
+from .store import SQLiteStore, TurnStore
 
 UNREAD_PREVIEW = 10
+#: The largest page a navigation operation returns: a "left out" pointer asks for at most one page.
+PAGE_LIMIT = 1000
 
 
 def open_layers(memory) -> list[Layer]:
     settings = memory.settings.plugin_settings(SQLiteSettings, "sqlite")
-    db = Database(Path(memory.home) / settings.file, settings.busy_timeout_ms)
-    raw = RawCaptureLayer(memory, db)
-    return [raw, SummariesLayer(memory, db, raw)]
+    store = SQLiteStore(memory, Database(Path(memory.home) / settings.file, settings.busy_timeout_ms))
+    raw = RawCaptureLayer(memory, store)
+    return [raw, SummariesLayer(memory, raw)]
 
 
 def turn_result(t: dict[str, Any], layer: str = "raw_capture", score: float = 0.0) -> SearchResult:
@@ -39,7 +49,7 @@ def summary_result(s: dict[str, Any], score: float = 0.0) -> SearchResult:
 
 
 class RawCaptureLayer(Layer):
-    """Every turn, verbatim, append-only; ``summary_id`` NULL until summarized."""
+    """Every turn, verbatim, append-only; ``summary_id`` NULL until summarized. Any :class:`TurnStore` backs it."""
 
     name = "raw_capture"
     title = "Raw capture"
@@ -47,24 +57,36 @@ class RawCaptureLayer(Layer):
     #: recall; the fused score is relative to the query's best candidate, so it cannot tell a match from noise.
     min_dense_for_recall = 0.35
 
-    def __init__(self, memory, db: Database) -> None:
+    def default_sections(self) -> list[SectionConfig]:
+        """reference/002: ALL unsummarized turns, last (the pressure to summarize is intended)."""
+        return [SectionConfig(name="Recent turns", layer=self.name, style="turns", max_chars=1000, position=40)]
+
+    def left_out_call(self, section: SectionConfig, shown: int, total: int) -> Pointer | None:
+        if section.quotas:  # the shown turns are not one contiguous page: page through all of them
+            return Pointer(operation="get_turns_since_summary", params={"offset": 0, "limit": min(total, PAGE_LIMIT)})
+        return Pointer(operation="get_turns_since_summary",
+                       params={"offset": shown, "limit": min(max(total - shown, 1), PAGE_LIMIT)})
+
+    def __init__(self, memory, store: TurnStore) -> None:
         super().__init__()
         self.memory = memory
-        self.db = db
-        self.retriever = Retriever(memory, db)
+        self.backend = store
+        self.retriever = store.retriever
+
+    @property
+    def db(self) -> Database | None:
+        """The SQLite database (None on another backend)."""
+        return getattr(self.backend, "db", None)
 
     async def open(self) -> None:
-        await self.db.open()
+        await self.backend.open()
 
     async def close(self) -> None:
-        await self.retriever.close()
-        await self.db.close()
+        await self.backend.close()
 
     async def reindex(self, progress, full: bool = False) -> dict[str, Any] | None:
         """Turn vectors: those missing, e.g. turns stored before an embedder was loaded (every one with ``full``)."""
-        from .reindex import turn_vectors
-
-        return await turn_vectors(self, progress, full)
+        return await self.backend.reindex_turns(progress, full)
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         started = time.perf_counter()
@@ -85,21 +107,17 @@ class RawCaptureLayer(Layer):
         return dense >= self.min_dense_for_recall
 
     async def recent(self, limit: int) -> list[SearchResult]:
-        return [turn_result(t) for t in await self.db.run(turns.newest, self.db.conn, limit)]
+        return [turn_result(t) for t in await self.backend.newest(limit)]
 
     async def startup(self, count: int | None) -> StartupItems:
         """ALL unsummarized turns (or the newest ``count``), chronological, with the total."""
-
-        def work(conn):
-            return turns.unsummarized_count(conn), turns.unsummarized(conn, count)
-
-        total, found = await self.db.run(work, self.db.conn)
+        total, found = await self.backend.unsummarized_page(count)
         return StartupItems(items=[turn_result(t) for t in found], total=total)
 
     async def health(self) -> LayerHealth:
         started = time.perf_counter()
-        c = await self.db.run(turns.counts, self.db.conn)
-        return LayerHealth(layer=self.name, available=True, detail=str(self.db.path),
+        c = await self.backend.counts()
+        return LayerHealth(layer=self.name, available=True, detail=self.backend.detail,
                            counts={"messages": c["total"], "unsummarized": c["unsummarized"]},
                            backlog={"unsummarized": c["unsummarized"]},
                            latency_ms=self.recent_latency_ms or round((time.perf_counter() - started) * 1000, 2))
@@ -107,31 +125,47 @@ class RawCaptureLayer(Layer):
     # -- what other plugins use ---------------------------------------------------------------
 
     async def store(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        acks, new = await self.db.run(turns.store, self.db.conn, batch)
+        acks, new = await self.backend.store(batch)
         await self.retriever.index(new)
         for t in new:
-            self.memory.notify("pps_message_stored", message=Message(**t))
+            self.memory.events.message_stored(Message(**t))
         return acks
 
     async def pending_ingestion(self, limit: int) -> list[Message]:
-        return [Message(**t) for t in await self.db.run(turns.pending_ingestion, self.db.conn, limit)]
+        return [Message(**t) for t in await self.backend.pending_ingestion(limit)]
 
     async def mark_ingested(self, ids: list[int]) -> int:
-        return await self.db.run(turns.mark_ingested, self.db.conn, list(ids))
+        return await self.backend.mark_ingested(list(ids))
 
     async def count_uningested(self) -> int:
-        return (await self.db.run(turns.counts, self.db.conn))["uningested"]
+        return (await self.backend.counts())["uningested"]
 
     async def unread_for_recall(self, consumer_key: str, channel: str | None) -> StartupItems | None:
-        found = await self.db.run(lambda c: turns.poll(c, consumer_key, channel, UNREAD_PREVIEW,
-                                                       newest_first_preview=True), self.db.conn)
+        found = await self.backend.poll(consumer_key, channel, UNREAD_PREVIEW, newest_first_preview=True)
         if not found["turns"]:
             return None
-        more = None
+        items = [turn_result(t) for t in found["turns"]]
+        older = None
         if found["oldest_unread_at"]:  # the preview marked everything read: point at all of it by time
-            more = {"operation": "get_turns_since",
-                    "params": {"timestamp": found["oldest_unread_at"], "limit": min(1000, found["unread_total"] * 4)}}
-        return StartupItems(items=[turn_result(t) for t in found["turns"]], total=found["unread_total"], more=more)
+            older = Pointer(operation="get_turns_since", params={
+                "timestamp": found["oldest_unread_at"], "limit": min(PAGE_LIMIT, found["unread_total"] * 4)})
+        more = Pointer(operation="get_turns_since",  # a budget may still cut the preview: point at it by time
+                       params={"timestamp": items[0].timestamp, "limit": min(PAGE_LIMIT, 4 * len(items))})
+        return StartupItems(items=items, total=found["unread_total"], more=more, older=older)
+
+    # -- what upkeep uses (pps_core.contracts.SummarizableStore) ------------------------------
+
+    async def unsummarized_count(self) -> int:
+        return (await self.backend.counts())["unsummarized"]
+
+    async def next_to_summarize(self, limit: int) -> SummaryBatch:
+        batch = await self.memory.call("summarize_messages", {"limit": limit})
+        return SummaryBatch(ids=batch["message_ids"], transcript=batch["transcript"],
+                            unsummarized=batch["unsummarized_count"])
+
+    async def store_summary(self, text: str, ids: list[int]) -> SummaryReceipt:
+        stored = await self.memory.call("store_summary", {"summary_text": text, "message_ids": ids})
+        return SummaryReceipt(id=stored["id"], message_count=stored["message_count"])
 
 
 class SummariesLayer(Layer):
@@ -140,23 +174,32 @@ class SummariesLayer(Layer):
     name = "message_summaries"
     title = "Summaries"
 
-    def __init__(self, memory, db: Database, raw: RawCaptureLayer) -> None:
+    def default_sections(self) -> list[SectionConfig]:
+        """reference/002: the two newest summaries, newest first, each cut to 500 characters."""
+        return [SectionConfig(name="Summaries", layer=self.name, style="summaries", count=2, max_chars=500,
+                              order="newest_first", position=30)]
+
+    def left_out_call(self, section: SectionConfig, shown: int, total: int) -> Pointer | None:
+        return Pointer(operation="get_recent_summaries", params={"limit": total})
+
+    def __init__(self, memory, raw: RawCaptureLayer) -> None:
         super().__init__()
         self.memory = memory
-        self.db = db
         self.raw = raw
-        self.index = SummaryIndex(memory, db)
+        self.backend = raw.backend
+
+    @property
+    def db(self) -> Database | None:
+        return self.raw.db
 
     async def reindex(self, progress, full: bool = False) -> dict[str, Any] | None:
         """Summary vectors: those missing (every one with ``full``)."""
-        from .reindex import summary_vectors
-
-        return await summary_vectors(self, progress, full)
+        return await self.backend.reindex_summaries(progress, full)
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         """Hybrid (BM25 + summary vectors) when an embedder is loaded, BM25 otherwise."""
         started = time.perf_counter()
-        found = await self.index.search(query, limit, offset)
+        found = await self.backend.search_summaries(query, limit, offset)
         self.record_latency(started)
         results = [summary_result(s, s["score"]) for s in found]
         for r, s in zip(results, found, strict=True):
@@ -164,10 +207,10 @@ class SummariesLayer(Layer):
         return results
 
     async def recent(self, limit: int) -> list[SearchResult]:
-        found = await self.db.run(summaries.recent, self.db.conn, limit)
+        found = await self.backend.recent_summaries(limit)
         return [summary_result(s) for s in reversed(found)]
 
     async def health(self) -> LayerHealth:
-        n = await self.db.run(summaries.count, self.db.conn)
-        return LayerHealth(layer=self.name, available=True, detail=str(self.db.path), counts={"summaries": n},
+        n = await self.backend.summary_count()
+        return LayerHealth(layer=self.name, available=True, detail=self.backend.detail, counts={"summaries": n},
                            latency_ms=self.recent_latency_ms)

@@ -9,7 +9,6 @@ from pps_core import Operation
 from pps_core.errors import InvalidParams
 from pps_core.timeutil import now_utc, parse_timestamp, render_iso_local, to_storage
 
-from . import summaries, turns
 from .params import (
     ConversationContextParams,
     LimitParams,
@@ -32,8 +31,9 @@ def _raw(memory):
     return memory.require_layer("raw_capture")
 
 
-def _db(memory):
-    return _raw(memory).db
+def _store(memory):
+    """The raw_capture layer's TurnStore (SQLite, PostgreSQL, ...): every handler below goes through it."""
+    return _raw(memory).backend
 
 
 def _out(memory, t: dict[str, Any]) -> dict[str, Any]:
@@ -92,12 +92,7 @@ async def raw_search(memory, p: SearchParams):
 
 
 async def summarize_messages(memory, p: SummarizeParams):
-    db = _db(memory)
-
-    def work(conn):
-        return turns.unsummarized_count(conn), turns.unsummarized(conn, p.limit, oldest_first=True)
-
-    total, batch = await db.run(work, db.conn)
+    total, batch = await _store(memory).unsummarized_page(p.limit, oldest_first=True)
     ids = [t["id"] for t in batch]
     lines = [f"[{render_iso_local(t['created_at'], memory.tz)}] [{t['channel']}] {t['author_name']}: {t['content']}"
              for t in batch]
@@ -114,18 +109,17 @@ async def summarize_messages(memory, p: SummarizeParams):
 
 
 async def store_summary(memory, p: StoreSummaryParams):
-    db = _db(memory)
-    stored = await db.run(lambda c: summaries.store(
-        c, p.summary_text, start_id=p.start_id, end_id=p.end_id, message_ids=p.message_ids,
-        channels=p.channels, summary_type=p.summary_type), db.conn)
+    stored = await _store(memory).store_summary(
+        p.summary_text, start_id=p.start_id, end_id=p.end_id, message_ids=p.message_ids,
+        channels=p.channels, summary_type=p.summary_type)
     from pps_core.models import Summary
 
-    memory.notify("pps_summary_stored", summary=Summary(**{k: stored[k] for k in Summary.model_fields}))
+    memory.events.summary_stored(Summary(**{k: stored[k] for k in Summary.model_fields}))
     return _sum_out(memory, stored)
 
 
 async def get_recent_summaries(memory, p: LimitParams):
-    found = await _db(memory).run(summaries.recent, _db(memory).conn, p.limit, p.offset)
+    found = await _store(memory).recent_summaries(p.limit, p.offset)
     return {"count": len(found), "summaries": [_sum_out(memory, s) for s in found]}
 
 
@@ -137,20 +131,15 @@ async def search_summaries(memory, p: SearchParams):
 
 
 async def summary_stats(memory, _p: NoParams):
-    return await _db(memory).run(summaries.stats, _db(memory).conn)
+    return await _store(memory).summary_stats()
 
 
 # -- navigation (reference/001) ----------------------------------------------------------------
 
 
 async def get_turns_since_summary(memory, p: TurnsSinceSummaryParams):
-    db = _db(memory)
-
-    def work(conn):
-        return (turns.unsummarized_count(conn, p.channel),
-                turns.unsummarized(conn, p.limit, p.offset, oldest_first=p.oldest_first, channel=p.channel))
-
-    total, page = await db.run(work, db.conn)
+    total, page = await _store(memory).unsummarized_page(p.limit, p.offset, oldest_first=p.oldest_first,
+                                                         channel=p.channel)
     nxt = p.offset + len(page)
     return {"total_unsummarized": total, "offset": p.offset, "limit": p.limit, "count": len(page),
             "order": "oldest_first" if p.oldest_first else "newest_first (each page chronological)",
@@ -158,20 +147,9 @@ async def get_turns_since_summary(memory, p: TurnsSinceSummaryParams):
 
 
 async def get_conversation_context(memory, p: ConversationContextParams):
-    db = _db(memory)
     empty = {"unsummarized_count": 0, "summaries_count": 0, "raw_turns_count": 0, "turns_covered_approx": 0,
              "summaries": [], "raw_turns": []}
-
-    def work(conn):
-        count = turns.unsummarized_count(conn)
-        if p.turns == 0:
-            return count, [], []
-        if count >= p.turns:
-            return count, [], turns.unsummarized(conn, p.turns)
-        needed = math.ceil((p.turns - count) / TURNS_PER_SUMMARY)
-        return count, summaries.recent(conn, needed)[::-1], turns.unsummarized(conn, None)
-
-    count, sums, raw = await db.run(work, db.conn)
+    count, sums, raw = await _store(memory).context(p.turns, TURNS_PER_SUMMARY)
     if p.turns == 0:
         return {**empty, "unsummarized_count": count}
     covered = len(raw) + sum(s["message_count"] for s in sums)
@@ -182,14 +160,7 @@ async def get_conversation_context(memory, p: ConversationContextParams):
 
 async def get_turns_since(memory, p: TurnsSinceParams):
     ts = to_storage(parse_timestamp(p.timestamp, memory.tz, "timestamp"))
-    db = _db(memory)
-
-    def work(conn):
-        msgs, more = turns.since(conn, ts, p.limit)
-        sums = summaries.overlapping(conn, ts) if p.include_summaries else []
-        return msgs, more, sums
-
-    msgs, more, sums = await db.run(work, db.conn)
+    msgs, more, sums = await _store(memory).since(ts, p.limit, p.include_summaries)
     return {"timestamp_start": p.timestamp, "timestamp_start_utc": ts, "messages_count": len(msgs),
             "summaries_count": len(sums), "truncated": more, "limit": p.limit,
             "messages": [_out(memory, t) for t in msgs], "summaries": [_sum_out(memory, s) for s in sums]}
@@ -201,7 +172,7 @@ async def get_turns_around(memory, p: TurnsAroundParams):
     ts = to_storage(parse_timestamp(p.timestamp, memory.tz, "timestamp"))
     ratio = min(1.0, max(0.0, p.before_ratio))
     before_n = int(p.count * ratio)
-    before, after = await _db(memory).run(turns.around, _db(memory).conn, ts, before_n, p.count - before_n)
+    before, after = await _store(memory).around(ts, before_n, p.count - before_n)
     msgs = before + after
     return {"center_timestamp": p.timestamp, "center_timestamp_utc": ts, "before_ratio": ratio,
             "before_count": len(before), "after_count": len(after), "total_count": len(msgs),
@@ -209,8 +180,7 @@ async def get_turns_around(memory, p: TurnsAroundParams):
 
 
 async def poll_channels(memory, p: PollParams):
-    db = _db(memory)
-    found = await db.run(lambda c: turns.poll(c, p.consumer_key, p.channel, p.limit), db.conn)
+    found = await _store(memory).poll(p.consumer_key, p.channel, p.limit)
     found["turns"] = [_out(memory, t) for t in found["turns"]]
     return found
 

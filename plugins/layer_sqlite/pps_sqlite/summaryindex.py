@@ -99,34 +99,41 @@ class SummaryIndex:
             except Exception as exc:
                 self._warn(exc)
                 dense = {}
-        if not dense:
-            for s in lexical:
-                s["signals"] = {"bm25": s["score"], "dense": None, "fused": s["score"]}
-            return lexical[offset:offset + limit]
-        best_bm25 = max((s["score"] for s in lexical), default=0.0) or 1.0
-        fused: dict[int, float] = {}
-        signals: dict[int, dict[str, float | None]] = {}
+        return await fuse(lexical, dense, limit, offset,
+                          lambda ids: self.db.run(_by_ids, self.db.conn, ids))
+
+
+async def fuse(lexical: list[dict[str, Any]], dense: dict[int, float], limit: int, offset: int,
+               by_ids) -> list[dict[str, Any]]:
+    """BM25 candidates (with ``score``) and summary cosines, fused; ``await by_ids(ids)`` fetches dense-only hits."""
+    if not dense:
         for s in lexical:
-            fused[s["id"]] = BM25_WEIGHT * s["score"] / best_bm25
-            signals[s["id"]] = {"bm25": s["score"], "dense": dense.get(s["id"])}
-        for sid, sim in dense.items():
-            if sid not in fused and sim < DENSE_FLOOR:
-                continue
-            fused[sid] = fused.get(sid, 0.0) + DENSE_WEIGHT * max(0.0, sim)
-            signals.setdefault(sid, {"bm25": None, "dense": sim})["dense"] = sim
-        ranked = sorted(fused, key=lambda i: -fused[i])[offset:offset + limit]
-        rows = {s["id"]: s for s in lexical}
-        missing = [i for i in ranked if i not in rows]
-        if missing:
-            for s in await self.db.run(_by_ids, self.db.conn, missing):
-                rows[s["id"]] = s
-        out = []
-        for sid in ranked:
-            s = dict(rows[sid])
-            s["score"] = round(fused[sid], 6)
-            s["signals"] = {**signals[sid], "fused": s["score"]}
-            out.append(s)
-        return out
+            s["signals"] = {"bm25": s["score"], "dense": None, "fused": s["score"]}
+        return lexical[offset:offset + limit]
+    best_bm25 = max((s["score"] for s in lexical), default=0.0) or 1.0
+    fused: dict[int, float] = {}
+    signals: dict[int, dict[str, float | None]] = {}
+    for s in lexical:
+        fused[s["id"]] = BM25_WEIGHT * s["score"] / best_bm25
+        signals[s["id"]] = {"bm25": s["score"], "dense": dense.get(s["id"])}
+    for sid, sim in dense.items():
+        if sid not in fused and sim < DENSE_FLOOR:
+            continue
+        fused[sid] = fused.get(sid, 0.0) + DENSE_WEIGHT * max(0.0, sim)
+        signals.setdefault(sid, {"bm25": None, "dense": sim})["dense"] = sim
+    ranked = sorted(fused, key=lambda i: -fused[i])[offset:offset + limit]
+    rows = {s["id"]: s for s in lexical}
+    missing = [i for i in ranked if i not in rows]
+    if missing:
+        for s in await by_ids(missing):
+            rows[s["id"]] = s
+    out = []
+    for sid in ranked:
+        s = dict(rows[sid])
+        s["score"] = round(fused[sid], 6)
+        s["signals"] = {**signals[sid], "fused": s["score"]}
+        out.append(s)
+    return out
 
 
 def _by_ids(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:
