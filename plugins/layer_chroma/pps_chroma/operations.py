@@ -77,6 +77,38 @@ class AnchorDeleteParams(BaseModel):
         return _plain(check_filename, v)
 
 
+class AnchorGetParams(BaseModel):
+    model_config = {"extra": "forbid"}
+    filename: str = Field(..., min_length=1, max_length=300, description="the file's name, e.g. 'first-snow.md'")
+
+    @field_validator("filename")
+    @classmethod
+    def _filename(cls, v: str) -> str:
+        return _plain(check_filename, v)
+
+
+class AnchorEditParams(AnchorGetParams):
+    content: str = Field(..., min_length=1, max_length=200_000, description="the new markdown body")
+    title: str | None = Field(None, min_length=1, max_length=200, description="a new title (the file keeps its name)")
+    location: str | None = Field(None, max_length=200, description="a new location ('' removes it)")
+    tags: list[str] | None = Field(None, max_length=50, description="new tags (omit to keep them)")
+
+    @field_validator("content")
+    @classmethod
+    def _content(cls, v: str) -> str:
+        return AnchorSaveParams._content(v)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: list[str] | None) -> list[str] | None:
+        return None if v is None else AnchorSaveParams._tags(v)
+
+    @field_validator("title")
+    @classmethod
+    def _title(cls, v: str | None) -> str | None:
+        return None if v is None else _plain(check_title, v)
+
+
 class NoParams(BaseModel):
     model_config = {"extra": "forbid"}
 
@@ -113,6 +145,27 @@ async def anchor_list(memory, p: AnchorListParams):
             "unreadable": unreadable}
 
 
+async def anchor_get(memory, p: AnchorGetParams):
+    from . import edit
+
+    return await asyncio.to_thread(edit.read, _layer(memory), p.filename)
+
+
+async def anchor_edit(memory, p: AnchorEditParams):
+    from . import edit
+
+    limit = memory.settings.limits.max_content_chars
+    if len(p.content) > limit:
+        raise InvalidParams(f"anchor_edit: content is {len(p.content)} characters; the limit is {limit}",
+                            param="content")
+    out, not_indexed = await asyncio.to_thread(edit.edit, _layer(memory), p.filename, p.content, p.title,
+                                               p.tags, p.location)
+    out["indexed"] = not_indexed is None
+    if not_indexed:
+        out["detail"] = f"saved, but not searchable yet ({not_indexed}); it is indexed on a later search"
+    return out
+
+
 async def anchor_delete(memory, p: AnchorDeleteParams):
     kept = await asyncio.to_thread(_layer(memory).delete, p.filename)
     return {"deleted": p.filename, "kept_at": f"{_layer(memory).settings.directory}/{kept}"}
@@ -139,6 +192,11 @@ def operations() -> list[Operation]:
         Operation("anchor_delete", AnchorDeleteParams, anchor_delete, group="anchors", destructive=True,
                   description="Delete a word-photo by file name: removed from the index and moved to "
                               "word_photos/.deleted/."),
+        Operation("anchor_get", AnchorGetParams, anchor_get, group="anchors", read_only=True, idempotent=True,
+                  description="One word-photo by file name: title, date, tags, location and its markdown body."),
+        Operation("anchor_edit", AnchorEditParams, anchor_edit, group="anchors", idempotent=True,
+                  description="Rewrite a word-photo in place (same file name and date; title, tags and location "
+                              "kept unless given), atomically; re-indexed at once."),
         Operation("anchor_resync", NoParams, anchor_resync, group="anchors", idempotent=True,
                   description="Re-read every word-photo and re-index the new, edited (by content hash) and "
                               "deleted ones; returns what changed."),
