@@ -186,6 +186,8 @@ async def poll_channels(memory, p: PollParams):
 
 
 def operations() -> list[Operation]:
+    from .browse import operations as browsing
+
     ro = {"read_only": True, "idempotent": True}
     return [
         Operation("store_message", TurnIn, store_message, group="capture", idempotent=True,
@@ -223,4 +225,4 @@ def operations() -> list[Operation]:
                               "summaries that overlap it. Default limit 1000."),
         Operation("get_turns_around", TurnsAroundParams, get_turns_around, group="navigation", **ro,
                   description="A window of turns around a moment: count turns, before_ratio of them before it."),
-    ]
+    ] + browsing()
