@@ -15,7 +15,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -23,6 +22,7 @@ from pps_core import Memory, __version__
 from pps_core.catalog import Operation
 from pps_core.errors import InvalidParams, PPSError
 
+from .docs import add_docs_routes
 from .security import BearerGuard, BodyLimit, EntityAuth, is_loopback
 
 log = logging.getLogger("pps.http")
@@ -92,8 +92,7 @@ class _Entity:
 def _tool_endpoint(entity: _Entity, op: Operation):
     async def endpoint(request: Request) -> JSONResponse:
         try:
-            entity.auth.check(request.headers.get("authorization"), sensitive=op.sensitive,
-                              origin=request.headers.get("origin"))
+            entity.auth.check_scope(request.scope, sensitive=op.sensitive)
             params = await _json_body(request)
             started = time.perf_counter()
             result = await entity.memory.call(op.name, params)
@@ -116,7 +115,7 @@ def _list_endpoint(entity: _Entity):
 
     async def list_tools(request: Request) -> Response:
         try:
-            entity.auth.check(request.headers.get("authorization"), origin=request.headers.get("origin"))
+            entity.auth.check_scope(request.scope)
         except PPSError as exc:
             return _error(exc)
         if not listing:
@@ -203,13 +202,15 @@ def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", addr
                     entity.memory.lock.set_address(f"{address.rstrip('/')}/entities/{entity.name}")
             for entity in entities.values():
                 _add_tool_routes(app, entity, entity is primary, components, owners)
+                _mount_pages(app, entity)
                 await stack.enter_async_context(entity.mcp.run())
             app.openapi_schema = None
             yield
 
     app = FastAPI(title="PPS", version=__version__, lifespan=lifespan,
                   description="Pattern Persistence System: memory for AI entities. "
-                              "Every route is generated from the entity's operation catalog.")
+                              "Every route is generated from the entity's operation catalog.",
+                  openapi_url=None, docs_url=None, redoc_url=None)  # served per caller by .docs
     app.state.entities = entities
 
     @app.get("/health", tags=["health"])

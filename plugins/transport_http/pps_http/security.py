@@ -14,21 +14,54 @@ from pathlib import Path
 from pps_core.auth import check_token, token_path
 from pps_core.errors import Forbidden, PPSError, TooLarge, Unauthorized
 
-LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
 def is_loopback(host: str) -> bool:
-    return host in LOOPBACK or host.startswith("127.")
+    """A bind address on this machine only: a loopback IP literal (127.0.0.0/8, ::1) or ``localhost``."""
+    import ipaddress
 
-
-def loopback_origin(origin: str) -> bool:
-    from urllib.parse import urlsplit
-
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
     try:
-        host = urlsplit(origin).hostname or ""
+        return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-    return is_loopback(host)
+
+
+def local_names(port: int | None, scheme: str = "") -> set[str]:
+    """The exact Host values (or, with ``scheme``, Origin values) that name this server on loopback."""
+    if port is None:
+        return set()
+    prefix = f"{scheme}://" if scheme else ""
+    names = {f"{prefix}{h}:{port}" for h in LOOPBACK_NAMES}
+    if port == (443 if scheme == "https" else 80):
+        names |= {f"{prefix}{h}" for h in LOOPBACK_NAMES}
+    return names
+
+
+def browser_problem(origin: str | None, host: str | None, port: int | None) -> str | None:
+    """Why a request may have been sent by a web page other than this server's own, or None.
+
+    Without a token the only guard of an entity is the loopback bind, and a page in a local browser
+    reaches loopback too: by a cross-site request (its ``Origin`` names the page) or by DNS rebinding
+    (its ``Host`` names the attacker's domain, which now resolves to 127.0.0.1). So both must be exactly
+    this server: scheme, loopback name and port. Prefix tests ("starts with 127.") let
+    ``http://127.0.0.1.nip.io`` through. ``port`` is the port the connection arrived on (the ASGI
+    ``server``); a client without a browser sends no Origin and the Host it dialled.
+    """
+    if host is not None and host.lower() not in local_names(port):
+        return f"Host {host!r} is not this server's loopback address"
+    if origin is not None and origin.lower() not in local_names(port, "http"):
+        return f"requests from web pages ({origin}) are refused"
+    return None
+
+
+def scope_site(scope) -> tuple[str | None, str | None, int | None]:
+    """(Origin, Host, the port the request arrived on) of an ASGI HTTP scope."""
+    server = scope.get("server") or (None, None)
+    return _header(scope, b"origin"), _header(scope, b"host"), server[1]
 
 
 class EntityAuth:
@@ -54,16 +87,14 @@ class EntityAuth:
             self._stamp = stamp
         return self._token
 
-    def check(self, authorization: str | None, *, sensitive: bool = False, origin: str | None = None) -> None:
-        """Raise Unauthorized (no token presented) or Forbidden (not this entity's token).
-
-        Without a token, the only guard is the loopback bind, and a web page in a local browser is on
-        loopback too: a request a browser sent from a non-loopback page (its Origin) is refused.
-        """
+    def check(self, authorization: str | None, *, sensitive: bool = False, origin: str | None = None,
+              host: str | None = None, port: int | None = None) -> None:
+        """Raise Unauthorized (no token presented) or Forbidden (not this entity's token, or, for an entity
+        without a token, a request a web page may have sent: see ``browser_problem``)."""
         if not self.required:
-            if origin and not loopback_origin(origin):
-                raise Forbidden(f"entity {self.entity!r} has no token, so requests from web pages ({origin}) "
-                                "are refused; give it one with `pps init`")
+            problem = browser_problem(origin, host, port)
+            if problem:
+                raise Forbidden(f"entity {self.entity!r} has no token, so {problem}; give it one with `pps init`")
             if sensitive:
                 raise Forbidden(f"entity {self.entity!r} has no token: this operation needs one (run `pps init`)")
             return
@@ -74,6 +105,20 @@ class EntityAuth:
             raise Unauthorized("use 'Authorization: Bearer <token>'")
         if not check_token(self.current(), presented.strip()):
             raise Forbidden(f"this token does not grant access to entity {self.entity!r}")
+
+    def check_scope(self, scope, *, sensitive: bool = False) -> None:
+        """``check`` for an ASGI HTTP scope (a Starlette ``request.scope``): what every route of an entity
+        calls, REST, MCP or a page mounted into the app."""
+        origin, host, port = scope_site(scope)
+        self.check(_header(scope, b"authorization"), sensitive=sensitive, origin=origin, host=host, port=port)
+
+    def allows(self, scope) -> bool:
+        """Whether this request may see the entity (its routes in the OpenAPI document, its docs)."""
+        try:
+            self.check_scope(scope)
+        except PPSError:
+            return False
+        return True
 
 
 async def send_error(send, exc: PPSError) -> None:
@@ -102,7 +147,7 @@ class BearerGuard:
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] == "http":
             try:
-                self.auth.check(_header(scope, b"authorization"), origin=_header(scope, b"origin"))
+                self.auth.check_scope(scope)
             except PPSError as exc:
                 await send_error(send, exc)
                 return

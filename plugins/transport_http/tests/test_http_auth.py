@@ -98,7 +98,9 @@ def test_entity_auth_rules(tmp_path):
 
     bare = EntityAuth("bare", tmp_path / "bare")
     bare.check(None)  # no token configured: open on loopback ...
-    bare.check(None, origin="http://127.0.0.1:3000")  # ... including a local page
+    bare.check(None, origin="http://127.0.0.1:3000", host="127.0.0.1:3000", port=3000)  # ... this server's page
+    with pytest.raises(Forbidden, match="requests from web pages"):
+        bare.check(None, origin="http://127.0.0.1:3000", host="127.0.0.1:8765", port=8765)  # not another port's
     with pytest.raises(Forbidden, match="requests from web pages"):
         bare.check(None, origin="https://evil.example")  # ... but not a page from elsewhere (CSRF)
     with pytest.raises(Forbidden):

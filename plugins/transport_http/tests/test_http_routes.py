@@ -20,7 +20,7 @@ def _resolve(openapi: dict, schema: dict) -> dict:
 
 async def test_catalog_routes_and_mcp_tools_are_one_set(server):
     catalog = httpx.get(f"{server.url}/tools", headers=server.auth()).json()["tools"]
-    openapi = httpx.get(f"{server.url}/openapi.json").json()
+    openapi = httpx.get(f"{server.url}/openapi.json", headers=server.auth()).json()
     routes = {p.removeprefix("/tools/"): v["post"] for p, v in openapi["paths"].items()
               if p.startswith("/tools/")}
     async with mcp_client(server) as client:
@@ -41,8 +41,8 @@ async def test_catalog_routes_and_mcp_tools_are_one_set(server):
 
 
 async def test_each_entity_has_its_own_plugin_set(server):
-    openapi = httpx.get(f"{server.url}/openapi.json").json()
     for entity in ("lyra", "nexus"):
+        openapi = httpx.get(f"{server.url}/openapi.json", headers=server.auth(entity)).json()
         catalog = {s["name"] for s in httpx.get(f"{server.url}/entities/{entity}/tools",
                                                 headers=server.auth(entity)).json()["tools"]}
         prefix = f"/entities/{entity}/tools/"
@@ -53,6 +53,15 @@ async def test_each_entity_has_its_own_plugin_set(server):
     assert "raw_search" not in routes  # nexus loads crystals only
 
 
+def test_openapi_and_docs_need_a_token_and_show_only_its_entity(server):
+    for path in ("/openapi.json", "/docs"):
+        assert httpx.get(f"{server.url}{path}").status_code == 401
+        assert httpx.get(f"{server.url}{path}", headers={"Authorization": "Bearer nope"}).status_code == 403
+    seen = httpx.get(f"{server.url}/openapi.json", headers=server.auth("nexus")).text
+    assert "/entities/nexus/tools/crystallize" in seen
+    assert "lyra" not in seen and "orion" not in seen
+
+
 def test_rest_call_json_in_json_out(server):
     saved = server.call("crystallize", {"content": "routes crystal"})
     assert saved.status_code == 200, saved.text
@@ -60,7 +69,7 @@ def test_rest_call_json_in_json_out(server):
     assert recall.status_code == 200
     assert "routes crystal" in recall.json()["text"]
     assert httpx.get(f"{server.url}/health").json() == {"ok": True, "entities": 3}
-    assert httpx.get(f"{server.url}/docs").status_code == 200
+    assert httpx.get(f"{server.url}/docs", headers=server.auth()).status_code == 200
 
 
 def test_bad_params_are_422_naming_the_parameter(server):
