@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -12,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from pps_core import PluginSettings
+from pps_core import PluginSettings, Unavailable
 
 from .schema import migrate
 
@@ -43,6 +44,7 @@ class Database:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"pps-sqlite-{path.parent.name}")
         self.conn: sqlite3.Connection | None = None
         self.version = 0
+        self._identity: tuple[int, int] | None = None
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -51,17 +53,42 @@ class Database:
         if new:
             self.path.chmod(0o600)
         self.version = migrate(self.conn)
+        st = os.stat(self.path)
+        self._identity = (st.st_dev, st.st_ino)
+
+    def check_file(self) -> None:
+        """Unavailable if the file opened is no longer the one at ``path`` (deleted, or replaced by a copy).
+
+        SQLite keeps writing into an unlinked file and acknowledges every turn, which is then gone at
+        restart; one stat before each statement (about a microsecond) turns that into a 503 and a failed
+        health line instead.
+        """
+        if self._identity is None:
+            return
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            raise Unavailable(f"the database file {self.path} was deleted while the server ran: nothing more is "
+                              "stored there; put it back or restart the server") from None
+        if (st.st_dev, st.st_ino) != self._identity:
+            raise Unavailable(f"the database file {self.path} was replaced while the server ran: restart the "
+                              "server to use the new file (nothing was written)")
+
+    def _checked(self, fn: Callable[..., T], *args: Any) -> T:
+        self.check_file()
+        return fn(*args)
 
     async def open(self) -> None:
-        await self.run(self._open)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._pool, self._open)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, fn, *args)
+        return await loop.run_in_executor(self._pool, self._checked, fn, *args)
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run synchronously on the worker thread (for sync callers such as benchmarks)."""
-        return self._pool.submit(fn, *args).result()
+        return self._pool.submit(self._checked, fn, *args).result()
 
     async def close(self) -> None:
         def _close():
@@ -74,7 +101,7 @@ class Database:
                 self.conn = None
 
         try:
-            await self.run(_close)
+            await asyncio.get_running_loop().run_in_executor(self._pool, _close)
         finally:
             self._pool.shutdown(wait=True)
 
