@@ -1,9 +1,7 @@
 """The fused raw_capture search: where plain BM25 fails, and how it degrades without an embedder."""
 
-import sqlite3
-
 import pytest
-from pps_sqlite import retrieval, turns
+from pps_sqlite import retrieval
 
 DISTRACTORS = [
     ("Caroline", "You're so kind, Melanie!"),
@@ -33,8 +31,7 @@ async def test_question_words_and_names_do_not_drown_the_answer(make_memory):
     m = await make_memory(plugins=["sqlite"])
     ids = await _store(m, NEUTRAL + DISTRACTORS + [EVIDENCE])
     question = "What kind of music does Melanie like?"
-    plain = await m.require_layer("raw_capture").db.run(turns.search, m.require_layer("raw_capture").db.conn,
-                                                         question, 10)
+    plain = await m.require_layer("raw_capture").backend.lexical_search(question, 10)
     assert plain[0]["id"] != ids[-1]  # plain BM25: "kind" and "Melanie" win
     found = await m.call("raw_search", {"query": question, "limit": 3})
     assert found["results"][0]["id"] == ids[-1]
@@ -93,25 +90,24 @@ async def test_without_an_embedder_search_is_lexical_and_never_errors(make_memor
 PARAPHRASE = ("Melanie", "We adopted a puppy from the shelter last weekend!")
 
 
-async def test_a_paraphrase_with_no_shared_word_is_found_by_the_vectors(make_memory, tmp_path):
+async def test_a_paraphrase_with_no_shared_word_is_found_by_the_vectors(make_memory, tmp_path, stored_vectors):
     pytest.importorskip("pps_embeddings")
     m = await make_memory(plugins=["sqlite", "embeddings"])
     ids = await _store(m, DISTRACTORS + [PARAPHRASE])
     question = "Did she get a new dog?"
     raw = m.require_layer("raw_capture")
     assert await raw.retriever.drain() == 0  # the background task embedded them right after capture
-    assert await raw.db.run(turns.search, raw.db.conn, question, 10) == []  # BM25 alone: nothing shared
+    assert await raw.backend.lexical_search(question, 10) == []  # BM25 alone: nothing shared
     found = await m.call("raw_search", {"query": question, "limit": 3})
     assert found["results"][0]["id"] == ids[-1]
     scores = found["results"][0]["metadata"]["scores"]
     assert scores["dense"] > 0.2 and scores["bm25"] == 0
     # vectors were stored at capture, one per turn, as float32
-    n, dim = await raw.db.run(lambda c: c.execute(
-        "SELECT COUNT(*), MAX(LENGTH(vector)) / 4 FROM message_vectors").fetchone(), raw.db.conn)
+    n, dim = await stored_vectors(m, "message_vectors")
     assert n == len(ids) and dim == 384
 
 
-async def test_turns_stored_without_an_embedder_are_backfilled(make_memory, tmp_path):
+async def test_turns_stored_without_an_embedder_are_backfilled(make_memory, tmp_path, stored_vectors):
     pytest.importorskip("pps_embeddings")
     home = tmp_path / "e"
     m = await make_memory(entity="e", home=home, plugins=["sqlite"])
@@ -122,11 +118,7 @@ async def test_turns_stored_without_an_embedder_are_backfilled(make_memory, tmp_
     await m.require_layer("raw_capture").retriever.drain()  # the search started the backfill; wait for it
     found = await m.call("raw_search", {"query": "Did she get a new dog?", "limit": 1})
     assert found["results"][0]["id"] == ids[-1]
-    con = sqlite3.connect(home / "pps.db")
-    try:
-        assert con.execute("SELECT COUNT(*) FROM message_vectors").fetchone()[0] == len(ids)
-    finally:
-        con.close()
+    assert (await stored_vectors(m, "message_vectors"))[0] == len(ids)
 
 
 async def test_recall_leaves_out_turns_that_are_no_match(make_memory):

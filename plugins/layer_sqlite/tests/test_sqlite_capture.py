@@ -55,6 +55,7 @@ async def test_a_turn_dated_before_year_1000_is_stored_and_sorts_first(make_memo
     assert [t["content"] for t in turns] == ["old", "now"]
 
 
+@pytest.mark.backends("sqlite")  # the file itself; PostgreSQL: plugins/layer_postgres/tests
 async def test_turns_written_by_plain_sql_are_searchable_and_normalised(make_memory):
     m = await make_memory(plugins=PLUGINS)
     path = m.home / "pps.db"
@@ -104,6 +105,7 @@ async def test_channel_filter(make_memory):
     assert [r["channel"] for r in found["results"]] == ["terminal"]
 
 
+@pytest.mark.backends("sqlite")  # the file itself; PostgreSQL: plugins/layer_postgres/tests
 async def test_schema_is_versioned_and_reopens(make_memory, pps_home):
     m = await make_memory("e", home=pps_home / "e", plugins=PLUGINS)
     await m.call("store_message", {"content": "persisted", "author_name": "A", "channel": "c"})
@@ -116,6 +118,7 @@ async def test_schema_is_versioned_and_reopens(make_memory, pps_home):
     assert (await again.call("raw_search", {"query": "persisted"}))["count"] == 1
 
 
+@pytest.mark.backends("sqlite")  # the file itself; PostgreSQL: plugins/layer_postgres/tests
 async def test_database_file_is_private(make_memory, pps_home):
     m = await make_memory(plugins=PLUGINS)
     assert (m.home / "pps.db").stat().st_mode & 0o777 == 0o600

@@ -1,7 +1,5 @@
 """search_summaries is hybrid when an embedder is loaded: a paraphrase with no shared word is found."""
 
-import sqlite3
-
 PLUGINS = ["sqlite", "embeddings"]
 
 
@@ -37,11 +35,9 @@ async def test_without_an_embedder_it_is_bm25(make_memory):
     assert (await m.call("search_summaries", {"query": "kitten"}))["count"] == 1
 
 
-async def test_vectors_are_stored_once(make_memory, pps_home):
+async def test_vectors_are_stored_once(make_memory, pps_home, stored_vectors):
     m = await make_memory(plugins=PLUGINS)
     await seed(m)
     await m.call("search_summaries", {"query": "kitten"})
     await m.call("search_summaries", {"query": "faucet"})
-    conn = sqlite3.connect(m.home / "pps.db")
-    assert conn.execute("SELECT COUNT(*) FROM summary_vectors").fetchone()[0] == 3
-    conn.close()
+    assert (await stored_vectors(m, "summary_vectors"))[0] == 3

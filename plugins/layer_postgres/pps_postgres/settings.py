@@ -1,0 +1,37 @@
+"""``[postgres]`` in pps.toml, ``PPS_POSTGRES_*`` in the environment."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field
+
+from pps_core import PluginSettings
+
+
+class PostgresSettings(PluginSettings, env_prefix="PPS_POSTGRES_"):
+    dsn: str = Field("", description="libpq connection string or URI, e.g. postgresql://pps@db.example/pps "
+                                     "(a password is better kept in PGPASSWORD or ~/.pgpass)")
+    schema_name: str = Field("", alias="schema", max_length=63,
+                             description="schema holding this entity's tables; default pps_<entity>")
+    pool_min: int = Field(1, ge=0, le=100, description="connections kept open")
+    pool_max: int = Field(8, ge=1, le=1000, description="connections at most, per PPS process")
+    connect_timeout_s: float = Field(10.0, gt=0, description="how long opening the pool waits for the server")
+
+
+def schema_for(settings: PostgresSettings, entity: str) -> str:
+    """The schema name: given, or ``pps_`` + the entity name folded to [a-z0-9_] (with a hash if folding changed it)."""
+    if settings.schema_name:
+        name = settings.schema_name
+    else:
+        folded = re.sub(r"[^a-z0-9_]", "_", entity.lower())
+        name = "pps_" + folded
+        if folded != entity:  # 'Lyra.x' and 'lyra_x' must not share tables
+            import hashlib
+
+            name += "_" + hashlib.sha1(entity.encode()).hexdigest()[:8]
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
+        from pps_core.errors import ConfigError
+
+        raise ConfigError(f"postgres.schema: {name!r} is not a plain identifier (letters, digits, _)")
+    return name

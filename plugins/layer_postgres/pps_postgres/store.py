@@ -1,0 +1,390 @@
+"""The TurnStore of pps_sqlite on PostgreSQL: psycopg 3 (async) with a connection pool.
+
+Every operation is one transaction. Exactly-once capture is the unique index on ``message_id``
+(``INSERT ... ON CONFLICT DO NOTHING``), so it holds across any number of PPS servers. Read cursors stay
+exact across servers: a writer holds a shared advisory lock while it inserts, and a poll takes it
+exclusively before it reads the newest id, so no turn below that id can still be uncommitted.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from pps_sqlite.store import context_plan
+from psycopg import AsyncConnection, sql
+from psycopg.rows import dict_row
+
+from pps_core.errors import Conflict, InvalidParams, NotFound, Unavailable
+from pps_core.textsearch import content_terms
+from pps_core.timeutil import from_storage, to_storage
+
+from .schema import migrate
+from .settings import PostgresSettings, schema_for
+from .textsearch import bm25
+
+COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
+SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
+                   "summary_type, created_at")
+#: The advisory lock writers share and a poll takes exclusively (per schema: hashtext of this and the schema).
+CAPTURE_LOCK = "pps-capture:"
+
+
+def ts(value: datetime | None) -> str | None:
+    return None if value is None else to_storage(value)
+
+
+def _loads(value: str | None) -> Any:
+    if not value:
+        return {}
+    try:
+        return json.loads(value)
+    except ValueError:
+        return {}
+
+
+def row_to_turn(r: dict[str, Any]) -> dict[str, Any]:
+    return {"id": r["id"], "message_id": r["message_id"], "content": r["content"], "author_name": r["author_name"],
+            "channel": r["channel"], "session_id": r["session_id"], "created_at": ts(r["created_at"]),
+            "metadata": _loads(r["metadata"]), "summary_id": r["summary_id"]}
+
+
+def row_to_summary(r: dict[str, Any]) -> dict[str, Any]:
+    return {"id": r["id"], "summary_text": r["summary_text"], "start_id": r["start_id"], "end_id": r["end_id"],
+            "message_count": r["message_count"], "channels": json.loads(r["channels"] or "[]"),
+            "time_span_start": ts(r["time_span_start"]), "time_span_end": ts(r["time_span_end"]),
+            "summary_type": r["summary_type"], "created_at": ts(r["created_at"])}
+
+
+class PostgresStore:
+    """:class:`pps_sqlite.store.TurnStore` on PostgreSQL."""
+
+    def __init__(self, memory) -> None:
+        from .retrieval import PgRetriever, PgSummaryIndex
+
+        self.memory = memory
+        self.settings = memory.settings.plugin_settings(PostgresSettings, "postgres")
+        self.schema = schema_for(self.settings, memory.settings.entity)
+        self.pool = None
+        self.lock_key = CAPTURE_LOCK + self.schema
+        self.retriever = PgRetriever(memory, self)
+        self.index = PgSummaryIndex(memory, self)
+
+    @property
+    def detail(self) -> str:
+        from psycopg.conninfo import conninfo_to_dict
+
+        try:
+            info = conninfo_to_dict(self.settings.dsn)
+        except Exception:
+            info = {}
+        where = f"{info.get('host', 'localhost')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+        return f"postgresql {where} schema {self.schema}"
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        from psycopg_pool import AsyncConnectionPool
+
+        if not self.settings.dsn:
+            from pps_core.errors import ConfigError
+
+            raise ConfigError("postgres.dsn is not set (a libpq URI, e.g. postgresql://pps@db.example/pps)")
+        schema = self.schema
+
+        async def configure(conn: AsyncConnection) -> None:
+            await conn.set_autocommit(True)
+            await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
+            await conn.execute("SET TIME ZONE 'UTC'")
+
+        self.pool = AsyncConnectionPool(self.settings.dsn, min_size=self.settings.pool_min,
+                                        max_size=self.settings.pool_max, open=False, configure=configure,
+                                        timeout=self.settings.connect_timeout_s, kwargs={"row_factory": dict_row})
+        await self.pool.open(wait=True, timeout=self.settings.connect_timeout_s)
+        async with self.pool.connection() as conn:
+            await migrate(conn, schema)
+            await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
+
+    async def close(self) -> None:
+        await self.retriever.close()
+        if self.pool is not None:
+            await self.pool.close()
+            self.pool = None
+
+    def connection(self):
+        if self.pool is None:
+            raise Unavailable("postgres store is not open")
+        return self.pool.connection()
+
+    async def fetch(self, query, args=()) -> list[dict[str, Any]]:
+        async with self.connection() as conn:
+            return await (await conn.execute(query, args)).fetchall()
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    async def store(self, batch):
+        acks: list[dict[str, Any]] = []
+        new: list[dict[str, Any]] = []
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", (self.lock_key,))
+            for t in batch:
+                meta = t.get("metadata") or {}
+                if t.get("message_id") is not None:  # a repeat: looked up first, so it costs no id
+                    row = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = %s",
+                                                    (t["message_id"],))).fetchone()
+                    if row is not None:
+                        turn = row_to_turn(row)
+                        acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+                        continue
+                row = await (await conn.execute(
+                    "INSERT INTO messages (message_id, content, author_name, channel, session_id, created_at, "
+                    "metadata) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (message_id) DO NOTHING "
+                    f"RETURNING {COLUMNS}",
+                    (t.get("message_id"), t["content"], t["author_name"], t["channel"], t.get("session_id"),
+                     from_storage(t["created_at"]), json.dumps(meta, ensure_ascii=False)))).fetchone()
+                if row is None:  # stored meanwhile by another server: answer as the first did
+                    row = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = %s",
+                                                    (t["message_id"],))).fetchone()
+                    turn = row_to_turn(row)
+                else:
+                    turn = row_to_turn(row)
+                    new.append(turn)
+                acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+        return acks, new
+
+    async def lexical_search(self, query, limit, offset=0, channel=None):
+        async with self.connection() as conn:
+            scores = await bm25(conn, "messages", content_terms(query), limit + offset, channel)
+            ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[offset:offset + limit]
+            found = {t["id"]: t for t in await self._by_ids(conn, [i for i, _s in ranked])}
+        return [{**found[i], "score": round(s, 6)} for i, s in ranked if i in found]
+
+    async def _by_ids(self, conn, ids: list[int]) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        rows = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id = ANY(%s)", (ids,))).fetchall()
+        by = {r["id"]: row_to_turn(r) for r in rows}
+        return [by[i] for i in ids if i in by]
+
+    async def newest(self, limit):
+        rows = await self.fetch(f"SELECT {COLUMNS} FROM messages ORDER BY id DESC LIMIT %s", (limit,))
+        return [row_to_turn(r) for r in reversed(rows)]
+
+    async def counts(self):
+        r = (await self.fetch(
+            "SELECT count(*) AS total, count(*) FILTER (WHERE summary_id IS NULL) AS unsummarized, "
+            "count(*) FILTER (WHERE ingested_at IS NULL) AS uningested FROM messages"))[0]
+        return {"total": r["total"], "unsummarized": r["unsummarized"], "uningested": r["uningested"]}
+
+    async def _unsummarized(self, conn, limit, offset=0, *, oldest_first=False, channel=None):
+        where = "summary_id IS NULL" + (" AND channel = %s" if channel else "")
+        args: list[Any] = [channel] if channel else []
+        order = "ASC" if oldest_first else "DESC"
+        rows = await (await conn.execute(
+            f"SELECT {COLUMNS} FROM messages WHERE {where} ORDER BY id {order} LIMIT %s OFFSET %s",
+            [*args, limit, offset])).fetchall()
+        out = [row_to_turn(r) for r in rows]
+        if not oldest_first:
+            out.reverse()
+        return out
+
+    async def _unsummarized_count(self, conn, channel=None) -> int:
+        if channel:
+            cur = await conn.execute("SELECT count(*) AS n FROM messages WHERE summary_id IS NULL AND channel = %s",
+                                     (channel,))
+        else:
+            cur = await conn.execute("SELECT count(*) AS n FROM messages WHERE summary_id IS NULL")
+        return (await cur.fetchone())["n"]
+
+    async def unsummarized_page(self, limit, offset=0, *, oldest_first=False, channel=None):
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            total = await self._unsummarized_count(conn, channel)
+            page = await self._unsummarized(conn, limit, offset, oldest_first=oldest_first, channel=channel)
+        return total, page
+
+    async def since(self, ts_, limit, include_summaries):
+        at = from_storage(ts_)
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            rows = await (await conn.execute(
+                f"SELECT {COLUMNS} FROM messages WHERE created_at >= %s ORDER BY created_at, id LIMIT %s",
+                (at, limit + 1))).fetchall()
+            sums = []
+            if include_summaries:
+                sums = await (await conn.execute(
+                    f"SELECT {SUMMARY_COLUMNS} FROM message_summaries WHERE time_span_end >= %s "
+                    "ORDER BY time_span_start, id", (at,))).fetchall()
+        return [row_to_turn(r) for r in rows[:limit]], len(rows) > limit, [row_to_summary(s) for s in sums]
+
+    async def around(self, ts_, before, after):
+        at = from_storage(ts_)
+        total = before + after
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            b = await (await conn.execute(
+                f"SELECT {COLUMNS} FROM messages WHERE created_at < %s ORDER BY created_at DESC, id DESC LIMIT %s",
+                (at, total))).fetchall()
+            a = await (await conn.execute(
+                f"SELECT {COLUMNS} FROM messages WHERE created_at >= %s ORDER BY created_at, id LIMIT %s",
+                (at, total))).fetchall()
+        if len(b) < before:
+            after += before - len(b)
+        if len(a) < after:
+            before += after - len(a)
+        b, a = b[:before], a[:after]
+        return [row_to_turn(r) for r in reversed(b)], [row_to_turn(r) for r in a]
+
+    async def context(self, wanted, per_summary):
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            count = await self._unsummarized_count(conn)
+            n_raw, n_sums = context_plan(count, wanted, per_summary)
+            raw = await self._unsummarized(conn, n_raw) if n_raw != 0 else []
+            sums = await self._recent_summaries(conn, n_sums) if n_sums else []
+        return count, sums[::-1], raw
+
+    async def poll(self, consumer, channel, limit, *, newest_first_preview=False):
+        async with self.connection() as conn, conn.transaction():
+            # every capture in flight commits before the newest id is read: no smaller id can appear later
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.lock_key,))
+            row = await (await conn.execute("SELECT last_id FROM read_cursors WHERE consumer_key = %s FOR UPDATE",
+                                            (consumer,))).fetchone()
+            top = (await (await conn.execute("SELECT COALESCE(max(id), 0) AS top FROM messages")).fetchone())["top"]
+            if row is None:
+                created = await conn.execute(
+                    "INSERT INTO read_cursors (consumer_key, last_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                    (consumer, top))
+                if created.rowcount != 1:
+                    raise Conflict(f"consumer {consumer!r} was read concurrently; poll again")
+                return {"consumer_key": consumer, "new_consumer": True, "unread_total": 0, "turns": [],
+                        "remaining": 0, "cursor": top}
+            last = row["last_id"]
+            other = "channel <> %s" if channel else "true"
+            args: list[Any] = [channel] if channel else []
+            total = (await (await conn.execute(
+                f"SELECT count(*) AS n FROM messages WHERE id > %s AND id <= %s AND {other}",
+                [last, top, *args])).fetchone())["n"]
+            oldest = None
+            if newest_first_preview:
+                rows = (await (await conn.execute(
+                    f"SELECT {COLUMNS} FROM messages WHERE id > %s AND id <= %s AND {other} ORDER BY id DESC LIMIT %s",
+                    [last, top, *args, limit])).fetchall())[::-1]
+                if total > len(rows):
+                    oldest = ts((await (await conn.execute(
+                        f"SELECT min(created_at) AS m FROM messages WHERE id > %s AND id <= %s AND {other}",
+                        [last, top, *args])).fetchone())["m"])
+                cursor = top
+            else:
+                rows = await (await conn.execute(
+                    f"SELECT {COLUMNS} FROM messages WHERE id > %s AND id <= %s AND {other} ORDER BY id LIMIT %s",
+                    [last, top, *args, limit])).fetchall()
+                cursor = top if len(rows) >= total else rows[-1]["id"]
+            await conn.execute("UPDATE read_cursors SET last_id = %s, updated_at = now() WHERE consumer_key = %s",
+                               (cursor, consumer))
+            found = [row_to_turn(r) for r in rows]
+        return {"consumer_key": consumer, "new_consumer": False, "unread_total": total, "turns": found,
+                "remaining": total - len(found) if not newest_first_preview else 0, "cursor": cursor,
+                "oldest_unread_at": oldest}
+
+    async def pending_ingestion(self, limit):
+        rows = await self.fetch(f"SELECT {COLUMNS} FROM messages WHERE ingested_at IS NULL ORDER BY id LIMIT %s",
+                                (limit,))
+        return [row_to_turn(r) for r in rows]
+
+    async def mark_ingested(self, ids):
+        if not ids:
+            return 0
+        async with self.connection() as conn:
+            cur = await conn.execute("UPDATE messages SET ingested_at = now() WHERE ingested_at IS NULL "
+                                     "AND id = ANY(%s)", (list(ids),))
+            return cur.rowcount
+
+    # -- summaries ------------------------------------------------------------------------------
+
+    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):
+        async with self.connection() as conn, conn.transaction():
+            if message_ids:
+                ids = sorted(set(message_ids))
+                rows = await (await conn.execute(
+                    "SELECT id, channel, created_at, summary_id FROM messages WHERE id = ANY(%s) ORDER BY id",
+                    (ids,))).fetchall()
+                found = {r["id"] for r in rows}
+                missing = [i for i in ids if i not in found]
+                if missing:
+                    raise NotFound(f"store_summary: message_ids not found: {missing[:10]}", param="message_ids")
+            else:
+                if start_id is None or end_id is None:
+                    raise InvalidParams("store_summary: give message_ids, or both start_id and end_id",
+                                        param="start_id")
+                if start_id > end_id:
+                    raise InvalidParams(f"store_summary: reversed range: start_id {start_id} > end_id {end_id}",
+                                        param="start_id")
+                rows = await (await conn.execute(
+                    "SELECT id, channel, created_at, summary_id FROM messages WHERE id BETWEEN %s AND %s ORDER BY id",
+                    (start_id, end_id))).fetchall()
+                if not rows:
+                    raise NotFound(f"store_summary: no turns with ids {start_id}..{end_id}", param="start_id")
+            done = [r["id"] for r in rows if r["summary_id"] is not None]
+            if done:
+                raise Conflict(f"store_summary: turns already summarized: {done[:10]}"
+                               f"{' ...' if len(done) > 10 else ''}; nothing was stored", param="start_id")
+            ids = [r["id"] for r in rows]
+            times = sorted(r["created_at"] for r in rows)
+            chans = channels or sorted({r["channel"] for r in rows})
+            row = await (await conn.execute(
+                "INSERT INTO message_summaries (summary_text, start_id, end_id, message_count, channels, "
+                "time_span_start, time_span_end, summary_type) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
+                f"RETURNING {SUMMARY_COLUMNS}",
+                (text, min(ids), max(ids), len(ids), json.dumps(chans), times[0], times[-1], summary_type))).fetchone()
+            marked = await conn.execute("UPDATE messages SET summary_id = %s WHERE summary_id IS NULL AND id = ANY(%s)",
+                                        (row["id"], ids))
+            if marked.rowcount != len(ids):  # another server got there first: the transaction rolls back
+                raise Conflict("store_summary: some turns were summarized concurrently; nothing was stored")
+        return row_to_summary(row)
+
+    async def _recent_summaries(self, conn, limit, offset=0):
+        rows = await (await conn.execute(
+            f"SELECT {SUMMARY_COLUMNS} FROM message_summaries ORDER BY id DESC LIMIT %s OFFSET %s",
+            (limit, offset))).fetchall()
+        return [row_to_summary(r) for r in rows]
+
+    async def recent_summaries(self, limit, offset=0):
+        async with self.connection() as conn:
+            return await self._recent_summaries(conn, limit, offset)
+
+    async def summaries_by_ids(self, ids: list[int]) -> list[dict[str, Any]]:
+        rows = await self.fetch(f"SELECT {SUMMARY_COLUMNS} FROM message_summaries WHERE id = ANY(%s)", (list(ids),))
+        return [row_to_summary(r) for r in rows]
+
+    async def search_summaries(self, query, limit, offset=0):
+        return await self.index.search(query, limit, offset)
+
+    async def summary_stats(self):
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            r = await (await conn.execute(
+                "SELECT (SELECT count(*) FROM messages) AS total, "
+                "(SELECT count(*) FROM messages WHERE summary_id IS NULL) AS unsummarized, "
+                "(SELECT count(*) FROM message_summaries) AS summaries, "
+                "(SELECT min(created_at) FROM messages WHERE summary_id IS NULL) AS oldest_unsummarized, "
+                "(SELECT max(created_at) FROM message_summaries) AS newest_summary")).fetchone()
+            by = await (await conn.execute(
+                "SELECT channel, count(*) AS n FROM messages WHERE summary_id IS NULL GROUP BY channel "
+                "ORDER BY 2 DESC, 1")).fetchall()
+        return {"total_messages": r["total"], "unsummarized_count": r["unsummarized"],
+                "summarized_count": r["total"] - r["unsummarized"], "summary_count": r["summaries"],
+                "oldest_unsummarized_at": ts(r["oldest_unsummarized"]), "newest_summary_at": ts(r["newest_summary"]),
+                "unsummarized_by_channel": {x["channel"]: x["n"] for x in by}}
+
+    async def summary_count(self):
+        return (await self.fetch("SELECT count(*) AS n FROM message_summaries"))[0]["n"]
+
+    # -- derived indexes ------------------------------------------------------------------------
+
+    async def reindex_turns(self, progress, full):
+        return await self.retriever.reindex(progress, full)
+
+    async def reindex_summaries(self, progress, full):
+        return await self.index.reindex(progress, full)

@@ -1,0 +1,58 @@
+"""Test fixtures: a real PostgreSQL (with pgvector) from the ``pgserver`` package, in a temp dir, per session.
+
+``pg_dsn`` is the server's URI; ``postgres_section`` gives each test its own schema (dropped after), so tests
+never see each other's rows. Import them into a conftest: ``from pps_postgres.testing import *``.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+
+import pytest
+
+__all__ = ["pg_dsn", "postgres_section"]
+
+
+@pytest.fixture(scope="session")
+def pg_dsn():
+    """A PostgreSQL server of its own (unix socket in a temp dir), stopped and deleted at the end.
+
+    The data dir is not under pytest's tmp_path: as root, pgserver runs the server as an unprivileged user,
+    which cannot enter pytest's private (0700) base directory.
+    """
+    import tempfile
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about a missing XDG_RUNTIME_DIR
+        import pgserver
+
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="pps-pgdata-"), cleanup_mode="delete")
+    try:
+        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
+        yield server.get_uri()
+    finally:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server.cleanup()
+
+
+@pytest.fixture
+def postgres_section(pg_dsn):
+    """``section(entity)``: a ``[postgres]`` settings table with a schema of this test's own per entity."""
+    import psycopg
+
+    test = uuid.uuid4().hex[:10]
+    made: list[str] = []
+
+    def section(entity: str = "testentity") -> dict:
+        schema = f"t{test}_{''.join(c if c.isalnum() else '_' for c in entity.lower())}"[:63]
+        if schema not in made:
+            made.append(schema)
+        return {"dsn": pg_dsn, "schema": schema, "pool_min": 1, "pool_max": 4}
+
+    yield section
+    if made:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            for schema in made:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
