@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pps_core.testing.loadgen import audit, report, run_load
+from pps_sqlite.loadgen import audit, report, run_load
 from pps_core.testing.server import init_entity, start_server
 
 

@@ -1,17 +1,53 @@
-"""PPS core: hook specifications, plugin loading, settings, the operation catalog and ambient recall."""
+"""PPS core: the kernel every plugin builds on. Everything a plugin needs is importable from here.
 
+Hooks: :mod:`pps_core.hookspecs` (implement them with ``@pps_core.hookimpl``). Layers: subclass
+:class:`Layer`; what one layer offers another: :mod:`pps_core.contracts`. Operations: :class:`Operation`
+with a :class:`Params` model. Runtime helpers (atomic files, time, text search) are re-exported below.
+"""
+
+from .atomic import atomic_create, atomic_write
 from .catalog import Operation
-from .errors import Conflict, InvalidParams, NotFound, PPSError, Unavailable
+from .contracts import Ingester, IngestionQueue, SummarizableStore, SummaryBatch, SummaryReceipt, UnreadSource
+from .embedding import Embedder
+from .errors import (
+    ConfigError,
+    Conflict,
+    Forbidden,
+    InvalidParams,
+    NotFound,
+    PPSError,
+    StorageError,
+    TooLarge,
+    Unauthorized,
+    Unavailable,
+    UnknownOperation,
+)
+from .events import Events
 from .hookspecs import hookimpl
-from .layer import Layer
+from .layer import FailedLayer, Layer
 from .memory import Memory
-from .models import LayerHealth, Message, SearchResult, StartupItems, Summary
+from .models import (
+    LayerHealth,
+    LayerStatus,
+    Message,
+    Pointer,
+    SearchResult,
+    SectionConfig,
+    StartupItems,
+    Summary,
+)
+from .params import NoParams, Params, Text
+from .ranking import Ranker
 from .settings import EntitySettings, PluginSettings, load_settings
+from .transport import Transport
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Conflict", "EntitySettings", "InvalidParams", "Layer", "LayerHealth", "Memory", "Message", "NotFound",
-    "Operation", "PPSError", "PluginSettings", "SearchResult", "StartupItems", "Summary", "Unavailable",
-    "hookimpl", "load_settings",
+    "ConfigError", "Conflict", "Embedder", "EntitySettings", "Events", "FailedLayer", "Forbidden", "Ingester",
+    "IngestionQueue", "InvalidParams", "Layer", "LayerHealth", "LayerStatus", "Memory", "Message", "NoParams",
+    "NotFound", "Operation", "PPSError", "Params", "PluginSettings", "Pointer", "Ranker", "SearchResult",
+    "SectionConfig", "StartupItems", "StorageError", "SummarizableStore", "Summary", "SummaryBatch",
+    "SummaryReceipt", "Text", "TooLarge", "Transport", "Unauthorized", "Unavailable", "UnknownOperation",
+    "UnreadSource", "atomic_create", "atomic_write", "hookimpl", "load_settings",
 ]

@@ -46,10 +46,12 @@ def _plugin_commands(registry: CommandRegistry) -> None:
     import pluggy
 
     from . import hookspecs
-    from .plugins import load_installed
+    from .plugins import load_installed, register_builtins
 
     pm = pluggy.PluginManager("pps")
     pm.add_hookspecs(hookspecs)
+    pm.hook.pps_addhooks.call_historic(kwargs={"pluginmanager": pm})
+    register_builtins(pm)
     for name, error in load_installed(pm):
         print(f"pps: warning: plugin {name!r} could not be imported: {error}", file=sys.stderr)
     pm.hook.pps_register_commands(cli=registry)
@@ -87,22 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--text", action="store_true", help="print the 'text' field only (ambient_recall)")
     p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
 
-    p = sub.add_parser("upkeep", help="summarize old turns with the configured LLM until under target")
-    _entity_args(p)
-    p.add_argument("--target", type=int, help="stop at this many unsummarized turns")
-    p.add_argument("--batch-size", type=int, help="turns per summary")
-    p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
-
     p = sub.add_parser("serve", help="serve the entity over a transport plugin (mcp, http)")
     p.add_argument("transport", help="transport name, e.g. mcp or http")
     _entity_args(p)
     p.add_argument("args", nargs=argparse.REMAINDER, help="transport options (see pps serve <name> --help)")
-    from .backup import add_parsers as add_backup_parsers  # backup, restore
-
-    add_backup_parsers(sub, _entity_args)
-    from .reindex import add_parsers as add_reindex_parsers  # reindex
-
-    add_reindex_parsers(sub, _entity_args)
     handlers: dict[str, Any] = dict(COMMANDS)
     _plugin_commands(CommandRegistry(sub, handlers))
     parser.set_defaults(_pps_handlers=handlers)
@@ -210,22 +200,9 @@ def cmd_token(args) -> int:
 
 
 def _run_call(args, operation: str, params: dict[str, Any]) -> Any:
-    forwarded = None
-    if not getattr(args, "local", False):
-        try:
-            from .forward import try_forward
-        except ImportError:  # pragma: no cover - forward is part of core
-            try_forward = None
-        if try_forward is not None:
-            forwarded = try_forward(_settings(args), operation, params)
-    if forwarded is not None:
-        return forwarded
+    from .client import run_call
 
-    async def go():
-        async with _memory(args) as memory:
-            return await memory.call(operation, params)
-
-    return asyncio.run(go())
+    return run_call(args, operation, params)
 
 
 def cmd_call(args) -> int:
@@ -247,12 +224,6 @@ def cmd_health(args) -> int:
     result = _run_call(args, "pps_health", {})
     print(json.dumps(result, indent=2))
     return 0 if result.get("ok") else 1
-
-
-def cmd_upkeep(args) -> int:
-    params = {k: v for k, v in {"target": args.target, "batch_size": args.batch_size}.items() if v is not None}
-    print(json.dumps(_run_call(args, "pps_upkeep", params), indent=2))
-    return 0
 
 
 def cmd_operations(args) -> int:
@@ -298,16 +269,9 @@ COMMANDS = {
     "health": cmd_health,
     "token": cmd_token,
     "operations": cmd_operations,
-    "upkeep": cmd_upkeep,
     "call": cmd_call,
     "serve": cmd_serve,
 }
-from .backup import COMMANDS as _BACKUP  # noqa: E402
-
-COMMANDS.update(_BACKUP)
-from .reindex import COMMANDS as _REINDEX  # noqa: E402
-
-COMMANDS.update(_REINDEX)
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -68,3 +68,22 @@ class EntityClient:
         if self._loop is not None:
             self._loop.close()
             self._loop = None
+
+
+def run_call(args: Any, operation: str, params: dict[str, Any]) -> Any:
+    """One operation for a ``pps`` command (``args.entity``/``args.home``/``args.local``): forwarded to the
+    entity's running server unless ``--local``, else run on stores opened here for the call."""
+    from .memory import Memory
+    from .settings import load_settings
+
+    settings = load_settings(args.entity, args.home, must_exist=True)
+    if not getattr(args, "local", False):
+        forwarded = try_forward(settings, operation, params)
+        if forwarded is not None:
+            return forwarded
+
+    async def go() -> Any:
+        async with Memory(settings) as memory:
+            return await memory.call(operation, params)
+
+    return asyncio.run(go())

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .models import LayerHealth, SearchResult, StartupItems
+from .models import LayerHealth, Pointer, SearchResult, SectionConfig, StartupItems
 
 
 class Layer(abc.ABC):
     """A memory layer: a store that can be searched and asked for its newest items.
 
-    Subclasses set ``name`` (unique per entity, e.g. ``raw_capture``) and implement the async
+    Subclasses set ``name`` (unique per entity, e.g. ``notes``) and implement the async
     methods. The core calls them concurrently with a per-layer timeout, so a slow or broken
     layer never fails a cross-layer call; raise freely, the caller reports it.
     """
@@ -24,6 +24,11 @@ class Layer(abc.ABC):
     title: str = ""
     #: Results scoring below this are left out of ambient recall (semantic layers: a similarity floor).
     min_recall_score: float | None = None
+    #: What this layer's ``uningested`` backlog feeds, as the startup health line names it (e.g. "graphiti").
+    backlog_target: str | None = None
+    #: Home-relative paths this layer derives from its source of truth (an index): backups skip them and
+    #: :meth:`reindex` rebuilds them after a restore.
+    derived_paths: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self._latencies: list[float] = []
@@ -45,6 +50,21 @@ class Layer(abc.ABC):
     async def startup(self, count: int | None) -> StartupItems:
         """Items for this layer's startup section (``count`` None = all). Defaults to ``recent``."""
         return StartupItems(items=await self.recent(count if count is not None else 1_000_000))
+
+    def default_sections(self) -> list[SectionConfig]:
+        """The startup sections this layer contributes when ``[startup] sections`` does not replace them.
+
+        Sections of every loaded layer are ordered by ``position`` (lower first). Default: none.
+        """
+        return []
+
+    def left_out_call(self, section: SectionConfig, shown: int, total: int) -> Pointer | None:
+        """The exact call that fetches what a budget left out of one of this layer's startup sections.
+
+        ``shown`` of ``total`` items made it into the package. None (the default) lets recall point at the
+        whole startup package instead.
+        """
+        return None
 
     def relevant(self, result: SearchResult) -> bool:
         """Whether a search result is a real match, worth showing in ambient recall.
@@ -79,6 +99,13 @@ class Layer(abc.ABC):
         """
         return None
 
+    async def after_restore(self, manifest: dict[str, Any]) -> None:  # noqa: B027 - optional
+        """Called once, open, after ``pps restore`` put this layer's files in a new home.
+
+        ``manifest`` is the archive's (its ``entity`` is the name it was backed up under): a store keyed
+        by the entity's name (a graph partition on a shared server) moves its data under the new name.
+        """
+
     # -- latency bookkeeping shared by every layer --------------------------------------------
 
     def record_latency(self, started: float) -> None:
@@ -91,3 +118,19 @@ class Layer(abc.ABC):
             return None
         ordered = sorted(self._latencies)
         return round(ordered[len(ordered) // 2], 2)
+
+
+class FailedLayer(Layer):
+    """Stands in for a layer whose backend could not open: reported unavailable, never fatal."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__()
+        self.name = name
+        self.title = name
+        self.reason = reason
+
+    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+        raise RuntimeError(f"layer {self.name} is unavailable: {self.reason}")
+
+    async def health(self) -> LayerHealth:
+        return LayerHealth(layer=self.name, available=False, detail=self.reason)

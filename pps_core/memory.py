@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import contextvars
 import logging
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from .catalog import Catalog, Operation, to_jsonable
 from .embedding import Embedder
-from .errors import ConfigError, PPSError, UnknownOperation, storage_error
-from .layer import Layer
+from .errors import ConfigError, PPSError, Unavailable, UnknownOperation, storage_error
+from .events import Events
+from .layer import FailedLayer, Layer
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
 from .plugins import build_plugin_manager
@@ -19,22 +24,54 @@ from .ranking import Ranker
 from .settings import EntitySettings, load_settings
 
 log = logging.getLogger("pps")
+T = TypeVar("T")
+_IN_WRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_in_write", default=False)
 
 
-class FailedLayer(Layer):
-    """Stands in for a layer whose backend could not open: reported unavailable, never fatal."""
+class WriteGate:
+    """Writes through the catalog share the gate; ``paused()`` waits for them to finish and holds new ones."""
 
-    def __init__(self, name: str, reason: str) -> None:
-        super().__init__()
-        self.name = name
-        self.title = name
-        self.reason = reason
+    def __init__(self) -> None:
+        self._writers = 0
+        self._paused = False
+        self._cond: asyncio.Condition | None = None
 
-    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        raise RuntimeError(f"layer {self.name} is unavailable: {self.reason}")
+    def _condition(self) -> asyncio.Condition:
+        if self._cond is None:
+            self._cond = asyncio.Condition()
+        return self._cond
 
-    async def health(self) -> LayerHealth:
-        return LayerHealth(layer=self.name, available=False, detail=self.reason)
+    @contextlib.asynccontextmanager
+    async def write(self) -> AsyncIterator[None]:
+        if _IN_WRITE.get():  # an operation calling another: already inside
+            yield
+            return
+        cond = self._condition()
+        async with cond:
+            await cond.wait_for(lambda: not self._paused)
+            self._writers += 1
+        token = _IN_WRITE.set(True)
+        try:
+            yield
+        finally:
+            _IN_WRITE.reset(token)
+            async with cond:
+                self._writers -= 1
+                cond.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def paused(self) -> AsyncIterator[None]:
+        cond = self._condition()
+        async with cond:
+            await cond.wait_for(lambda: not self._paused)
+            self._paused = True
+            await cond.wait_for(lambda: self._writers == 0)
+        try:
+            yield
+        finally:
+            async with cond:
+                self._paused = False
+                cond.notify_all()
 
 
 class Memory:
@@ -59,6 +96,9 @@ class Memory:
         self._embedder: Embedder | None = None
         self._embedder_loaded = False
         self.opened = False
+        #: Typed event helpers: ``memory.events.message_stored(message)``.
+        self.events = Events(self, lambda: self.pm)
+        self._gate = WriteGate()
 
     @classmethod
     def for_entity(cls, entity: str | None = None, home: str | Path | None = None, **kwargs: Any) -> Memory:
@@ -81,9 +121,7 @@ class Memory:
             self.pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
             await self._open_layers()
             self._collect_rankers()
-            from .operations import core_operations
-
-            ops = core_operations()
+            ops: list[Operation] = []
             for batch in self.pm.hook.pps_operations(memory=self):
                 ops.extend(batch or [])
             try:
@@ -95,7 +133,7 @@ class Memory:
             self.lock.release()
             raise
         self.opened = True
-        self.notify("pps_memory_opened")
+        self.events.memory_opened()
         return self
 
     async def _open_layers(self) -> None:
@@ -130,7 +168,7 @@ class Memory:
 
     async def close(self) -> None:
         if self.opened:
-            self.notify("pps_memory_closing")
+            self.events.memory_closing()
         await self._close_layers()
         self.lock.release()
         self.opened = False
@@ -165,7 +203,11 @@ class Memory:
         started = time.perf_counter()
         ok = False
         try:
-            result = to_jsonable(await op.handler(self, validated))
+            if op.read_only:
+                result = to_jsonable(await op.handler(self, validated))
+            else:
+                async with self._gate.write():
+                    result = to_jsonable(await op.handler(self, validated))
             ok = True
             return result
         except PPSError:
@@ -176,17 +218,25 @@ class Memory:
                 raise
             raise mapped from exc
         finally:
-            self.notify("pps_operation_called", name=name, params=validated.model_dump(mode="json"),
-                        ok=ok, ms=(time.perf_counter() - started) * 1000)
+            self.events.operation_called(name=name, params=validated.model_dump(mode="json"), ok=ok,
+                                         ms=(time.perf_counter() - started) * 1000)
+
+    def writes_paused(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Hold every write through the catalog (in this process) until the block ends: a consistent moment
+        for a backup. Writes in flight finish first; new ones wait."""
+        return self._gate.paused()
 
     def layer(self, name: str) -> Layer | None:
         return self.layers.get(name)
 
+    def find(self, contract: type[T]) -> list[T]:
+        """The open layers that fill a contract (a Protocol of :mod:`pps_core.contracts`), in plugin order."""
+        return [layer for layer in self.layers.values()  # type: ignore[misc]
+                if not isinstance(layer, FailedLayer) and isinstance(layer, contract)]
+
     def require_layer(self, name: str) -> Layer:
         layer = self.layers.get(name)
         if layer is None:
-            from .errors import Unavailable
-
             raise Unavailable(f"layer {name!r} is not loaded for entity {self.settings.entity!r}")
         return layer
 
@@ -203,8 +253,6 @@ class Memory:
         return results[:limit]
 
     async def health(self) -> dict[str, LayerHealth]:
-        import asyncio
-
         async def one(layer: Layer) -> LayerHealth:
             try:
                 h = await asyncio.wait_for(layer.health(), self.settings.recall.layer_timeout_s)
@@ -223,14 +271,3 @@ class Memory:
             self._embedder = self.pm.hook.pps_embedder(memory=self)
             self._embedder_loaded = True
         return self._embedder
-
-    def notify(self, hook: str, **kwargs: Any) -> None:
-        """Fire an event hook; a failing listener is logged, never propagated."""
-        if self.pm is None:
-            return
-        try:
-            getattr(self.pm.hook, hook)(memory=self, **kwargs)
-        except PPSError:
-            raise
-        except Exception as exc:
-            log.warning("a plugin failed in %s: %s", hook, exc)

@@ -62,13 +62,40 @@ class LayerHealth(BaseModel):
     latency_ms: float | None = None
 
 
+class Pointer(BaseModel):
+    """The exact call that fetches something: ``{"operation": ..., "params": {...}}``."""
+
+    operation: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
 class StartupItems(BaseModel):
     """What a layer hands the startup package for one section."""
 
     items: list[SearchResult] = Field(default_factory=list)
     total: int | None = Field(None, description="how many exist in all, when more exist than were returned")
-    more: dict[str, Any] | None = Field(
-        None, description="the call that fetches what is not shown: {'operation': ..., 'params': {...}}")
+    more: Pointer | None = Field(None, description="the call that fetches every item of this section")
+    older: Pointer | None = Field(
+        None, description="the way back to items the caller will not be shown again (a moved read cursor)")
+
+
+class SectionConfig(BaseModel):
+    """One section of the startup package, filled from one layer.
+
+    A layer contributes its default sections (:meth:`pps_core.Layer.default_sections`); ``[startup]`` in
+    pps.toml can replace them (``sections``), add to them (``add``) or drop some (``omit``).
+    """
+
+    name: str = Field(description="label in the manifest, e.g. 'Crystals'")
+    layer: str = Field(description="layer name")
+    style: Literal["documents", "summaries", "turns"] = "documents"
+    count: int | None = Field(None, ge=0, description="items to show; None = all")
+    max_chars: int | None = Field(None, ge=1, description="truncate each item to this many characters")
+    order: Literal["chronological", "newest_first"] = "chronological"
+    quotas: dict[str, int] | None = Field(
+        None, description="turns only: channel prefix -> turns always kept for it ('*' = any other) when a count "
+                          "or a budget limits the section, so one busy channel never crowds out the rest")
+    position: int = Field(50, description="where a default section goes in the package: lower comes first")
 
 
 class LayerStatus(BaseModel):

@@ -14,6 +14,10 @@ from .errors import ConfigError
 
 GROUP = "pps.plugins"
 
+#: PPS's own behaviour, registered like any plugin before the entity's (pytest's default plugins):
+#: ambient_recall, health and token, backup/restore/reindex. Each implements the public hookspecs.
+BUILTIN_PLUGINS = ("pps_core.builtin.recall", "pps_core.builtin.health", "pps_core.builtin.maintenance")
+
 
 def installed_plugins() -> dict[str, str]:
     """Installed plugin names -> 'module' (nothing is imported)."""
@@ -29,6 +33,7 @@ def build_plugin_manager(names: list[str], extra: list[Any] = ()) -> pluggy.Plug
     pm = pluggy.PluginManager("pps")
     pm.add_hookspecs(hookspecs)
     pm.hook.pps_addhooks.call_historic(kwargs={"pluginmanager": pm})
+    register_builtins(pm)
     if names:
         _load_named(pm, names)
     for obj in extra:
@@ -41,6 +46,14 @@ def build_plugin_manager(names: list[str], extra: list[Any] = ()) -> pluggy.Plug
         pm.trace.root.setwriter(lambda msg: sys.stderr.write(msg))
         pm.enable_tracing()
     return pm
+
+
+def register_builtins(pm: pluggy.PluginManager) -> None:
+    """Register the built-in plugins (``builtin:recall``, ...)."""
+    import importlib
+
+    for module in BUILTIN_PLUGINS:
+        pm.register(importlib.import_module(module), name="builtin:" + module.rsplit(".", 1)[1])
 
 
 def load_installed(pm: pluggy.PluginManager) -> list[tuple[str, str]]:
@@ -84,14 +97,18 @@ def _load_named(pm: pluggy.PluginManager, names: list[str]) -> None:
             raise ConfigError(f"plugin {ext.name!r} could not be registered: {exc}") from exc
 
 
-def describe(pm: pluggy.PluginManager) -> list[dict[str, Any]]:
-    """Loaded plugins with their distribution version and the hooks each implements (``pps plugins``)."""
+def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[str, Any]]:
+    """Loaded plugins with their distribution version and the hooks each implements (``pps plugins``).
+
+    The built-in plugins are left out unless ``builtins``."""
     from importlib.metadata import PackageNotFoundError, packages_distributions, version
 
     dists = packages_distributions()
     out = []
     for plugin, dist_info in _plugin_dists(pm):
         name = pm.get_name(plugin)
+        if name.startswith("builtin:") and not builtins:
+            continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         module = getattr(plugin, "__name__", type(plugin).__module__).split(".")[0]
         dist = dist_info or (dists.get(module) or [None])[0]

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
+from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from .models import SearchResult
+from .models import Pointer, SearchResult, SectionConfig
 from .settings import LateNight
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .layer import Layer
 from .timeutil import render_day, render_minute
 
 SEPARATOR = "\n\n---\n"
@@ -79,6 +83,16 @@ class Block:
     total: int | None = None
     style: str = "documents"
     keep: list[int] | None = None
+    #: Turns chosen by channel quotas: the shown ones are not one contiguous page.
+    quotas: bool = False
+    #: The startup section and layer this block came from (its ``left_out_call`` names the way back).
+    section: SectionConfig | None = None
+    source: Layer | None = None
+    #: The call that fetches every item, when the layer handed one over.
+    more: Pointer | None = None
+    #: A fused search block: the layer of each item, and each layer's title.
+    item_layers: list[str] | None = None
+    titles: dict[str, str] | None = None
 
     @property
     def char_count(self) -> int:

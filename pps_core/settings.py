@@ -6,43 +6,19 @@ import contextvars
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import ConfigError
+from .models import SectionConfig
 
 #: Plugins an entity loads when its config names none: the embedded defaults.
-DEFAULT_PLUGINS = ["sqlite", "crystals", "chroma", "embeddings", "graphiti", "recap", "mcp", "http"]
+DEFAULT_PLUGINS = ["sqlite", "crystals", "chroma", "embeddings", "graphiti", "recap", "upkeep", "mcp", "http"]
 
 _FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("pps_file_values",
                                                                                     default=None)
-
-
-class SectionConfig(BaseModel):
-    """One section of the startup package, filled from one layer."""
-
-    name: str = Field(description="label in the manifest, e.g. 'Crystals'")
-    layer: str = Field(description="layer name, e.g. 'crystallization'")
-    style: Literal["documents", "summaries", "turns"] = "documents"
-    count: int | None = Field(None, ge=0, description="items to show; None = all")
-    max_chars: int | None = Field(None, ge=1, description="truncate each item to this many characters")
-    order: Literal["chronological", "newest_first"] = "chronological"
-    quotas: dict[str, int] | None = Field(
-        None, description="turns only: channel prefix -> turns always kept for it ('*' = any other) when a count "
-                          "or a budget limits the section, so one busy channel never crowds out the rest")
-
-
-def default_sections() -> list[SectionConfig]:
-    """The composition of reference/002: 3 crystals, 2 word-photos, 2 summaries, all unsummarized turns."""
-    return [
-        SectionConfig(name="Crystals", layer="crystallization", count=3),
-        SectionConfig(name="Word-photos", layer="core_anchors", count=2),
-        SectionConfig(name="Summaries", layer="message_summaries", style="summaries", count=2,
-                      max_chars=500, order="newest_first"),
-        SectionConfig(name="Recent turns", layer="raw_capture", style="turns", count=None, max_chars=1000),
-    ]
 
 
 class LateNight(BaseModel):
@@ -55,15 +31,20 @@ class StartupConfig(BaseModel):
     late_night: LateNight | None = Field(default_factory=LateNight)
     health: bool = True
     manifest: bool = True
-    sections: list[SectionConfig] = Field(default_factory=default_sections)
-    recap: SectionConfig | None = Field(
-        default_factory=lambda: SectionConfig(name="Last session", layer="session_recap", count=1),
-        description="the last session's recap, shown first when the 'recap' plugin is loaded; false = none")
+    sections: list[SectionConfig] | None = Field(
+        None, description="the whole package, in order; None = every loaded layer's default sections")
+    add: list[SectionConfig] = Field(default_factory=list, description="sections added after the defaults")
+    omit: list[str] = Field(default_factory=list, description="section or layer names left out of the package")
 
-    @field_validator("recap", mode="before")
+    @model_validator(mode="before")
     @classmethod
-    def _recap_off(cls, value):
-        return None if value is False else value  # TOML has no null: `recap = false` turns it off
+    def _recap_off(cls, data: Any) -> Any:
+        """``recap = false`` (older configs) leaves out the "Last session" section."""
+        if isinstance(data, dict) and "recap" in data:
+            data = dict(data)
+            if data.pop("recap") is False:
+                data["omit"] = [*data.get("omit", []), "Last session"]
+        return data
 
 
 class RecallConfig(BaseModel):
@@ -86,12 +67,6 @@ class LLMSettings(BaseModel):
     @property
     def configured(self) -> bool:
         return bool(self.base_url and self.model)
-
-
-class UpkeepSettings(BaseModel):
-    target_unsummarized: int = Field(50, ge=0, description="upkeep summarizes until at most this many remain")
-    batch_size: int = Field(50, ge=2, le=500, description="turns per automatic summary")
-    interval_s: float | None = Field(None, gt=0, description="a serving process runs upkeep this often")
 
 
 class Limits(BaseModel):
@@ -156,7 +131,6 @@ class EntitySettings(PluginSettings):
     rankers: dict[str, list[str]] = Field(default_factory=dict, description="layer -> ranker names, in order")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     limits: Limits = Field(default_factory=Limits)
-    upkeep: UpkeepSettings = Field(default_factory=UpkeepSettings)
 
     @field_validator("timezone")
     @classmethod

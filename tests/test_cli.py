@@ -79,14 +79,6 @@ def test_operations_lists_the_catalog(tmp_path):
     assert {"ambient_recall", "store_message", "get_turns_around", "crystallize", "pps_health"} <= set(names)
 
 
-def test_demo_runs(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "pps_core.demo", "--home", str(tmp_path / "demo")],
-                         capture_output=True, text=True, timeout=600, cwd=Path(__file__).parent.parent)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert '## ambient_recall("startup")' in out.stdout and "=== AMBIENT RECALL MANIFEST ===" in out.stdout
-    assert "cedar" in out.stdout.split("## ambient_recall(\"what wood")[1]
-
-
 def test_output_cut_short_by_a_pipe_is_not_a_traceback(tmp_path):
     run(["init", "--entity", "e", "--plugins", "sqlite"], tmp_path)
     turns = [{"content": "x" * 2_000, "author_name": "A", "channel": "c"} for _ in range(100)]

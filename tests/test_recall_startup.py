@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pps_core import recall
+from pps_core.builtin import recall
+from pps_core import SectionConfig
 from pps_core.testing import ScriptedLayer, layer_plugin
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -29,7 +30,8 @@ async def fill(memory, turns=3):
 @pytest.fixture
 def anchors():
     return ScriptedLayer("core_anchors", ["first photo", "the kitchen at dawn", "entity continuity moment"],
-                         title="Word-photos")
+                         title="Word-photos",
+                         sections=[SectionConfig(name="Word-photos", layer="core_anchors", count=2, position=20)])
 
 
 async def test_startup_matches_golden(make_memory, monkeypatch, anchors):
@@ -147,7 +149,8 @@ async def test_sections_of_unloaded_layers_are_skipped(make_memory):
 
 
 async def test_a_failing_layer_never_fails_startup(make_memory):
-    slow = ScriptedLayer("crystallization", ["never shown"], delay=5)
+    slow = ScriptedLayer("crystallization", ["never shown"], delay=5,
+                         sections=[SectionConfig(name="Crystals", layer="crystallization", count=3)])
     memory = await make_memory(plugins=["sqlite"], extra_plugins=[layer_plugin(slow)],
                                recall={"layer_timeout_s": 0.2})
     await memory.call("store_message", {"content": "still here", "author_name": "A", "channel": "c"})
@@ -156,3 +159,42 @@ async def test_a_failing_layer_never_fails_startup(make_memory):
     assert "Unavailable: crystallization: timeout" in out["text"]
     assert {s["layer"]: s["status"] for s in out["layers"]}["crystallization"] == "timeout"
     assert out["latency_ms"] < 4000
+
+
+def _section(name, layer, position, **kw):
+    return SectionConfig(name=name, layer=layer, position=position, **kw)
+
+
+async def test_each_layer_contributes_its_default_section_in_position_order(make_memory):
+    late = ScriptedLayer("late", ["zeta"], sections=[_section("Late", "late", 90)])
+    early = ScriptedLayer("early", ["alpha"], sections=[_section("Early", "early", 5)])
+    memory = await make_memory(plugins=[], extra_plugins=[layer_plugin(late, early)])
+    out = await memory.call("ambient_recall", {"context": "startup"})
+    assert [s["name"] for s in out["manifest"]["sections"]] == ["Early", "Late"]
+    assert out["text"].index("alpha") < out["text"].index("zeta")
+
+
+async def test_startup_add_keeps_the_defaults_and_omit_drops_by_name(make_memory):
+    notes = ScriptedLayer("notes", ["n1", "n2"], sections=[_section("Notes", "notes", 10)])
+    extra = ScriptedLayer("extra", ["x1"])  # contributes no section of its own
+    memory = await make_memory(plugins=[], extra_plugins=[layer_plugin(notes, extra)],
+                               startup={"add": [{"name": "Extra", "layer": "extra"}]})
+    out = await memory.call("ambient_recall", {"context": "startup"})
+    assert [s["name"] for s in out["manifest"]["sections"]] == ["Notes", "Extra"]
+    memory2 = await make_memory(entity="two", plugins=[], extra_plugins=[layer_plugin(notes, extra, name="s2")],
+                                startup={"omit": ["Notes"], "add": [{"name": "Extra", "layer": "extra"}]})
+    out = await memory2.call("ambient_recall", {"context": "startup"})
+    assert [s["name"] for s in out["manifest"]["sections"]] == ["Extra"]
+
+
+async def test_a_third_party_layer_names_the_call_for_what_a_budget_left_out(make_memory):
+    from pps_core import Pointer
+
+    notes = ScriptedLayer("notes", [f"note {i} " + "words " * 60 for i in range(30)],
+                          sections=[_section("Notes", "notes", 10)],
+                          pointer=Pointer(operation="notes_list", params={"limit": 30}))
+    memory = await make_memory(plugins=[], extra_plugins=[layer_plugin(notes)])
+    out = await memory.call("ambient_recall", {"context": "startup", "budget": 2000})
+    (left,) = out["manifest"]["left_out"]
+    assert left["operation"] == "notes_list" and left["params"] == {"limit": 30} and left["left_out"] > 0
+    assert 'call notes_list {"limit": 30}' in out["text"]

@@ -9,12 +9,10 @@ def write_toml(home, text):
     (home / "pps.toml").write_text(text)
 
 
-def test_defaults_follow_reference_002(pps_home):
+def test_defaults_name_the_entity_and_leave_the_package_to_the_layers(pps_home):
     s = load_settings("lyra", pps_home)
     assert s.entity == "lyra" and s.focal == "lyra"
-    counts = {sec.name: (sec.layer, sec.count, sec.max_chars) for sec in s.startup.sections}
-    assert counts == {"Crystals": ("crystallization", 3, None), "Word-photos": ("core_anchors", 2, None),
-                      "Summaries": ("message_summaries", 2, 500), "Recent turns": ("raw_capture", None, 1000)}
+    assert s.startup.sections is None and s.startup.add == [] and s.startup.omit == []
 
 
 def test_precedence_init_over_env_over_toml_over_defaults(pps_home, monkeypatch):
@@ -70,6 +68,6 @@ def test_two_entities_keep_their_own_plugin_sets(tmp_path):
 
 
 def test_the_recap_section_can_be_turned_off_in_toml(pps_home):
-    write_toml(pps_home, "[startup]\nrecap = false\n")
-    assert load_settings("lyra", pps_home).startup.recap is None
-    assert load_settings("other", pps_home.parent / "other").startup.recap.layer == "session_recap"
+    write_toml(pps_home, "[startup]\nrecap = false\n")  # the older spelling still works
+    assert load_settings("lyra", pps_home).startup.omit == ["Last session"]
+    assert load_settings("other", pps_home.parent / "other").startup.omit == []

@@ -1,4 +1,5 @@
-"""ambient_recall: the startup package (recency, no search) or a fused search across every layer."""
+"""Built-in plugin ``builtin:recall``: ambient_recall, the startup package (recency, no search) or a fused
+search across every layer. It knows layers only through the :class:`~pps_core.layer.Layer` contract."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from . import render
-from .memory import FailedLayer
-from .models import LayerStatus, SearchResult, StartupItems
-from .render import SEPARATOR, Block
-from .timeutil import now_utc
+from .. import render
+from ..catalog import Operation
+from ..contracts import UnreadSource
+from ..hookspecs import hookimpl
+from ..layer import FailedLayer, Layer
+from ..models import LayerStatus, Pointer, SearchResult, SectionConfig, StartupItems
+from ..render import SEPARATOR, Block
+from ..timeutil import now_utc
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .memory import Memory
-    from .settings import SectionConfig
+    from ..memory import Memory
 
 RRF_K = 60
 TURN_CHARS = 1000
@@ -96,7 +99,8 @@ def _health_line(memory: Memory, health: dict) -> str:
             unsummarized = (unsummarized or 0) + h.backlog["unsummarized"]
         if "uningested" in h.backlog:
             layer = memory.layer(name)
-            uningested.append((getattr(layer, "backlog_target", None) or name, h.backlog["uningested"]))
+            target = layer.backlog_target if layer is not None else None
+            uningested.append((target or name, h.backlog["uningested"]))
     return render.health_line(unsummarized, uningested)
 
 
@@ -121,12 +125,26 @@ async def _guarded(memory: Memory, name: str, coro) -> tuple[Any, LayerStatus]:
 # -- startup -----------------------------------------------------------------------------------
 
 
-async def _startup_blocks(memory: Memory, p: AmbientRecallParams):
+def startup_sections(memory: Memory) -> list[SectionConfig]:
+    """The sections of the startup package: ``[startup] sections`` if given, else every loaded layer's
+    defaults by position; then ``add``, less ``omit`` (section or layer names). Unloaded layers are skipped."""
     st = memory.settings.startup
-    sections = [s for s in ([st.recap] if st.recap else []) + st.sections if memory.layer(s.layer) is not None]
+    if st.sections is not None:
+        sections = list(st.sections)
+    else:
+        defaults = [sec for layer in memory.layers.values() for sec in layer.default_sections()]
+        sections = sorted(defaults, key=lambda sec: sec.position)  # stable: plugin order among equals
+    sections += st.add
+    omit = set(st.omit)
+    return [sec for sec in sections if memory.layer(sec.layer) is not None
+            and sec.name not in omit and sec.layer not in omit]
+
+
+async def _startup_blocks(memory: Memory, p: AmbientRecallParams):
+    sections = startup_sections(memory)
 
     async def one(sec: SectionConfig):
-        layer = memory.layer(sec.layer)
+        layer = memory.require_layer(sec.layer)
         count = None if sec.quotas else sec.count  # quotas choose among all, below
         return await _guarded(memory, sec.layer, layer.startup(count))
 
@@ -170,10 +188,9 @@ def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems) -> B
         header, joiner = "[summaries] (compressed history)", "\n\n"
     else:
         header, joiner = None, SEPARATOR
-    block = Block(name=sec.name, layer=sec.layer, header=header, items=[t for t, _ in rendered],
-                  chars=[c for _, c in rendered], joiner=joiner, total=total, style=sec.style, keep=keep)
-    block.quotas = bool(sec.quotas)  # type: ignore[attr-defined]
-    return block
+    return Block(name=sec.name, layer=sec.layer, header=header, items=[t for t, _ in rendered],
+                 chars=[c for _, c in rendered], joiner=joiner, total=total, style=sec.style, keep=keep,
+                 quotas=bool(sec.quotas), section=sec, source=memory.layer(sec.layer), more=found.more)
 
 
 def _channel_group(channel: str, quotas: dict[str, int]) -> str:
@@ -225,9 +242,9 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams):
     hidden = set(memory.settings.recall.skip_in_text)
     results = []
     # One block, in fused order, so the ranking stays visible in the text; the manifest counts per layer.
-    merged = Block(name="Results", layer="*", header=None, items=[], chars=[])
-    merged.item_layers = []  # type: ignore[attr-defined]
-    merged.titles = {n: getattr(memory.layer(n), "title", "") or n for n in names}  # type: ignore[attr-defined]
+    merged = Block(name="Results", layer="*", header=None, items=[], chars=[], item_layers=[],
+                   titles={n: _title(memory.layer(n), n) for n in names},
+                   more=Pointer(operation="ambient_recall", params={"context": p.context}))
     for score, _order, r in fused:
         item = r.model_dump(mode="json")
         item["fused_score"] = round(score, 6)
@@ -238,8 +255,12 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams):
         text, chars = _search_item(memory, r)
         merged.items.append(text)
         merged.chars.append(chars)
-        merged.item_layers.append(r.layer)  # type: ignore[attr-defined]
+        merged.item_layers.append(r.layer)
     return [merged], statuses, results
+
+
+def _title(layer: Layer | None, name: str) -> str:
+    return (layer.title if layer is not None else "") or name
 
 
 def _search_item(memory: Memory, r: SearchResult) -> tuple[str, int]:
@@ -254,28 +275,21 @@ def _search_item(memory: Memory, r: SearchResult) -> tuple[str, int]:
 
 
 async def _unread_block(memory: Memory, p: AmbientRecallParams) -> Block | None:
-    """Unread turns from other channels, from any layer offering ``unread`` (the raw layer does)."""
-    for layer in memory.layers.values():
-        fetch = getattr(layer, "unread_for_recall", None)
-        if fetch is None:
-            continue
-        found, _status = await _guarded(memory, layer.name, fetch(p.consumer_key, p.channel))
+    """Unread turns from other channels, from the first layer that is an :class:`UnreadSource`."""
+    assert p.consumer_key is not None
+    for source in memory.find(UnreadSource):
+        name = source.name  # type: ignore[attr-defined]
+        found, _status = await _guarded(memory, name, source.unread_for_recall(p.consumer_key, p.channel))
         if not found:
             return None
         items: StartupItems = found
         rendered = [render.turn_item(r, memory.tz, TURN_CHARS) for r in items.items]
         total = items.total if items.total is not None else len(rendered)
-        more = items.more
-        if more is None and items.items:  # a budget may still cut the preview: point at it by time
-            more = {"operation": "get_turns_since",
-                    "params": {"timestamp": items.items[0].timestamp, "limit": min(PAGE_LIMIT, 4 * len(items.items))}}
         header = f"[unread_from_other_channels] (showing newest {len(rendered)} of {total}"
-        if items.more:  # the cursor has moved past all of them: this is the way back
-            header += f" - older: {items.more['operation']} {json.dumps(items.more['params'])}"
-        block = Block(name="Unread", layer=layer.name, header=header + ")", items=[t for t, _ in rendered],
-                      chars=[c for _, c in rendered], joiner="\n", total=total)
-        block.more = more  # type: ignore[attr-defined]
-        return block
+        if items.older:  # the cursor has moved past all of them: this is the way back
+            header += f" - older: {items.older.operation} {json.dumps(items.older.params)}"
+        return Block(name="Unread", layer=name, header=header + ")", items=[t for t, _ in rendered],
+                     chars=[c for _, c in rendered], joiner="\n", total=total, more=items.older or items.more)
     return None
 
 
@@ -293,12 +307,12 @@ def _assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus
         if with_manifest:
             display = []
             for b, n in zip(blocks, counts, strict=True):
-                item_layers = getattr(b, "item_layers", None)
+                item_layers = b.item_layers
                 if item_layers is not None:
                     rows: dict[str, Block] = {}
                     for i in b.chosen(n):
                         name = item_layers[i]
-                        title = b.titles.get(name, name)  # type: ignore[attr-defined]
+                        title = (b.titles or {}).get(name, name)
                         row = rows.setdefault(name, Block(name=title, layer=name, header=None, items=[], chars=[]))
                         row.items.append(b.items[i])
                         row.chars.append(b.chars[i])
@@ -355,9 +369,10 @@ def _block_text(b: Block, n: int) -> str:
     if b.style == "turns":
         total = b.total if b.total is not None else len(b.items)
         header = f"[unsummarized_turns] (showing {min(n, len(b.items))} of {total}"
-        if total > n:
-            more = "use get_turns_since_summary to page through all" if getattr(b, "quotas", False) else \
-                f"use get_turns_since_summary with offset={n} for older"
+        pointer = _pointer(b, n)
+        if total > n and pointer is not None:
+            more = f"use {pointer.operation} to page through all" if b.quotas or "offset" not in pointer.params \
+                else f"use {pointer.operation} with offset={n} for older"
             header += f" - {more})"
         else:
             header += ")"
@@ -365,24 +380,32 @@ def _block_text(b: Block, n: int) -> str:
     return b.text(n)
 
 
+def _pointer(b: Block, n: int) -> Pointer | None:
+    """The layer's own call for what is not shown, else what the section was handed (``more``)."""
+    if b.source is not None and b.section is not None:
+        found = b.source.left_out_call(b.section, n, len(b.items))
+        if found is not None:
+            return found
+    return b.more
+
+
 def _left_out(b: Block, n: int) -> dict[str, Any] | None:
     missing = len(b.items) - n
     if missing <= 0:
         return None
-    style = b.style
-    if style == "turns" and getattr(b, "quotas", False):  # the shown turns are not one contiguous block
-        op, params = "get_turns_since_summary", {"offset": 0, "limit": min(len(b.items), PAGE_LIMIT)}
-    elif style == "turns":
-        op, params = "get_turns_since_summary", {"offset": n, "limit": min(missing, PAGE_LIMIT)}
-    elif style == "summaries":
-        op, params = "get_recent_summaries", {"limit": len(b.items)}
-    elif b.layer == "crystallization":
-        op, params = "get_crystals", {"count": len(b.items)}
-    elif b.layer == "core_anchors":
-        op, params = "anchor_list", {}
-    elif getattr(b, "more", None):
-        op, params = b.more["operation"], b.more["params"]
-    else:
-        op, params = "ambient_recall", {"context": "<same context>", "limit_per_layer": len(b.items)}
+    pointer = _pointer(b, n) or Pointer(operation="ambient_recall", params={"context": "startup"})
     return {"section": b.name, "layer": b.layer, "shown": n, "left_out": missing, "total": len(b.items),
-            "operation": op, "params": params}
+            "operation": pointer.operation, "params": pointer.params}
+
+
+@hookimpl
+def pps_operations(memory: Memory) -> list[Operation]:
+    return [Operation(
+        name="ambient_recall", params=AmbientRecallParams, handler=ambient_recall, group="recall",
+        read_only=True, idempotent=True,
+        description=(
+            "Recall memory for the current moment. context='startup' returns the startup package "
+            "(recency, no search): clock, memory health, manifest, and each layer's startup section (the newest "
+            "crystals, word-photos and summaries, ALL unsummarized turns with the default plugins). Any other "
+            "context searches every layer concurrently and returns fused, ranked results. Optional budget caps "
+            "the characters returned and lists what was left out with the call that fetches it."))]

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from .errors import InvalidParams
+from ..catalog import Operation
+from ..errors import InvalidParams
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .memory import Memory
+    from ..cli import CommandRegistry
+    from ..memory import Memory
 
 Progress = Callable[[int, int], None]
 
@@ -44,9 +46,7 @@ async def reindex(memory: Memory, layer: str | None = None, full: bool = False,
     names = [layer] if layer is not None else list(memory.layers)
     report: dict[str, Any] = {}
     for name in names:
-        method = getattr(memory.layers[name], "reindex", None)
-        if method is None:
-            continue
+        method = memory.layers[name].reindex
         progress = progress_for(name) if progress_for else _quiet
         started = time.perf_counter()
         result = await method(progress, full)
@@ -62,9 +62,7 @@ async def pps_reindex(memory: Memory, p: ReindexParams) -> dict[str, Any]:
     return await reindex(memory, p.layer, p.full)
 
 
-def reindex_operation():
-    from .catalog import Operation
-
+def reindex_operation() -> Operation:
     return Operation(
         name="pps_reindex", params=ReindexParams, handler=pps_reindex, group="health", idempotent=True,
         description=("Rebuild derived indexes from the source of truth: word-photo vectors from the files, turn and "
@@ -76,24 +74,24 @@ def reindex_operation():
 # -- the command ---------------------------------------------------------------------------------
 
 
-def add_parsers(sub, entity_args) -> None:
-    p = sub.add_parser("reindex", help="rebuild derived indexes (word-photo, turn and summary vectors) with progress")
-    entity_args(p)
-    p.add_argument("--layer", help="only this layer (e.g. core_anchors, raw_capture, message_summaries)")
+def add_commands(cli: CommandRegistry) -> None:
+    p = cli.add("reindex", cmd_reindex, help="rebuild derived indexes (vectors, search indexes) with progress")
+    cli.entity_args(p)
+    p.add_argument("--layer", help="only this layer (default: every layer that keeps a derived index)")
     p.add_argument("--full", action="store_true", help="drop and rebuild everything, not only what is missing")
     p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
 
 
-def cmd_reindex(args) -> int:
+def cmd_reindex(args: Any) -> int:
     import asyncio
 
-    from .settings import load_settings
+    from ..settings import load_settings
 
     settings = load_settings(args.entity, args.home, must_exist=True)
     params = {k: v for k, v in {"layer": args.layer, "full": args.full or None}.items() if v is not None}
     result = None
     if not args.local:
-        from .forward import try_forward
+        from ..forward import try_forward
 
         result = try_forward(settings, "pps_reindex", params)  # the owner does the work; no bar here
     if result is None:
@@ -102,9 +100,9 @@ def cmd_reindex(args) -> int:
     return 0
 
 
-async def _here(settings, layer: str | None, full: bool) -> dict[str, Any]:
+async def _here(settings: Any, layer: str | None, full: bool) -> dict[str, Any]:
+    from ..memory import Memory
     from ..progress import progress
-    from .memory import Memory
 
     bars = []
 
@@ -128,5 +126,3 @@ async def _here(settings, layer: str | None, full: bool) -> dict[str, Any]:
             for bar in bars:
                 bar.close()
 
-
-COMMANDS = {"reindex": cmd_reindex}

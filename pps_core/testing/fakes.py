@@ -6,16 +6,22 @@ import asyncio
 
 from pps_core.hookspecs import hookimpl
 from pps_core.layer import Layer
-from pps_core.models import LayerHealth, SearchResult
+from pps_core.models import LayerHealth, Pointer, SearchResult, SectionConfig
 from pps_core.textsearch import lexical_scores
 
 
 class ScriptedLayer(Layer):
-    """A layer over a list of texts; ``delay`` makes it slow, ``fail`` makes every call raise."""
+    """A layer over a list of texts; ``delay`` makes it slow, ``fail`` makes every call raise.
+
+    ``sections`` are its default startup sections; ``pointer`` is the call its ``left_out_call`` names.
+    """
 
     def __init__(self, name: str, texts: list[str] = (), *, delay: float = 0.0, fail: str | None = None,
-                 title: str | None = None) -> None:
+                 title: str | None = None, sections: list[SectionConfig] = (),
+                 pointer: Pointer | None = None) -> None:
         super().__init__()
+        self.sections = list(sections)
+        self.pointer = pointer
         self.name = name
         self.title = title or name
         self.texts = list(texts)
@@ -39,6 +45,12 @@ class ScriptedLayer(Layer):
         await self._maybe()
         return [SearchResult(layer=self.name, content=t, source=f"{self.name}-{i}", metadata={"kind": "document"})
                 for i, t in list(enumerate(self.texts))[-limit:]] if limit else []
+
+    def default_sections(self) -> list[SectionConfig]:
+        return list(self.sections)
+
+    def left_out_call(self, section: SectionConfig, shown: int, total: int) -> Pointer | None:
+        return self.pointer
 
     async def health(self):
         await self._maybe()

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pps_core import Layer, LayerHealth, SearchResult
+from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
 from pps_core.atomic import atomic_create, clean_stale_tmp
 from pps_core.errors import Conflict, NotFound
 from pps_core.timeutil import now_utc, to_storage
@@ -61,10 +61,18 @@ class AnchorLayer(Layer):
     #: sentences score about 0.0-0.15, related ones 0.3+). `[recall] min_score` overrides it.
     min_recall_score = 0.2
 
+    def default_sections(self) -> list[SectionConfig]:
+        """reference/002: the two newest word-photos, after the crystals."""
+        return [SectionConfig(name="Word-photos", layer=self.name, count=2, position=20)]
+
+    def left_out_call(self, section: SectionConfig, shown: int, total: int) -> Pointer | None:
+        return Pointer(operation="anchor_list", params={})
+
     def __init__(self, memory) -> None:
         super().__init__()
         self.memory = memory
         self.settings = memory.settings.plugin_settings(ChromaSettings, "chroma")
+        self.derived_paths = (self.settings.index_dir,)  # rebuilt from the files: backups skip it
         self.dir = Path(memory.home) / self.settings.directory
         self.trash = self.dir / ".deleted"
         self.index = None

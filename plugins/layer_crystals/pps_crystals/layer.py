@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from pydantic import Field
 
-from pps_core import Layer, LayerHealth, PluginSettings, SearchResult
+from pps_core import Layer, LayerHealth, PluginSettings, Pointer, SearchResult, SectionConfig
 from pps_core.atomic import atomic_create
 from pps_core.errors import Conflict, NotFound
 from pps_core.textsearch import lexical_scores_tokens, tokens
@@ -34,6 +34,13 @@ class CrystalSettings(PluginSettings, env_prefix="PPS_CRYSTALS_"):
 class CrystalLayer(Layer):
     name = "crystallization"
     title = "Crystals"
+
+    def default_sections(self) -> list[SectionConfig]:
+        """reference/002: the three newest crystals, second in the package (after the last session)."""
+        return [SectionConfig(name="Crystals", layer=self.name, count=3, position=10)]
+
+    def left_out_call(self, section: SectionConfig, shown: int, total: int) -> Pointer | None:
+        return Pointer(operation="get_crystals", params={"count": total})
 
     def __init__(self, memory) -> None:
         super().__init__()

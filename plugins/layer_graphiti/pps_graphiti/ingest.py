@@ -12,6 +12,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from pps_core import IngestionQueue
 from pps_core.errors import Unavailable
 from pps_core.render import uningested_status
 from pps_core.timeutil import from_storage, now_utc, to_storage
@@ -42,11 +43,11 @@ class Ingestor:
     def memory(self):
         return self.layer.memory
 
-    def raw(self):
-        raw = self.memory.layer("raw_capture")
-        if raw is None or not hasattr(raw, "pending_ingestion"):
-            raise Unavailable("graph ingestion needs the raw_capture layer (the 'sqlite' plugin) to queue turns")
-        return raw
+    def raw(self) -> IngestionQueue:
+        queues = self.memory.find(IngestionQueue)
+        if not queues:
+            raise Unavailable("graph ingestion needs a layer that queues turns (the 'sqlite' plugin has one)")
+        return queues[0]
 
     def require_llm(self) -> None:
         if not self.memory.settings.llm.configured:

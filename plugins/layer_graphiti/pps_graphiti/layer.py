@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pps_core import Layer, LayerHealth, SearchResult
+from pps_core import IngestionQueue, Layer, LayerHealth, SearchResult
 from pps_core.errors import Unavailable
 from pps_core.timeutil import to_storage
 
@@ -227,6 +227,10 @@ class GraphitiLayer(Layer):
         out.sort(key=lambda r: -r.score)
         return out[offset:want]
 
+    async def ingest_pending(self) -> dict[str, Any]:
+        """One ingestion batch now (``pps_core.contracts.Ingester``: upkeep calls it)."""
+        return await self.ingestor.ingest_batch(20)
+
     async def snapshot(self, dest: Path) -> list[str] | None:
         """The embedded graph, copied with writes paused and the WAL checkpointed into the main file."""
         if self.graph is None or self.settings.driver != "kuzu":
@@ -243,8 +247,9 @@ class GraphitiLayer(Layer):
 
     async def health(self) -> LayerHealth:
         backlog = {}
-        raw = self.memory.layer("raw_capture")
-        if raw is not None and hasattr(raw, "count_uningested"):
+        queues = self.memory.find(IngestionQueue)
+        if queues:
+            raw = queues[0]
             try:
                 backlog["uningested"] = int(await _maybe_async(raw.count_uningested()))
             except Exception as exc:  # the raw layer reports its own trouble

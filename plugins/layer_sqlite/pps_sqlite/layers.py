@@ -163,7 +163,7 @@ class RawCaptureLayer(Layer):
         return SummaryBatch(ids=batch["message_ids"], transcript=batch["transcript"],
                             unsummarized=batch["unsummarized_count"])
 
-    async def store_summary(self, text: str, ids: list[int]) -> SummaryReceipt:
+    async def save_summary(self, text: str, ids: list[int]) -> SummaryReceipt:
         stored = await self.memory.call("store_summary", {"summary_text": text, "message_ids": ids})
         return SummaryReceipt(id=stored["id"], message_count=stored["message_count"])
 

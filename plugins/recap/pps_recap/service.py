@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pps_core.errors import InvalidParams, NotFound
 from pps_core.layer import Layer
-from pps_core.models import LayerHealth, SearchResult, StartupItems
+from pps_core.models import LayerHealth, SearchResult, SectionConfig, StartupItems
 
 from . import store
 
@@ -132,6 +132,11 @@ class RecapLayer(Layer):
 
     name = "session_recap"
     title = "Last session"
+
+    def default_sections(self) -> list[SectionConfig]:
+        """The last session's recap comes first in the startup package (``[startup] omit = ["Last session"]``
+        leaves it out)."""
+        return [SectionConfig(name="Last session", layer=self.name, count=1, position=0)]
 
     def __init__(self, memory: Memory) -> None:
         super().__init__()

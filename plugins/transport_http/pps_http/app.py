@@ -170,6 +170,19 @@ def _add_tool_routes(app: FastAPI, entity: _Entity, primary: bool, components: d
                           operation_id=f"{entity.name}__list_tools" if prefix else "list_tools")
 
 
+def _mount_pages(app: FastAPI, entity: _Entity) -> None:
+    """Let the entity's plugins add routes (``pps_http_mount``: the memory explorer's pages)."""
+    from . import hookspecs
+
+    pm = entity.memory.pm
+    caller = getattr(pm.hook, "pps_http_mount", None)
+    if caller is None:
+        return
+    if not caller.has_spec():  # the entity lists a page plugin but not 'http' itself
+        pm.add_hookspecs(hookspecs)
+    pm.hook.pps_http_mount(app=app, memory=entity.memory, auth=entity.auth)
+
+
 def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", address: str | None = None) -> FastAPI:
     """A FastAPI app for one or several entities; the first is also served at the bare paths.
 
@@ -190,14 +203,7 @@ def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", addr
     async def lifespan(app: FastAPI):
         async with AsyncExitStack() as stack:
             for entity in entities.values():
-                await stack.enter_async_context(entity.memory)
-                interval = entity.memory.settings.upkeep.interval_s
-                if interval:  # automatic summaries while serving (needs an LLM; see pps_core.upkeep)
-                    from pps_core.upkeep import UpkeepLoop
-
-                    loop = UpkeepLoop(entity.memory, interval)
-                    loop.start()
-                    stack.push_async_callback(loop.stop)
+                await stack.enter_async_context(entity.memory)  # plugins start their background work
                 if address:
                     entity.memory.lock.set_address(f"{address.rstrip('/')}/entities/{entity.name}")
             for entity in entities.values():
@@ -222,15 +228,7 @@ def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", addr
         app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint()))
     app.router.routes.append(Route("/mcp", primary.mcp_endpoint()))
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version, description=app.description,
-                                 routes=app.routes)
-            schema.setdefault("components", {}).setdefault("schemas", {}).update(components)
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi
+    add_docs_routes(app, entities, primary.name, components)
 
     def limit_for(path: str) -> int:
         parts = path.split("/")

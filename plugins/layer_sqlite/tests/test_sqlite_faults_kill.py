@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pps_core import Memory
 from pps_core.settings import load_settings
-from pps_core.testing.loadgen import audit, run_load
+from pps_sqlite.loadgen import audit, run_load
 from pps_core.testing.server import init_entity, pps_env, start_server
 
 PLUGINS = ["sqlite", "crystals", "chroma", "embeddings"]

@@ -1,6 +1,6 @@
-"""`make demo`: a fresh entity on the embedded defaults, a short conversation, then what it remembers.
+"""`pps demo`: a fresh entity on the embedded defaults, a short conversation, then what it remembers.
 
-Run: python -m pps_core.demo [--home DIR]   (default: ./.demo/lyra, recreated each run)
+Run: pps demo [--home DIR]   (default: ./.demo/lyra, recreated each run)
 """
 
 from __future__ import annotations
@@ -10,8 +10,11 @@ import asyncio
 import shutil
 from pathlib import Path
 
-from .memory import Memory
-from .settings import DEFAULT_PLUGINS, load_settings
+from typing import Any
+
+from pps_core import Memory
+from pps_core.plugins import installed_plugins
+from pps_core.settings import DEFAULT_PLUGINS, load_settings
 
 CONVERSATION = [
     ("Jeff", "terminal:demo", "2026-01-26T09:02:00", "Morning, Lyra. Did the kitchen light get fixed?"),
@@ -25,8 +28,6 @@ CONVERSATION = [
 
 
 async def run(home: Path) -> None:
-    from .plugins import installed_plugins
-
     plugins = [p for p in DEFAULT_PLUGINS if p in installed_plugins()]
     settings = load_settings("lyra", home, plugins=plugins, timezone="America/Chicago",
                              identity="I am Lyra; Jeff is my person.")
@@ -59,14 +60,21 @@ async def run(home: Path) -> None:
         print(f"\n(startup {startup['latency_ms']:.1f} ms, search {found['latency_ms']:.1f} ms)")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--home", default=".demo/lyra", help="entity home (recreated)")
-    args = parser.parse_args(argv)
+def cmd_demo(args: Any) -> int:
     home = Path(args.home).resolve()
+    if home.exists() and any(home.iterdir()) and not (home / "pps.toml").exists():
+        print(f"pps: error: {home} exists and is not a demo entity; choose another --home")
+        return 2
     shutil.rmtree(home, ignore_errors=True)
     asyncio.run(run(home))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="a demo entity on the embedded defaults")
+    parser.add_argument("--home", default=".demo/lyra", help="entity home (recreated)")
+    return cmd_demo(parser.parse_args(argv))
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

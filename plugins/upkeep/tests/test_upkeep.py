@@ -23,7 +23,7 @@ async def seed(memory, n):
 
 async def test_upkeep_summarizes_until_under_target_and_marks_every_turn(make_memory):
     with ScriptedLLM(summarizer) as llm:
-        m = await make_memory(plugins=["sqlite"], llm={"base_url": llm.base_url, "model": "m"},
+        m = await make_memory(plugins=["sqlite", "upkeep"], llm={"base_url": llm.base_url, "model": "m"},
                               upkeep={"target_unsummarized": 20, "batch_size": 30})
         await seed(m, 130)
         out = await m.call("pps_upkeep", {})
@@ -40,7 +40,7 @@ async def test_upkeep_summarizes_until_under_target_and_marks_every_turn(make_me
 
 
 async def test_upkeep_without_llm_says_so_and_changes_nothing(make_memory):
-    m = await make_memory(plugins=["sqlite"])
+    m = await make_memory(plugins=["sqlite", "upkeep"])
     await seed(m, 60)
     with pytest.raises(Unavailable, match="no LLM is configured"):
         await m.call("pps_upkeep", {})
@@ -48,7 +48,7 @@ async def test_upkeep_without_llm_says_so_and_changes_nothing(make_memory):
 
 
 async def test_upkeep_with_a_failing_llm_stores_nothing_half_done(make_memory):
-    m = await make_memory(plugins=["sqlite"], llm={"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout_s": 2})
+    m = await make_memory(plugins=["sqlite", "upkeep"], llm={"base_url": "http://127.0.0.1:9/v1", "model": "m", "timeout_s": 2})
     await seed(m, 80)
     with pytest.raises(Unavailable, match="failed"):
         await m.call("pps_upkeep", {})
@@ -57,7 +57,7 @@ async def test_upkeep_with_a_failing_llm_stores_nothing_half_done(make_memory):
 
 async def test_backfilled_turn_is_never_swallowed_by_upkeep(make_memory):
     with ScriptedLLM(summarizer) as llm:
-        m = await make_memory(plugins=["sqlite"], llm={"base_url": llm.base_url, "model": "m"})
+        m = await make_memory(plugins=["sqlite", "upkeep"], llm={"base_url": llm.base_url, "model": "m"})
         await seed(m, 100)
         late = await m.call("store_message", {"content": "backfilled email from last year", "author_name": "Bank",
                                               "channel": "email", "created_at": "2025-01-01T00:00:00"})

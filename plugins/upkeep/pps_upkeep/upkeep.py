@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
-from .errors import PPSError, Unavailable
+from pps_core import PluginSettings, PPSError, Unavailable
+from pps_core.contracts import Ingester, SummarizableStore
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .memory import Memory
+    from pps_core import Memory
 
 log = logging.getLogger("pps.upkeep")
 
@@ -25,6 +26,16 @@ SYSTEM = (
     "sentences. Name speakers exactly as written before each colon (never rename or merge them). "
     "Say only what the turns say: add no facts, guesses or feelings they do not state. "
     "Answer with the summary only.")
+
+
+class UpkeepSettings(PluginSettings):
+    """``[upkeep]`` in pps.toml (or ``PPS_UPKEEP_*``)."""
+
+    model_config = {"env_prefix": "PPS_UPKEEP_", "extra": "ignore"}
+
+    target_unsummarized: int = Field(50, ge=0, description="upkeep summarizes until at most this many remain")
+    batch_size: int = Field(50, ge=2, le=500, description="turns per automatic summary")
+    interval_s: float | None = Field(None, gt=0, description="a serving process runs upkeep this often")
 
 
 class UpkeepParams(BaseModel):
@@ -37,34 +48,37 @@ class UpkeepParams(BaseModel):
 
 
 async def run_upkeep(memory: Memory, p: UpkeepParams) -> dict[str, Any]:
-    from .llm import ChatClient
+    from pps_core.llm import ChatClient
 
-    cfg = memory.settings.upkeep
+    cfg = memory.settings.plugin_settings(UpkeepSettings, "upkeep")
     target = cfg.target_unsummarized if p.target is None else p.target
     size = p.batch_size or cfg.batch_size
-    if "summarize_messages" not in memory.catalog:
-        raise Unavailable("upkeep needs the raw capture layer (plugin 'sqlite')")
+    stores = memory.find(SummarizableStore)
+    if not stores:
+        raise Unavailable("upkeep needs a layer that keeps summarizable turns (the 'sqlite' plugin has one)")
+    store = stores[0]
     client = ChatClient(memory.settings.llm)  # raises Unavailable when none is configured
-    written, covered = [], 0
-    stats = await memory.call("summary_stats", {})
-    while stats["unsummarized_count"] > target and len(written) < p.max_batches:
-        excess = stats["unsummarized_count"] - target
-        batch = await memory.call("summarize_messages", {"limit": max(2, min(size, excess))})
-        if not batch["message_ids"]:
+    written: list[int] = []
+    covered = 0
+    remaining = await store.unsummarized_count()
+    while remaining > target and len(written) < p.max_batches:
+        batch = await store.next_to_summarize(max(2, min(size, remaining - target)))
+        if not batch.ids:
             break
-        text = await asyncio.to_thread(client.complete, SYSTEM, batch["transcript"])
-        stored = await memory.call("store_summary", {"summary_text": text, "message_ids": batch["message_ids"]})
-        written.append(stored["id"])
-        covered += stored["message_count"]
-        stats = await memory.call("summary_stats", {})
-    ingested = None
-    if p.ingest and "ingest_batch_to_graphiti" in memory.catalog:
-        try:
-            ingested = await memory.call("ingest_batch_to_graphiti", {})
-        except PPSError as exc:
-            ingested = {"error": exc.message}
+        text = await asyncio.to_thread(client.complete, SYSTEM, batch.transcript)
+        stored = await store.save_summary(text, batch.ids)
+        written.append(stored.id)
+        covered += stored.message_count
+        remaining = await store.unsummarized_count()
+    graph: list[dict[str, Any]] = []
+    if p.ingest:
+        for ingester in memory.find(Ingester):
+            try:
+                graph.append(await ingester.ingest_pending())
+            except PPSError as exc:
+                graph.append({"error": exc.message})
     return {"summaries_written": len(written), "summary_ids": written, "turns_covered": covered,
-            "unsummarized_count": stats["unsummarized_count"], "target": target, "graph": ingested}
+            "unsummarized_count": remaining, "target": target, "graph": graph[0] if len(graph) == 1 else (graph or None)}
 
 
 class UpkeepLoop:
@@ -89,6 +103,11 @@ class UpkeepLoop:
             except Exception as exc:  # keep serving; say why
                 log.warning("upkeep failed: %s", exc)
 
+    def stop_soon(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
@@ -97,3 +116,13 @@ class UpkeepLoop:
             except asyncio.CancelledError:
                 pass
             self._task = None
+
+
+def cmd_upkeep(args: Any) -> int:
+    import json
+
+    from pps_core.client import run_call
+
+    params = {k: v for k, v in {"target": args.target, "batch_size": args.batch_size}.items() if v is not None}
+    print(json.dumps(run_call(args, "pps_upkeep", params), indent=2))
+    return 0
