@@ -1,0 +1,50 @@
+"""Plugin ``upkeep``: the ``pps_upkeep`` operation, the ``pps upkeep`` command, the periodic loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pps_core import Operation, hookimpl
+
+_LOOPS: dict[int, Any] = {}
+
+
+@hookimpl
+def pps_operations(memory) -> list[Operation]:
+    from .upkeep import UpkeepParams, run_upkeep
+
+    return [Operation(
+        name="pps_upkeep", params=UpkeepParams, handler=run_upkeep, group="summaries",
+        description=("Summarize the oldest unsummarized turns with the configured LLM, batch by batch, until at "
+                     "most `target` remain (speaker names kept verbatim; each summary marks exactly its turns), "
+                     "then ingest queued turns into the graph if loaded. Without an LLM it says so; an agent can "
+                     "still summarize with summarize_messages + store_summary."))]
+
+
+@hookimpl
+def pps_memory_opened(memory) -> None:
+    from .upkeep import UpkeepLoop, UpkeepSettings
+
+    cfg = memory.settings.plugin_settings(UpkeepSettings, "upkeep")
+    if cfg.interval_s and memory.settings.llm.configured:
+        loop = UpkeepLoop(memory, cfg.interval_s)
+        loop.start()
+        _LOOPS[id(memory)] = loop
+
+
+@hookimpl
+def pps_memory_closing(memory) -> None:
+    loop = _LOOPS.pop(id(memory), None)
+    if loop is not None:
+        loop.stop_soon()
+
+
+@hookimpl
+def pps_register_commands(cli) -> None:
+    from .upkeep import cmd_upkeep
+
+    p = cli.add("upkeep", cmd_upkeep, help="summarize old turns with the configured LLM until under target")
+    cli.entity_args(p)
+    p.add_argument("--target", type=int, help="stop at this many unsummarized turns")
+    p.add_argument("--batch-size", type=int, help="turns per summary")
+    p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")

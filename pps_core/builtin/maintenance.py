@@ -1,0 +1,24 @@
+"""Built-in plugin ``builtin:maintenance``: backup, restore and reindex (operations and commands)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..catalog import Operation
+from ..hookspecs import hookimpl
+from . import backup, reindex
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..cli import CommandRegistry
+    from ..memory import Memory
+
+
+@hookimpl
+def pps_operations(memory: Memory) -> list[Operation]:
+    return [reindex.reindex_operation(), backup.backup_operation()]
+
+
+@hookimpl
+def pps_register_commands(cli: CommandRegistry) -> None:
+    backup.add_commands(cli)
+    reindex.add_commands(cli)

@@ -1,0 +1,76 @@
+"""What one plugin's layer may offer another, found by capability (``memory.find(Contract)``), never by name.
+
+Each contract is a runtime-checkable Protocol: a layer fills it by having the methods; nothing to register.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from .models import Message, StartupItems
+
+
+@runtime_checkable
+class IngestionQueue(Protocol):
+    """A store that queues captured turns for a derived store (a knowledge graph) to ingest."""
+
+    async def pending_ingestion(self, limit: int) -> list[Message]:
+        """The oldest turns not yet ingested, oldest first."""
+        ...
+
+    async def mark_ingested(self, ids: list[int]) -> int:
+        """Mark turns ingested; returns how many changed."""
+        ...
+
+    async def count_uningested(self) -> int:
+        """How many turns wait."""
+        ...
+
+
+@runtime_checkable
+class UnreadSource(Protocol):
+    """A store with per-reader cursors: what other channels said since a reader last looked."""
+
+    async def unread_for_recall(self, consumer_key: str, channel: str | None) -> StartupItems | None:
+        """A preview of unread turns (newest), their total and ``more``/``older`` pointers; None if none."""
+        ...
+
+
+class SummaryBatch(BaseModel):
+    """Turns handed out to be summarized, oldest first."""
+
+    ids: list[int] = Field(default_factory=list)
+    transcript: str = ""
+    unsummarized: int = Field(0, description="unsummarized turns before this batch is stored")
+
+
+class SummaryReceipt(BaseModel):
+    id: int
+    message_count: int
+
+
+@runtime_checkable
+class SummarizableStore(Protocol):
+    """A store whose oldest turns can be summarized (upkeep drives it with an LLM)."""
+
+    async def unsummarized_count(self) -> int:
+        ...
+
+    async def next_to_summarize(self, limit: int) -> SummaryBatch:
+        """The oldest unsummarized turns (by time), at most ``limit``."""
+        ...
+
+    async def save_summary(self, text: str, ids: list[int]) -> SummaryReceipt:
+        """Store a summary that marks exactly ``ids``."""
+        ...
+
+
+@runtime_checkable
+class Ingester(Protocol):
+    """A store that ingests queued turns (from an :class:`IngestionQueue`) when asked."""
+
+    async def ingest_pending(self) -> dict[str, Any]:
+        """Ingest one batch; returns a small JSON report."""
+        ...

@@ -1,0 +1,56 @@
+"""Typed event helpers: plugins fire ``memory.events.message_stored(msg)``, never a hook name as a string.
+
+A listener that raises is logged and the event goes on (an observer must not fail a write);
+a :class:`~pps_core.errors.PPSError` from a listener is meant for the caller and propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .errors import PPSError
+from .models import Message, Summary
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pluggy
+
+log = logging.getLogger("pps")
+
+
+class Events:
+    """The event hooks of one entity, as methods."""
+
+    def __init__(self, memory: Any, pm: Callable[[], pluggy.PluginManager | None]) -> None:
+        self._memory = memory
+        self._pm = pm
+
+    def _fire(self, hook: str, **kwargs: Any) -> None:
+        pm = self._pm()
+        if pm is None:
+            return
+        caller = getattr(pm.hook, hook)
+        try:
+            caller(memory=self._memory, **kwargs)
+        except PPSError:
+            raise
+        except Exception as exc:  # an observer must not fail the write it observes
+            log.warning("a plugin failed in %s: %s", hook, exc)
+
+    def memory_opened(self) -> None:
+        self._fire("pps_memory_opened")
+
+    def memory_closing(self) -> None:
+        self._fire("pps_memory_closing")
+
+    def message_stored(self, message: Message) -> None:
+        """A turn is durably stored (not for an idempotent repeat)."""
+        self._fire("pps_message_stored", message=message)
+
+    def summary_stored(self, summary: Summary) -> None:
+        """A summary is stored and its turns are marked."""
+        self._fire("pps_summary_stored", summary=summary)
+
+    def operation_called(self, name: str, params: dict[str, Any], ok: bool, ms: float) -> None:
+        self._fire("pps_operation_called", name=name, params=params, ok=ok, ms=ms)
