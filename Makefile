@@ -7,7 +7,7 @@ STAMP := $(VENV)/.pps-installed
 # Quiet the build backend's advice about editable installs; real errors still fail the build.
 PIP := PYTHONWARNINGS=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/pip
 
-.PHONY: install test demo lint bench clean
+.PHONY: install test demo lint bench dist clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,13 +24,19 @@ test: install
 	$(BIN)/python -m pytest -q
 
 demo: install
-	$(BIN)/python -m pps_core.demo
+	$(BIN)/pps demo
 
 lint: install
-	$(BIN)/ruff check pps_core plugins tests bench
+	$(BIN)/ruff check pps_core plugins tests bench packaging
 
 bench: install
 	$(BIN)/python bench/startup.py
 
+# A wheel and sdist of pps-core, every plugin and the user-facing `pps` in dist/, versions from VERSION.
+dist: install
+	$(BIN)/python packaging/release.py sync
+	rm -rf dist
+	$(BIN)/python packaging/release.py build --outdir dist
+
 clean:
-	rm -rf $(VENV) .demo
+	rm -rf $(VENV) .demo dist
