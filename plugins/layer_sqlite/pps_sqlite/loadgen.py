@@ -137,16 +137,18 @@ def _summarizer(server: Server, entity: str, stop: float, tally: Tally) -> None:
                     tally.errors.append(f"store_summary: HTTP {resp.status_code} {resp.text[:200]}")
 
 
-def run_load(server: Server, entity: str, *, seconds: float, writers: int = 4, readers: int = 2,
+def run_load(server: Server | list[Server], entity: str, *, seconds: float, writers: int = 4, readers: int = 2,
              summarizer: bool = True, seed: int = 8) -> Tally:
+    """``server`` may be several servers of one entity (a shared store): writer/reader ``i`` uses server ``i % n``."""
+    servers = server if isinstance(server, list) else [server]
     tally = Tally()
     stop = time.monotonic() + seconds
-    threads = [threading.Thread(target=_writer, args=(server, entity, f"ch{i}", stop, tally, seed * 100 + i))
-               for i in range(writers)]
-    threads += [threading.Thread(target=_reader, args=(server, entity, stop, tally, seed * 100 + 50 + i))
-                for i in range(readers)]
+    threads = [threading.Thread(target=_writer, args=(servers[i % len(servers)], entity, f"ch{i}", stop, tally,
+                                                      seed * 100 + i)) for i in range(writers)]
+    threads += [threading.Thread(target=_reader, args=(servers[i % len(servers)], entity, stop, tally,
+                                                       seed * 100 + 50 + i)) for i in range(readers)]
     if summarizer:
-        threads.append(threading.Thread(target=_summarizer, args=(server, entity, stop, tally)))
+        threads.append(threading.Thread(target=_summarizer, args=(servers[-1], entity, stop, tally)))
     started = time.monotonic()
     for t in threads:
         t.start()
@@ -172,6 +174,11 @@ def audit(db: Path, tally: Tally) -> dict:
                                  "ORDER BY start_id").fetchall()
     finally:
         conn.close()
+    return audit_rows(rows, summaries, tally)
+
+
+def audit_rows(rows: list, summaries: list, tally: Tally) -> dict:
+    """:func:`audit` on rows read from any store: (id, message_id, summary_id) and (id, start_id, end_id, count)."""
     problems: list[str] = []
     by_mid: dict[str, list[int]] = defaultdict(list)
     for rid, mid, _sid in rows:
