@@ -12,6 +12,9 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import InvalidParams
 
+#: JSON parameters nest at most this deep (objects and arrays), metadata included.
+MAX_DEPTH = 32
+
 if TYPE_CHECKING:  # pragma: no cover
     from .memory import Memory
 
@@ -38,12 +41,20 @@ class Operation:
     #: Operations that change who may call (token rotation) are refused over forwarding.
     sensitive: bool = False
 
+    def __post_init__(self) -> None:
+        if self.params.model_config.get("extra") != "forbid":  # every plugin's operation rejects unknown keys
+            strict = type(self.params.__name__, (self.params,),
+                          {"model_config": {**self.params.model_config, "extra": "forbid"},
+                           "__module__": self.params.__module__, "__doc__": self.params.__doc__})
+            object.__setattr__(self, "params", strict)
+
     def validate(self, raw: dict[str, Any] | None) -> BaseModel:
         """Validate raw JSON params; errors name the parameter."""
         if raw is None:
             raw = {}
         if not isinstance(raw, dict):
             raise InvalidParams(f"{self.name}: parameters must be a JSON object, got {type(raw).__name__}")
+        _check_shape(raw, self.name)
         _reject_non_finite(raw, self.name)
         try:
             return self.params.model_validate(raw)
@@ -58,6 +69,17 @@ class Operation:
 
     def input_schema(self) -> dict[str, Any]:
         return self.params.model_json_schema()
+
+
+def _check_shape(value: Any, op: str) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH before anything reads it (iteratively: no recursion limit)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= MAX_DEPTH:
+                raise InvalidParams(f"{op}: parameters nest deeper than {MAX_DEPTH} levels")
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
 
 
 def _reject_non_finite(value: Any, op: str, path: str = "") -> None:

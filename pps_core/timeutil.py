@@ -13,6 +13,8 @@ STORAGE_FORMAT_HINT = "ISO 8601, e.g. 2026-01-26T07:30:00 (entity's zone) or 202
 
 _RELATIVE = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$", re.IGNORECASE)
 _UNITS = {"m": "minutes", "min": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+#: Timestamps outside these years are refused: every zone (UTC-12..UTC+14) can render what is inside.
+MIN_YEAR, MAX_YEAR = 2, 9998
 
 
 def now_utc() -> datetime:
@@ -59,9 +61,13 @@ def parse_timestamp(value: str | datetime, tz: ZoneInfo, param: str = "timestamp
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=tz)
     try:
-        return dt.astimezone(UTC)
+        utc = dt.astimezone(UTC)
     except (OverflowError, ValueError):
-        raise InvalidParams(f"{param}: {value!r} is out of range", param=param) from None
+        utc = None
+    if utc is None or not MIN_YEAR <= utc.year <= MAX_YEAR:
+        raise InvalidParams(f"{param}: {value!r} is out of range (years {MIN_YEAR:04d} to {MAX_YEAR})",
+                            param=param) from None
+    return utc
 
 
 def storage_or_none(value: str | None, tz: ZoneInfo, param: str) -> str | None:
@@ -69,8 +75,13 @@ def storage_or_none(value: str | None, tz: ZoneInfo, param: str) -> str | None:
 
 
 def local(value: str | datetime, tz: ZoneInfo) -> datetime:
+    """In the entity's zone; a stored time the zone cannot render (an older version's edge-of-calendar row)
+    stays in UTC rather than failing the read."""
     dt = from_storage(value) if isinstance(value, str) else value
-    return dt.astimezone(tz)
+    try:
+        return dt.astimezone(tz)
+    except (OverflowError, ValueError):
+        return dt
 
 
 def render_minute(value: str, tz: ZoneInfo) -> str:
