@@ -19,7 +19,7 @@ from pathlib import Path
 
 import httpx
 
-from .server import Server
+from pps_core.testing.server import Server
 
 READS = ("ambient_recall", "raw_search", "poll_channels")
 WORDS = "lighthouse kettle snow river lantern harbor orchard violin compass ember meadow quartz".split()

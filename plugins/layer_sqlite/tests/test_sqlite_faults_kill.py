@@ -17,9 +17,10 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from pps_sqlite.loadgen import audit, run_load
+
 from pps_core import Memory
 from pps_core.settings import load_settings
-from pps_sqlite.loadgen import audit, run_load
 from pps_core.testing.server import init_entity, pps_env, start_server
 
 PLUGINS = ["sqlite", "crystals", "chroma", "embeddings"]
