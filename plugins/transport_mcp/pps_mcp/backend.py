@@ -74,6 +74,7 @@ class RemoteBackend:
         from pps_core.forward import request, server_address
 
         token = read_token(self.home)
+        self.address = (server_address(self.home) or self.address).rstrip("/")  # a restarted server moved
         try:
             return await anyio.to_thread.run_sync(lambda: request(self.address, method, path, token, body))
         except Unavailable:

@@ -61,8 +61,15 @@ async def call_tool(backend: Backend, name: str, arguments: dict[str, Any] | Non
         return error_result(PPSError(f"{name} failed unexpectedly ({type(exc).__name__}); see the server log"))
 
 
-def create_server(memory=None, *, backend: Backend | None = None, name: str | None = None) -> Server:
-    """An MCP server for one entity: ``memory`` (opened by the caller) or any ``backend``."""
+def create_server(memory=None, *, backend: Backend | None = None, name: str | None = None,
+                  tools: str | list[str] | None = None, startup: str | None = None, settings=None) -> Server:
+    """An MCP server for one entity: ``memory`` (opened by the caller) or any ``backend``.
+
+    ``tools`` is the tool profile and ``startup`` who brings the startup package (see :mod:`.profiles`);
+    by default both come from ``[mcp]`` of the entity's settings (``settings``, else ``memory.settings``).
+    """
+    from .profiles import INSTRUCTIONS, mcp_settings, parse_profile, select
+
     if backend is None:
         if memory is None:
             raise ValueError("create_server needs a memory or a backend")
@@ -70,13 +77,23 @@ def create_server(memory=None, *, backend: Backend | None = None, name: str | No
     if name is None:
         name = f"pps-{memory.settings.entity}" if memory is not None else "pps"
 
+    settings = settings if settings is not None else getattr(memory, "settings", None)
+    if settings is not None:
+        conf = mcp_settings(settings, tools=tools, startup=startup)
+        profile, startup = parse_profile(conf.tools), conf.startup
+    else:
+        profile, startup = parse_profile(tools), startup or "tool"
+    if memory is not None:  # the catalog is known: a profile naming a missing operation fails here, clearly
+        from .backend import ToolSpec
+
+        select([ToolSpec.from_operation(op) for op in memory.catalog], profile)
     listed: dict[int, types.ListToolsResult] = {}
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
         specs = await backend.tools()
         if id(specs) not in listed:  # the local backend keeps one list per catalog: build the tools once
             listed.clear()
-            listed[id(specs)] = types.ListToolsResult(tools=[tool_from_spec(s) for s in specs])
+            listed[id(specs)] = types.ListToolsResult(tools=[tool_from_spec(s) for s in select(specs, profile)])
         return listed[id(specs)]
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -88,7 +105,7 @@ def create_server(memory=None, *, backend: Backend | None = None, name: str | No
     # without this it would rebuild the tool list on every call to look for some.
     server = Server(name, version=__version__, on_list_tools=on_list_tools, on_call_tool=on_call_tool,
                     get_tool_input_schema=lambda _name: None,
-                    instructions="Memory of an AI entity (PPS). Start a session with ambient_recall(context='startup').")
+                    instructions=INSTRUCTIONS[startup])
     # The SDK's OpenTelemetry middleware is a no-op without an exporter but costs ~0.5 ms a call; PPS
     # never traces on the read path (DESIGN §7), so it is dropped, as the SDK documents.
     server.middleware[:] = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]

@@ -21,7 +21,8 @@ def configure_logging(level: str = "WARNING") -> None:
     root.setLevel(level.upper())
 
 
-async def serve_stdio(settings, *, forward: bool = True, listen: bool = True) -> None:
+async def serve_stdio(settings, *, forward: bool = True, listen: bool = True, tools: str | None = None,
+                      startup: str | None = None) -> None:
     from mcp.server.stdio import stdio_server
 
     from pps_core.forward import server_address
@@ -35,14 +36,15 @@ async def serve_stdio(settings, *, forward: bool = True, listen: bool = True) ->
         address = server_address(settings.home) if forward else None
         if address:
             log.info("entity %s is served at %s: forwarding every tool call there", settings.entity, address)
-            server = create_server(backend=RemoteBackend(address, settings.home), name=f"pps-{settings.entity}")
+            server = create_server(backend=RemoteBackend(address, settings.home), name=f"pps-{settings.entity}",
+                                   tools=tools, startup=startup, settings=settings)
             await server.run(read_stream, write_stream, server.create_initialization_options())
             return
         if listen and "http" in settings.plugins:
-            await _own_and_listen(settings, read_stream, write_stream)
+            await _own_and_listen(settings, read_stream, write_stream, tools=tools, startup=startup)
             return
         async with Memory(settings) as memory:
-            server = create_server(memory)
+            server = create_server(memory, tools=tools, startup=startup)
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
@@ -99,7 +101,7 @@ async def _answer_before_eof(stdin_stream, stdout_stream):
             tg.cancel_scope.cancel()
 
 
-async def _own_and_listen(settings, read_stream, write_stream) -> None:
+async def _own_and_listen(settings, read_stream, write_stream, **profile) -> None:
     """Own the stores and also answer REST on a loopback port, so other channels (Claude Code's
     capture hooks, `pps call`, a bot) forward here instead of failing on the owner lock."""
     from pps_core.memory import Memory
@@ -109,12 +111,12 @@ async def _own_and_listen(settings, read_stream, write_stream) -> None:
     # fails) is then the same one-line error as without the listener, not uvicorn's traceback.
     await memory.open()
     try:
-        await _listen(memory, settings, read_stream, write_stream)
+        await _listen(memory, settings, read_stream, write_stream, **profile)
     finally:
         await memory.close()
 
 
-async def _listen(memory, settings, read_stream, write_stream) -> None:
+async def _listen(memory, settings, read_stream, write_stream, **profile) -> None:
     import asyncio
     import socket
 
@@ -137,7 +139,7 @@ async def _listen(memory, settings, read_stream, write_stream) -> None:
         raise RuntimeError("the loopback listener stopped before it started")
     log.info("owning %s; other channels reach it at %s", settings.entity, address)
     try:
-        server = create_server(memory)
+        server = create_server(memory, **profile)
         await server.run(read_stream, write_stream, server.create_initialization_options())
     finally:
         web.should_exit = True
@@ -156,6 +158,11 @@ class McpTransport:
         parser.add_argument("--no-listen", action="store_true",
                             help="when owning the stores, do not also answer REST on a loopback port "
                                  "(by default other channels forward there when the 'http' plugin is loaded)")
+        parser.add_argument("--tools", help="tool profile: all, essential, or a comma list of operations "
+                                            "(default [mcp] tools, 'all')")
+        parser.add_argument("--startup", choices=["tool", "hooks"],
+                            help="hooks: the startup package is injected by hooks, so the instructions do not "
+                                 "ask the model to fetch it (default [mcp] startup, 'tool')")
 
     def serve(self, args) -> int:
         import anyio
@@ -166,7 +173,11 @@ class McpTransport:
         configure_logging(args.log_level)
         try:
             settings = load_settings(args.entity, args.home, must_exist=True)
-            anyio.run(lambda: serve_stdio(settings, forward=not args.local, listen=not args.no_listen))
+            from .profiles import mcp_settings, parse_profile
+
+            parse_profile(mcp_settings(settings, tools=args.tools).tools)  # a bad profile fails before serving
+            anyio.run(lambda: serve_stdio(settings, forward=not args.local, listen=not args.no_listen,
+                                          tools=args.tools, startup=args.startup))
         except KeyboardInterrupt:
             return 130
         except BaseException as exc:

@@ -1,0 +1,97 @@
+"""Tool profiles: which operations an MCP client sees, so the tool list fits a context-window budget.
+
+``[mcp] tools`` in pps.toml (env ``PPS_MCP_TOOLS``, or ``pps serve mcp --tools``):
+
+- ``"all"`` (default): every operation of the catalog, with its full description;
+- ``"essential"``: what a model needs in a session whose memory is captured and injected by hooks
+  (search, save a crystal or word-photo, read one, walk the turns and summaries the startup package
+  points to), each with the first sentence of its description; under 8,000 characters of tool list
+  with the default plugins (``bench/mcp_tools.py`` measures it);
+- a list of operation names: exactly those.
+
+A profile decides what is *listed*; an operation outside it can still be called by name (the startup
+package's "left out" pointers may name one). ``[mcp] startup = "hooks"`` (or ``--startup hooks``)
+tells the model the startup package is already in its context instead of asking it to fetch it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import SettingsConfigDict
+
+from pps_core.errors import ConfigError
+from pps_core.settings import PluginSettings
+
+from .backend import ToolSpec
+
+ESSENTIAL = (
+    "ambient_recall", "texture_search", "crystallize", "anchor_save", "anchor_get", "get_crystals",
+    "anchor_list", "get_turns_since_summary", "get_recent_summaries", "get_turns_around",
+)
+
+INSTRUCTIONS = {
+    "tool": "Memory of an AI entity (PPS). Start a session with ambient_recall(context='startup'); "
+            "search it with ambient_recall(context=<what is being talked about>).",
+    "hooks": "Memory of an AI entity (PPS). The startup package (recent memory, crystals, summaries) is already "
+             "in your context, injected when the session started; do not fetch it again. Search memory with "
+             "ambient_recall(context=<what is being talked about>); save what matters with crystallize or anchor_save.",
+}
+
+
+class McpSettings(PluginSettings):
+    """``[mcp]`` of pps.toml (env ``PPS_MCP_*``)."""
+
+    model_config = SettingsConfigDict(env_prefix="PPS_MCP_", extra="ignore")
+
+    tools: str | list[str] = Field("all", description="'all', 'essential', or a list of operation names")
+    startup: Literal["tool", "hooks"] = Field("tool", description="who brings the startup package: the model "
+                                                                   "calls ambient_recall('startup'), or hooks inject it")
+
+
+def mcp_settings(settings, **overrides) -> McpSettings:
+    given = {k: v for k, v in overrides.items() if v is not None}
+    return settings.plugin_settings(McpSettings, "mcp", **given)
+
+
+def parse_profile(value: str | list[str] | None) -> str | list[str]:
+    """``"essential"``, ``"all"``, or a list of names (also written ``"a,b,c"`` on the command line)."""
+    if value is None:
+        return "all"
+    if isinstance(value, str):
+        value = value.strip()
+        if value in ("all", "essential"):
+            return value
+        names = [n.strip() for n in value.split(",") if n.strip()]
+    else:
+        names = [str(n).strip() for n in value if str(n).strip()]
+    if not names:
+        raise ConfigError("[mcp] tools: expected 'all', 'essential' or a list of operation names")
+    return names
+
+
+_FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)", re.S)
+
+
+def concise(description: str) -> str:
+    """The first sentence of a description (the whole of it when it has one sentence)."""
+    found = _FIRST_SENTENCE.match(description.strip())
+    return found.group(1) if found else description.strip()
+
+
+def select(specs: list[ToolSpec], profile: str | list[str]) -> list[ToolSpec]:
+    """The tools a profile lists, in catalog order. Unknown names in a list are a ConfigError."""
+    if profile == "all":
+        return specs
+    known = {s.name for s in specs}
+    if profile == "essential":
+        wanted = [n for n in ESSENTIAL if n in known]
+        return [replace(s, description=concise(s.description)) for s in specs if s.name in wanted]
+    unknown = [n for n in profile if n not in known]
+    if unknown:
+        raise ConfigError(f"[mcp] tools names operations this entity does not have: {', '.join(unknown)} "
+                          f"(it has: {', '.join(sorted(known))})")
+    return [s for s in specs if s.name in set(profile)]
