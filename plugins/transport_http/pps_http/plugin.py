@@ -6,6 +6,13 @@ from pps_core import hookimpl
 
 
 @hookimpl
+def pps_addhooks(pluginmanager):
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+@hookimpl
 def pps_transports():
     from .serve import HttpTransport
 

@@ -1,0 +1,119 @@
+"""Who is looking: a login that trades the entity's token for a session cookie, CSRF tokens, security headers.
+
+The cookie holds a random session id, never the token (HttpOnly, SameSite=Strict, scoped to the entity's
+pages). A session ends when the token is rotated. ``Authorization: Bearer <token>`` also works (scripts,
+benchmarks); such requests carry no ambient credential, so they need no CSRF token. An entity without a
+token follows the HTTP transport's rule (loopback only, no request from a non-loopback page) and, because a
+DNS-rebinding page would be on loopback too, its pages answer only to a loopback Host.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from pps_http.security import EntityAuth, is_loopback
+
+from pps_core.auth import check_token
+from pps_core.errors import Forbidden, PPSError, Unauthorized
+
+COOKIE = "pps_ui_session"
+LOGIN_COOKIE = "pps_ui_login"
+IDLE_S = 12 * 3600
+MAX_SESSIONS = 256
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY",
+           "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
+           "Cross-Origin-Opener-Policy": "same-origin", "Cross-Origin-Resource-Policy": "same-origin"}
+
+
+@dataclass
+class Session:
+    csrf: str
+    token: str | None  # the token it logged in with (None: an entity without a token)
+    seen: float = field(default_factory=time.monotonic)
+
+
+class Sessions:
+    """Sessions of one entity's pages, in this process's memory (a restart asks to log in again)."""
+
+    def __init__(self, auth: EntityAuth, path: str) -> None:
+        self.auth = auth
+        self.path = path
+        self._by_id: dict[str, Session] = {}
+
+    def create(self, token: str | None) -> tuple[str, Session]:
+        now = time.monotonic()
+        for sid in [s for s, v in self._by_id.items() if now - v.seen > IDLE_S]:
+            del self._by_id[sid]
+        while len(self._by_id) >= MAX_SESSIONS:
+            del self._by_id[next(iter(self._by_id))]
+        sid = secrets.token_urlsafe(32)
+        self._by_id[sid] = session = Session(csrf=secrets.token_urlsafe(32), token=token)
+        return sid, session
+
+    def get(self, sid: str | None) -> Session | None:
+        session = self._by_id.get(sid or "")
+        if session is None:
+            return None
+        now = time.monotonic()
+        stale = now - session.seen > IDLE_S
+        rotated = self.auth.required and not check_token(self.auth.current(), session.token)
+        if stale or rotated or (session.token is None and self.auth.required):
+            self._by_id.pop(sid, None)
+            return None
+        session.seen = now
+        return session
+
+    def drop(self, sid: str | None) -> None:
+        self._by_id.pop(sid or "", None)
+
+    def login(self, presented: str, origin: str | None) -> tuple[str, Session]:
+        """Check a token typed into the login form (as a bearer token would be checked)."""
+        presented = presented.strip()
+        if not presented:
+            raise Unauthorized("enter the entity's token (`pps token --entity NAME` prints it)")
+        self.auth.check(f"Bearer {presented}", origin=origin)
+        return self.create(presented)
+
+    def cookie(self, name: str, value: str, *, secure: bool, max_age: int | None = IDLE_S) -> str:
+        parts = [f"{name}={value}", f"Path={self.path}", "HttpOnly", "SameSite=Strict"]
+        if max_age is not None:
+            parts.append(f"Max-Age={max_age}")
+        if secure:
+            parts.append("Secure")
+        return "; ".join(parts)
+
+
+def loopback_host(host_header: str | None) -> bool:
+    try:
+        host = urlsplit(f"//{host_header or ''}").hostname or ""
+    except ValueError:
+        return False
+    return is_loopback(host)
+
+
+def check_csrf(session: Session, presented: str | None) -> None:
+    if not presented or not hmac.compare_digest(session.csrf.encode(), presented.encode()):
+        raise Forbidden("the form is stale or did not come from these pages (CSRF token missing or wrong); "
+                        "reload the page and try again")
+
+
+def check_bearer(auth: EntityAuth, authorization: str | None, origin: str | None) -> bool:
+    """True if the request carries a valid bearer token; raises if it carries a wrong one."""
+    if not authorization:
+        return False
+    if not auth.required:
+        auth.check(None, origin=origin)
+        return True
+    auth.check(authorization, origin=origin)
+    return True
+
+
+__all__ = ["COOKIE", "CSP", "HEADERS", "LOGIN_COOKIE", "PPSError", "Session", "Sessions", "check_bearer",
+           "check_csrf", "loopback_host"]

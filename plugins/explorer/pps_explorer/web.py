@@ -1,0 +1,222 @@
+"""The explorer's ASGI app for one entity: routing, the login gate, CSRF on every POST, templates, headers.
+
+Every page is built from the entity's operations (``await memory.call(name, params)``), so the explorer
+shows whatever plugins the entity loads; a part whose operation is not loaded says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from pps_core.errors import PPSError, Unauthorized
+
+from . import session as sec
+
+log = logging.getLogger("pps.explorer")
+STATIC = {"htmx.min.js": "text/javascript", "explorer.css": "text/css", "htmx.LICENSE": "text/plain"}
+
+
+@dataclass
+class Ctx:
+    """One request: the entity's memory, the request, its session and the page's own values."""
+
+    request: Request
+    memory: Any
+    base: str
+    session: sec.Session | None
+    notes: list[str] = field(default_factory=list)
+
+    def has(self, op: str) -> bool:
+        return self.memory.catalog.get(op) is not None
+
+    async def call(self, op: str, params: dict[str, Any] | None = None) -> Any:
+        return await self.memory.call(op, params or {})
+
+    async def part(self, op: str, params: dict[str, Any] | None = None) -> tuple[Any, str | None]:
+        """(result, None), or (None, why this part is not shown): the operation is missing or failed."""
+        if not self.has(op):
+            return None, f"not available: this entity does not load the operation {op}"
+        try:
+            return await self.call(op, params), None
+        except PPSError as exc:
+            return None, f"{op}: {exc.message}"
+
+    def arg(self, name: str, default: str = "") -> str:
+        return (self.request.query_params.get(name) or default).strip()
+
+    def int_arg(self, name: str, default: int = 0, lo: int = 0, hi: int = 1_000_000) -> int:
+        try:
+            return min(hi, max(lo, int(self.request.query_params.get(name, default))))
+        except ValueError:
+            return default
+
+    def url(self, path: str = "", **query: Any) -> str:
+        q = urlencode({k: v for k, v in query.items() if v not in (None, "")})
+        return f"{self.base}{path}" + (f"?{q}" if q else "")
+
+
+def _templates():
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    from . import text
+
+    env = Environment(loader=PackageLoader("pps_explorer", "templates"),
+                      autoescape=select_autoescape(default=True, default_for_string=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(md=text.markdown, highlight=text.highlight, short=text.short, urlq=lambda s: quote(str(s), safe=""))
+    return env
+
+
+class Explorer:
+    """Routes of ``/ui/<entity>``; ``pages`` maps a path to an async handler ``(ctx) -> (template, values)``."""
+
+    def __init__(self, memory, auth) -> None:
+        from . import pages
+
+        self.memory = memory
+        self.auth = auth
+        self.entity = memory.settings.entity
+        self.base = f"/ui/{quote(self.entity, safe='')}"
+        self.sessions = sec.Sessions(auth, self.base)
+        self.env = _templates()
+        routes = [Route("/", self.wrap(pages.home), methods=["GET"]),
+                  Route("/login", self.login, methods=["GET", "POST"]),
+                  Route("/logout", self.logout, methods=["POST"]),
+                  Route("/static/{name}", self.static, methods=["GET"])]
+        for path, handler, methods in pages.routes():
+            routes.append(Route(path, self.wrap(handler), methods=methods))
+        self.app = Starlette(routes=routes)
+
+    # -- plumbing -------------------------------------------------------------------------------
+
+    def render(self, ctx: Ctx | None, template: str, values: dict[str, Any], status: int = 200) -> HTMLResponse:
+        page = self.env.get_template(template).render(
+            entity=self.entity, base=self.base, csrf=ctx.session.csrf if ctx and ctx.session else "",
+            login=self.auth.required, path=ctx.request.url.path if ctx else "", notes=ctx.notes if ctx else [],
+            **values)
+        return self.headers(HTMLResponse(page, status_code=status))
+
+    @staticmethod
+    def headers(response: Response) -> Response:
+        response.headers.update(sec.HEADERS)
+        return response
+
+    def _gate(self, request: Request) -> tuple[sec.Session | None, bool]:
+        """(session, by_bearer). Raises PPSError when the request may not see the pages."""
+        origin = request.headers.get("origin")
+        if not self.auth.required:
+            if not sec.loopback_host(request.headers.get("host")):
+                from pps_core.errors import Forbidden
+
+                raise Forbidden(f"entity {self.entity!r} has no token: its pages answer only on loopback")
+            self.auth.check(None, origin=origin)
+        if sec.check_bearer(self.auth, request.headers.get("authorization"), origin):
+            return None, True
+        session = self.sessions.get(request.cookies.get(sec.COOKIE))
+        if session is None and self.auth.required:
+            raise Unauthorized("log in with the entity's token")
+        return session, False
+
+    def wrap(self, handler):
+        async def endpoint(request: Request) -> Response:
+            new_cookie = None
+            try:
+                session, by_bearer = self._gate(request)
+            except Unauthorized:
+                if request.method == "GET":
+                    return self.headers(RedirectResponse(f"{self.base}/login", status_code=303))
+                return self.error(None, 401, "log in first (your session ended)")
+            except PPSError as exc:
+                return self.error(None, exc.status, exc.message)
+            if session is None and not by_bearer:  # an entity without a token: a session for CSRF only
+                sid, session = self.sessions.create(None)
+                new_cookie = self.sessions.cookie(sec.COOKIE, sid, secure=request.url.scheme == "https")
+            ctx = Ctx(request, self.memory, self.base, session)
+            try:
+                if request.method == "POST" and not by_bearer:
+                    form = await request.form()
+                    sec.check_csrf(session, form.get("csrf") or request.headers.get("x-csrf-token"))
+                started = time.perf_counter()
+                out = await handler(ctx)
+                if isinstance(out, Response):
+                    response = self.headers(out)
+                else:
+                    template, values = out
+                    response = self.render(ctx, template, values)
+                response.headers["Server-Timing"] = f"page;dur={(time.perf_counter() - started) * 1000:.2f}"
+            except PPSError as exc:
+                response = self.error(ctx, exc.status, exc.message)
+            except Exception as exc:  # a bug: the log gets the traceback, the page a plain message
+                log.exception("explorer page %s failed", request.url.path)
+                response = self.error(ctx, 500, f"this page failed ({type(exc).__name__}); see the server log")
+            if new_cookie:
+                response.headers.append("set-cookie", new_cookie)
+            return response
+
+        return endpoint
+
+    def error(self, ctx: Ctx | None, status: int, message: str) -> HTMLResponse:
+        return self.render(ctx, "error.html", {"status": status, "message": message}, status=status)
+
+    # -- login ----------------------------------------------------------------------------------
+
+    async def login(self, request: Request) -> Response:
+        secure = request.url.scheme == "https"
+        if not self.auth.required:
+            return self.headers(RedirectResponse(f"{self.base}/", status_code=303))
+        if request.method == "GET":
+            nonce = secrets.token_urlsafe(32)
+            response = self.render(None, "login.html", {"nonce": nonce, "message": ""})
+            response.headers.append("set-cookie", self.sessions.cookie(sec.LOGIN_COOKIE, nonce, secure=secure,
+                                                                       max_age=3600))
+            return response
+        form = await request.form()
+        nonce = request.cookies.get(sec.LOGIN_COOKIE)
+        try:
+            if not nonce or not form.get("nonce"):
+                raise Unauthorized("the login form is stale; reload it")
+            sec.check_csrf(sec.Session(csrf=nonce, token=None), str(form.get("nonce")))
+            sid, _session = self.sessions.login(str(form.get("token") or ""), request.headers.get("origin"))
+        except PPSError as exc:
+            response = self.render(None, "login.html", {"nonce": nonce or "", "message": exc.message},
+                                   status=exc.status)
+            return response
+        response = self.headers(RedirectResponse(f"{self.base}/", status_code=303))
+        response.headers.append("set-cookie", self.sessions.cookie(sec.COOKIE, sid, secure=secure))
+        response.headers.append("set-cookie", self.sessions.cookie(sec.LOGIN_COOKIE, "", secure=secure, max_age=0))
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        sid = request.cookies.get(sec.COOKIE)
+        session = self.sessions.get(sid)
+        form = await request.form()
+        if session is not None:
+            try:
+                sec.check_csrf(session, form.get("csrf"))
+            except PPSError as exc:
+                return self.error(None, exc.status, exc.message)
+            self.sessions.drop(sid)
+        response = self.headers(RedirectResponse(f"{self.base}/login", status_code=303))
+        response.headers.append("set-cookie", self.sessions.cookie(sec.COOKIE, "", secure=False, max_age=0))
+        return response
+
+    async def static(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        if name not in STATIC:
+            return self.headers(Response("not found", status_code=404, media_type="text/plain"))
+        body = (files("pps_explorer") / "static" / name).read_bytes()
+        response = Response(body, media_type=STATIC[name])
+        response.headers.update(sec.HEADERS)
+        response.headers["Cache-Control"] = "public, max-age=3600"
+        return response
