@@ -7,7 +7,7 @@ STAMP := $(VENV)/.pps-installed
 # Quiet the build backend's advice about editable installs; real errors still fail the build.
 PIP := PYTHONWARNINGS=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/pip
 
-.PHONY: install test demo lint bench dist clean
+.PHONY: install test demo lint bench dist clean chromium
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -18,7 +18,17 @@ $(STAMP): $(BIN)/python requirements-dev.txt pyproject.toml $(wildcard plugins/*
 	$(PIP) install -q --no-build-isolation -e . $(foreach p,$(PLUGINS),-e $(p))
 	touch $(STAMP)
 
-install: $(STAMP)
+install: $(STAMP) chromium
+
+# The memory explorer's browser tests drive Debian's headless Chromium (never a downloaded browser):
+# installed here when missing and we are root or may sudo; otherwise those tests skip, saying why.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "chromium is missing and cannot be installed here (not root, no sudo): browser tests will skip"; fi
 
 test: install
 	$(BIN)/python -m pytest -q
