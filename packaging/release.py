@@ -27,17 +27,29 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-VERSION_FILE = ROOT / "VERSION"
-LICENSE = ROOT / "LICENSE"
-META_DIR = ROOT / "packaging" / "pps"
-CORE_INIT = ROOT / "pps_core" / "__init__.py"
+ROOT = Path(__file__).resolve().parent.parent  # every path below is taken from it at call time
 BUNDLES = ("default", "extra")
 TOOL_KEYS = {"bundle", "extra", "extras"}
 
 
 class ReleaseError(Exception):
     pass
+
+
+def _version_file() -> Path:
+    return ROOT / "VERSION"
+
+
+def _license() -> Path:
+    return ROOT / "LICENSE"
+
+
+def _meta_dir() -> Path:
+    return ROOT / "packaging" / "pps"
+
+
+def _core_init() -> Path:
+    return ROOT / "pps_core" / "__init__.py"
 
 
 @dataclass
@@ -55,7 +67,7 @@ class Package:
 
 
 def read_version() -> str:
-    version = VERSION_FILE.read_text().strip()
+    version = _version_file().read_text().strip()
     if not re.fullmatch(r"\d+\.\d+\.\d+(?:(?:a|b|rc)\d+)?(?:\.post\d+)?(?:\.dev\d+)?", version):
         raise ReleaseError(f"VERSION: {version!r} is not a release version such as 0.2.0")
     return version
@@ -163,7 +175,7 @@ _CORE_VERSION = re.compile(r'(?m)^(__version__\s*=\s*")([^"]*)(")')
 
 
 def _read_core_version() -> str | None:
-    match = _CORE_VERSION.search(CORE_INIT.read_text())
+    match = _CORE_VERSION.search(_core_init().read_text())
     return match.group(2) if match else None
 
 
@@ -175,16 +187,16 @@ def check() -> list[str]:
     for pkg in [core, *plugins]:
         if pkg.version != version:
             problems.append(f"{_rel(pkg.pyproject)}: version {pkg.version!r}, VERSION says {version!r}")
-    for directory in [META_DIR, *(p.dir for p in plugins)]:
+    for directory in [_meta_dir(), *(p.dir for p in plugins)]:
         copy = directory / "LICENSE"
-        if not copy.exists() or copy.read_bytes() != LICENSE.read_bytes():
+        if not copy.exists() or copy.read_bytes() != _license().read_bytes():
             problems.append(f"{_rel(copy)}: missing or not a copy of ./LICENSE")
     if _read_core_version() != version:
         problems.append(f"pps_core/__init__.py: __version__ {_read_core_version()!r}, VERSION says {version!r}")
     names = [p.name for p in plugins]
     for name in {n for n in names if names.count(n) > 1}:
         problems.append(f"two plugins are named {name!r}")
-    meta = META_DIR / "pyproject.toml"
+    meta = _meta_dir() / "pyproject.toml"
     if not meta.exists() or meta.read_text() != metapackage_pyproject(version, core, plugins):
         problems.append("packaging/pps/pyproject.toml is not what the plugins' [tool.pps] tables and VERSION say")
     return problems
@@ -210,16 +222,16 @@ def sync() -> list[str]:
             raise ReleaseError(f'{_rel(pkg.pyproject)}: no static `version = "..."` in [project]')
         if _write_if_changed(pkg.pyproject, _PROJECT_VERSION.sub(rf"\g<1>{version}\g<3>", text, count=1)):
             changed.append(_rel(pkg.pyproject))
-    init = CORE_INIT.read_text()
-    if _write_if_changed(CORE_INIT, _CORE_VERSION.sub(rf"\g<1>{version}\g<3>", init, count=1)):
-        changed.append(_rel(CORE_INIT))
-    META_DIR.mkdir(parents=True, exist_ok=True)
-    for directory in [META_DIR, *(p.dir for p in plugins)]:
-        if _write_if_changed(directory / "LICENSE", LICENSE.read_text()):
+    init = _core_init().read_text()
+    if _write_if_changed(_core_init(), _CORE_VERSION.sub(rf"\g<1>{version}\g<3>", init, count=1)):
+        changed.append(_rel(_core_init()))
+    _meta_dir().mkdir(parents=True, exist_ok=True)
+    for directory in [_meta_dir(), *(p.dir for p in plugins)]:
+        if _write_if_changed(directory / "LICENSE", _license().read_text()):
             changed.append(_rel(directory / "LICENSE"))
     core, plugins = packages()
-    if _write_if_changed(META_DIR / "pyproject.toml", metapackage_pyproject(version, core, plugins)):
-        changed.append(_rel(META_DIR / "pyproject.toml"))
+    if _write_if_changed(_meta_dir() / "pyproject.toml", metapackage_pyproject(version, core, plugins)):
+        changed.append(_rel(_meta_dir() / "pyproject.toml"))
     return changed
 
 
@@ -236,7 +248,7 @@ def build(outdir: Path, isolation: bool = True, wheel_only: bool = False, quiet:
     outdir = outdir.resolve()
     outdir.mkdir(parents=True, exist_ok=True)
     core, plugins = packages()
-    dirs = [core.dir, *(p.dir for p in plugins), META_DIR]
+    dirs = [core.dir, *(p.dir for p in plugins), _meta_dir()]
     for i, directory in enumerate(dirs, 1):
         cmd = [sys.executable, "-m", "build", "--outdir", str(outdir), str(directory)]
         cmd += [] if isolation else ["--no-isolation"]
@@ -274,12 +286,12 @@ def main(argv: list[str] | None = None) -> int:
                 print("release: run `python packaging/release.py sync` (or `make dist`)", file=sys.stderr)
             return 1 if problems else 0
         if args.command == "version":
-            previous = VERSION_FILE.read_text()
-            VERSION_FILE.write_text(args.version.strip() + "\n")
+            previous = _version_file().read_text()
+            _version_file().write_text(args.version.strip() + "\n")
             try:
                 read_version()
             except ReleaseError:
-                VERSION_FILE.write_text(previous)
+                _version_file().write_text(previous)
                 raise
         if args.command in ("sync", "version"):
             for path in sync():
