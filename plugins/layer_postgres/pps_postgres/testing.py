@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-__all__ = ["pg_dsn", "postgres_section"]
+__all__ = ["audit", "pg_dsn", "postgres_section"]
 
 
 @pytest.fixture(scope="session")
@@ -56,3 +56,15 @@ def postgres_section(pg_dsn):
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             for schema in made:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def audit(dsn: str, schema: str, tally) -> dict:
+    """``pps_sqlite.loadgen.audit`` for a PostgreSQL-backed entity: reads the schema's tables directly."""
+    import psycopg
+    from pps_sqlite.loadgen import audit_rows
+
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(f'SELECT id, message_id, summary_id FROM "{schema}".messages').fetchall()
+        summaries = conn.execute(f'SELECT id, start_id, end_id, message_count FROM "{schema}".message_summaries '
+                                 "ORDER BY start_id").fetchall()
+    return audit_rows(rows, summaries, tally)

@@ -1,0 +1,131 @@
+"""What only the PostgreSQL store has to show: its schema, plain SQL writers, several processes on one entity.
+
+Every operation and edge case shared with SQLite runs from plugins/layer_sqlite/tests on both backends.
+"""
+
+import asyncio
+
+import psycopg
+import pytest
+
+PLUGINS = ["postgres"]
+
+
+async def open_memory(make_memory, section, name="lyra", home=None, **kw):
+    return await make_memory(name, home=home, plugins=PLUGINS, postgres=section(name), **kw)
+
+
+async def test_turns_written_by_plain_sql_are_searchable_and_normalised(make_memory, postgres_section, pg_dsn):
+    m = await open_memory(make_memory, postgres_section)
+    schema = postgres_section("lyra")["schema"]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'INSERT INTO "{schema}".messages (content, author_name, channel, created_at) VALUES '
+                     "('an imported note about lighthouses', 'Importer', 'email:x', '2026-01-26 09:15:00+02:00')")
+    found = await m.call("raw_search", {"query": "lighthouses"})
+    assert found["results"][0]["author_name"] == "Importer"
+    assert found["results"][0]["created_at"] == "2026-01-26T07:15:00.000Z"
+
+
+async def test_schema_is_versioned_reopens_and_refuses_a_newer_one(make_memory, postgres_section, pg_dsn, tmp_path):
+    m = await open_memory(make_memory, postgres_section, home=tmp_path / "a")
+    await m.call("store_message", {"content": "persisted", "author_name": "A", "channel": "c"})
+    await m.close()
+    schema = postgres_section("lyra")["schema"]
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        assert conn.execute(f'SELECT max(version) FROM "{schema}".pps_schema_version').fetchone()[0] >= 1
+        kinds = dict(conn.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s "
+            "AND table_name = 'messages'", (schema,)).fetchall())
+        assert kinds["created_at"] == "timestamp with time zone" and kinds["tsv"] == "tsvector"
+        assert conn.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = %s AND indexdef LIKE '%%gin%%'",
+                            (schema,)).fetchone()[0] == 2
+    again = await open_memory(make_memory, postgres_section, home=tmp_path / "b")  # another home, same store
+    assert (await again.call("raw_search", {"query": "persisted"}))["count"] == 1
+    await again.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'INSERT INTO "{schema}".pps_schema_version VALUES (999)')
+    newer = await open_memory(make_memory, postgres_section, home=tmp_path / "c")
+    health = await newer.layer("raw_capture").health()
+    assert not health.available and "newer than this PPS" in health.detail
+
+
+async def test_a_missing_dsn_is_a_clear_error(make_memory):
+    m = await make_memory("lyra", plugins=PLUGINS)
+    health = await m.layer("raw_capture").health()
+    assert not health.available and "postgres.dsn is not set" in health.detail
+
+
+async def test_entities_get_separate_schemas_by_default(make_memory, pg_dsn, tmp_path):
+    from pps_postgres.settings import PostgresSettings, schema_for
+
+    assert schema_for(PostgresSettings(), "lyra") == "pps_lyra"
+    assert schema_for(PostgresSettings(), "Lyra.x") != schema_for(PostgresSettings(), "lyra_x")
+    a = await make_memory("ent-a", home=tmp_path / "a", plugins=PLUGINS,
+                          postgres={"dsn": pg_dsn, "schema": "t_sep_a"})
+    b = await make_memory("ent-b", home=tmp_path / "b", plugins=PLUGINS,
+                          postgres={"dsn": pg_dsn, "schema": "t_sep_b"})
+    try:
+        await a.call("store_message", {"content": "only in a", "author_name": "A", "channel": "c"})
+        assert (await b.call("summary_stats"))["total_messages"] == 0
+    finally:
+        await a.close()
+        await b.close()
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("DROP SCHEMA t_sep_a CASCADE")
+            conn.execute("DROP SCHEMA t_sep_b CASCADE")
+
+
+async def test_two_processes_store_each_message_id_exactly_once(make_memory, postgres_section, tmp_path):
+    """Two memories (two homes, as two servers would have) racing the same message_ids: one row each."""
+    a = await open_memory(make_memory, postgres_section, home=tmp_path / "a")
+    b = await open_memory(make_memory, postgres_section, home=tmp_path / "b")
+
+    async def write(m, tag):
+        acks = {}
+        for k in range(0, 200, 10):
+            batch = [{"content": f"turn {i} via {tag}", "author_name": "A", "channel": tag, "message_id": f"m{i}"}
+                     for i in range(k, k + 10)]
+            out = await m.call("store_messages", {"messages": batch})
+            acks.update({x["message_id"]: x["id"] for x in out["acks"]})
+        return acks
+
+    first, second = await asyncio.gather(write(a, "a"), write(b, "b"))
+    assert first == second  # both were answered with the one row each message_id has
+    stats = await a.call("summary_stats")
+    assert stats["total_messages"] == 200
+
+
+async def test_read_cursor_sees_every_turn_once_under_concurrent_writers(make_memory, postgres_section, tmp_path):
+    writer_a = await open_memory(make_memory, postgres_section, home=tmp_path / "a")
+    writer_b = await open_memory(make_memory, postgres_section, home=tmp_path / "b")
+    reader = await open_memory(make_memory, postgres_section, home=tmp_path / "r")
+    await reader.call("poll_channels", {"consumer_key": "r", "channel": "mine"})
+    seen: list[str] = []
+    done = asyncio.Event()
+
+    async def write(m, tag):  # batches: each transaction holds its ids a while before it commits
+        for k in range(0, 200, 20):
+            await m.call("store_messages", {"messages": [
+                {"content": f"{tag} {i}", "author_name": "A", "channel": tag} for i in range(k, k + 20)]})
+
+    async def read():
+        while not done.is_set():
+            got = await reader.call("poll_channels", {"consumer_key": "r", "channel": "mine", "limit": 1000})
+            seen.extend(t["content"] for t in got["turns"])
+            await asyncio.sleep(0)
+
+    poller = asyncio.create_task(read())
+    await asyncio.gather(write(writer_a, "a"), write(writer_b, "b"), write(writer_a, "c"), write(writer_b, "d"))
+    done.set()
+    await poller
+    got = await reader.call("poll_channels", {"consumer_key": "r", "channel": "mine", "limit": 1000})
+    seen.extend(t["content"] for t in got["turns"])
+    assert sorted(seen) == sorted(f"{tag} {i}" for tag in "abcd" for i in range(200))
+
+
+@pytest.mark.parametrize("query", ["to be", "the"])
+async def test_stop_words_only_still_search(make_memory, postgres_section, query):
+    m = await open_memory(make_memory, postgres_section)
+    await m.call("store_message", {"content": "to be or not to be, the question", "author_name": "A",
+                                   "channel": "c"})
+    assert (await m.call("raw_search", {"query": query}))["count"] == 1
