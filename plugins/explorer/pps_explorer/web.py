@@ -198,6 +198,12 @@ class Explorer:
         return response
 
     async def logout(self, request: Request) -> Response:
+        try:
+            self._gate(request)
+        except Unauthorized:
+            pass
+        except PPSError as exc:
+            return self.error(None, exc.status, exc.message)
         sid = request.cookies.get(sec.COOKIE)
         session = self.sessions.get(sid)
         form = await request.form()
