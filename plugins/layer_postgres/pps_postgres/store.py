@@ -26,7 +26,7 @@ from .textsearch import bm25
 
 COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
 SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
-                   "summary_type, created_at")
+                   "summary_type, created_at, rewrite")
 #: The advisory lock writers share and a poll takes exclusively (per schema: hashtext of this and the schema).
 CAPTURE_LOCK = "pps-capture:"
 
@@ -54,7 +54,7 @@ def row_to_summary(r: dict[str, Any]) -> dict[str, Any]:
     return {"id": r["id"], "summary_text": r["summary_text"], "start_id": r["start_id"], "end_id": r["end_id"],
             "message_count": r["message_count"], "channels": json.loads(r["channels"] or "[]"),
             "time_span_start": ts(r["time_span_start"]), "time_span_end": ts(r["time_span_end"]),
-            "summary_type": r["summary_type"], "created_at": ts(r["created_at"])}
+            "summary_type": r["summary_type"], "created_at": ts(r["created_at"]), "rewrite": r["rewrite"]}
 
 
 class PostgresStore:
@@ -147,11 +147,27 @@ class PostgresStore:
                     row = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = %s",
                                                     (t["message_id"],))).fetchone()
                     turn = row_to_turn(row)
-                else:
-                    turn = row_to_turn(row)
-                    new.append(turn)
-                acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+                    acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+                    continue
+                turn = row_to_turn(row)
+                new.append(turn)
+                ack = {k: turn[k] for k in ("id", "message_id", "created_at", "channel")}
+                inside = await self._flag_spans(conn, row["created_at"])
+                if inside:
+                    ack["inside_summaries"] = inside
+                acks.append(ack)
         return acks, new
+
+    async def _flag_spans(self, conn, at) -> list[int]:
+        """As ``pps_sqlite.turns.flag_spans``: summaries whose span strictly contains ``at`` are flagged."""
+        rows = await (await conn.execute(
+            "SELECT id FROM message_summaries WHERE time_span_start < %s AND time_span_end > %s ORDER BY id",
+            (at, at))).fetchall()
+        ids = [r["id"] for r in rows]
+        if ids:
+            await conn.execute("UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL "
+                               "AND id = ANY(%s)", (ids,))
+        return ids
 
     async def lexical_search(self, query, limit, offset=0, channel=None):
         async with self.connection() as conn:
@@ -168,7 +184,8 @@ class PostgresStore:
         return [by[i] for i in ids if i in by]
 
     async def newest(self, limit):
-        rows = await self.fetch(f"SELECT {COLUMNS} FROM messages ORDER BY id DESC LIMIT %s", (limit,))
+        rows = await self.fetch(f"SELECT {COLUMNS} FROM messages ORDER BY created_at DESC, id DESC LIMIT %s",
+                                (limit,))
         return [row_to_turn(r) for r in reversed(rows)]
 
     async def counts(self):
@@ -182,7 +199,8 @@ class PostgresStore:
         args: list[Any] = [channel] if channel else []
         order = "ASC" if oldest_first else "DESC"
         rows = await (await conn.execute(
-            f"SELECT {COLUMNS} FROM messages WHERE {where} ORDER BY id {order} LIMIT %s OFFSET %s",
+            f"SELECT {COLUMNS} FROM messages WHERE {where} ORDER BY created_at {order}, id {order} "
+            "LIMIT %s OFFSET %s",
             [*args, limit, offset])).fetchall()
         out = [row_to_turn(r) for r in rows]
         if not oldest_first:
@@ -199,7 +217,12 @@ class PostgresStore:
 
     async def unsummarized_page(self, limit, offset=0, *, oldest_first=False, channel=None):
         async with self.connection() as conn, conn.transaction():
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            if oldest_first:
+                # what a summarizer is handed: no turn still uncommitted may later land inside its id range
+                # (ids commit out of order across servers); as in poll, captures in flight commit first
+                await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (self.lock_key,))
+            else:
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             total = await self._unsummarized_count(conn, channel)
             page = await self._unsummarized(conn, limit, offset, oldest_first=oldest_first, channel=channel)
         return total, page
@@ -269,7 +292,8 @@ class PostgresStore:
             oldest = None
             if newest_first_preview:
                 rows = (await (await conn.execute(
-                    f"SELECT {COLUMNS} FROM messages WHERE id > %s AND id <= %s AND {other} ORDER BY id DESC LIMIT %s",
+                    f"SELECT {COLUMNS} FROM messages WHERE id > %s AND id <= %s AND {other} "
+                    "ORDER BY created_at DESC, id DESC LIMIT %s",
                     [last, top, *args, limit])).fetchall())[::-1]
                 if total > len(rows):
                     oldest = ts((await (await conn.execute(
@@ -283,7 +307,7 @@ class PostgresStore:
                 cursor = top if len(rows) >= total else rows[-1]["id"]
             await conn.execute("UPDATE read_cursors SET last_id = %s, updated_at = now() WHERE consumer_key = %s",
                                (cursor, consumer))
-            found = [row_to_turn(r) for r in rows]
+            found = sorted((row_to_turn(r) for r in rows), key=lambda t: (t["created_at"], t["id"]))
         return {"consumer_key": consumer, "new_consumer": False, "unread_total": total, "turns": found,
                 "remaining": total - len(found) if not newest_first_preview else 0, "cursor": cursor,
                 "oldest_unread_at": oldest}
@@ -346,7 +370,8 @@ class PostgresStore:
 
     async def _recent_summaries(self, conn, limit, offset=0):
         rows = await (await conn.execute(
-            f"SELECT {SUMMARY_COLUMNS} FROM message_summaries ORDER BY id DESC LIMIT %s OFFSET %s",
+            f"SELECT {SUMMARY_COLUMNS} FROM message_summaries ORDER BY time_span_end DESC NULLS LAST, id DESC "
+            "LIMIT %s OFFSET %s",
             (limit, offset))).fetchall()
         return [row_to_summary(r) for r in rows]
 
@@ -373,10 +398,15 @@ class PostgresStore:
             by = await (await conn.execute(
                 "SELECT channel, count(*) AS n FROM messages WHERE summary_id IS NULL GROUP BY channel "
                 "ORDER BY 2 DESC, 1")).fetchall()
-        return {"total_messages": r["total"], "unsummarized_count": r["unsummarized"],
+        rewrite = await self.needs_rewrite()
+        return {"needs_rewrite": rewrite, "total_messages": r["total"], "unsummarized_count": r["unsummarized"],
                 "summarized_count": r["total"] - r["unsummarized"], "summary_count": r["summaries"],
                 "oldest_unsummarized_at": ts(r["oldest_unsummarized"]), "newest_summary_at": ts(r["newest_summary"]),
                 "unsummarized_by_channel": {x["channel"]: x["n"] for x in by}}
+
+    async def needs_rewrite(self):
+        rows = await self.fetch("SELECT id, rewrite FROM message_summaries WHERE rewrite IS NOT NULL ORDER BY id")
+        return [{"id": r["id"], "reason": r["rewrite"]} for r in rows]
 
     async def summary_count(self):
         return (await self.fetch("SELECT count(*) AS n FROM message_summaries"))[0]["n"]

@@ -1,0 +1,44 @@
+"""Two `pps serve http` processes serve one PostgreSQL-backed entity at once, under concurrent writers.
+
+Each server has a home of its own (as on two machines: the owner lock is per home), both point at the same
+schema. Every acknowledged turn is stored exactly once, repeats of a message_id sent to either server are
+answered with the first row, summaries stay disjoint. The long version is `bench/load.py --postgres`.
+"""
+
+from concurrent.futures import ThreadPoolExecutor
+
+from pps_postgres.testing import audit
+from pps_sqlite.loadgen import report, run_load
+
+from pps_core.testing.server import init_entity, start_server
+
+
+def test_two_servers_one_entity_store_every_acknowledged_turn_once(tmp_path, postgres_section):
+    section = postgres_section("lyra")
+    servers = []
+    try:
+        roots = [tmp_path / "machine0", tmp_path / "machine1"]
+        for root in roots:
+            root.mkdir()
+            init_entity(root, "lyra", "postgres,http", "[postgres]", f"dsn = {section['dsn']!r}",
+                        f"schema = {section['schema']!r}")
+        with ThreadPoolExecutor(2) as pool:  # both boot at once (and migrate the one schema at once)
+            servers.extend(pool.map(lambda root: start_server(root, "--entity", "lyra"), roots))
+        tally = run_load(servers, "lyra", seconds=4, writers=4, readers=2, summarizer=True)
+        for mid, rid in sorted(tally.acked.items())[:20]:  # a repeat through the other server: the same row
+            for server in servers:
+                again = server.call("store_message", {"content": "again", "author_name": "x", "channel": "y",
+                                                      "message_id": mid}, entity="lyra").json()
+                assert again["id"] == rid
+    finally:
+        for server in servers:
+            assert server.stop() in (0, -15)
+    result = report(tally, audit(section["dsn"], section["schema"], tally))
+    assert result["audit"]["problems"] == []
+    assert result["errors"] == []
+    assert result["turns_acked"] > 100 and result["repeats_sent"] > 10
+    assert result["audit"]["turns"] == result["turns_acked"]  # repeats stored nothing
+    assert result["audit"]["summaries"] >= 2
+    assert set(result["statuses"]) == {200}
+    for server in servers:
+        assert "Traceback" not in server.log.read_text()
