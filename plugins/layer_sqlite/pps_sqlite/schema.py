@@ -95,6 +95,55 @@ MIGRATIONS: list[str] = [
         vector BLOB NOT NULL
     );
     """,
+    # 3: what the startup path and search read without scanning history (issue 19): counts kept by
+    # triggers (health, the startup package and ambient recall read them on every call) and the distinct
+    # authors (names in a question), which were a scan of every turn.
+    """
+    CREATE TABLE counters (
+        name TEXT PRIMARY KEY,
+        n INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    INSERT INTO counters (name, n) VALUES
+        ('messages', (SELECT COUNT(*) FROM messages)),
+        ('unsummarized', (SELECT COUNT(*) FROM messages WHERE summary_id IS NULL)),
+        ('uningested', (SELECT COUNT(*) FROM messages WHERE ingested_at IS NULL)),
+        ('summaries', (SELECT COUNT(*) FROM message_summaries));
+    CREATE TRIGGER counters_messages_ai AFTER INSERT ON messages BEGIN
+        UPDATE counters SET n = n + CASE name WHEN 'messages' THEN 1
+            WHEN 'unsummarized' THEN NEW.summary_id IS NULL ELSE NEW.ingested_at IS NULL END
+        WHERE name IN ('messages', 'unsummarized', 'uningested');
+    END;
+    CREATE TRIGGER counters_messages_ad AFTER DELETE ON messages BEGIN
+        UPDATE counters SET n = n - CASE name WHEN 'messages' THEN 1
+            WHEN 'unsummarized' THEN OLD.summary_id IS NULL ELSE OLD.ingested_at IS NULL END
+        WHERE name IN ('messages', 'unsummarized', 'uningested');
+    END;
+    CREATE TRIGGER counters_messages_summarized AFTER UPDATE OF summary_id ON messages
+    WHEN (OLD.summary_id IS NULL) != (NEW.summary_id IS NULL) BEGIN
+        UPDATE counters SET n = n + (NEW.summary_id IS NULL) - (OLD.summary_id IS NULL) WHERE name = 'unsummarized';
+    END;
+    CREATE TRIGGER counters_messages_ingested AFTER UPDATE OF ingested_at ON messages
+    WHEN (OLD.ingested_at IS NULL) != (NEW.ingested_at IS NULL) BEGIN
+        UPDATE counters SET n = n + (NEW.ingested_at IS NULL) - (OLD.ingested_at IS NULL) WHERE name = 'uningested';
+    END;
+    CREATE TRIGGER counters_summaries_ai AFTER INSERT ON message_summaries BEGIN
+        UPDATE counters SET n = n + 1 WHERE name = 'summaries';
+    END;
+    CREATE TRIGGER counters_summaries_ad AFTER DELETE ON message_summaries BEGIN
+        UPDATE counters SET n = n - 1 WHERE name = 'summaries';
+    END;
+
+    CREATE TABLE authors (
+        name TEXT PRIMARY KEY
+    ) WITHOUT ROWID;
+    INSERT OR IGNORE INTO authors (name) SELECT DISTINCT author_name FROM messages;
+    CREATE TRIGGER authors_ai AFTER INSERT ON messages BEGIN
+        INSERT OR IGNORE INTO authors (name) VALUES (NEW.author_name);
+    END;
+    CREATE TRIGGER authors_au AFTER UPDATE OF author_name ON messages BEGIN
+        INSERT OR IGNORE INTO authors (name) VALUES (NEW.author_name);
+    END;
+    """,
 ]
 
 

@@ -98,21 +98,21 @@ def overlapping(conn: sqlite3.Connection, ts: str) -> list[dict[str, Any]]:
 
 
 def stats(conn: sqlite3.Connection) -> dict[str, Any]:
-    row = conn.execute(
-        "SELECT (SELECT COUNT(*) FROM messages) AS total, "
-        "(SELECT COUNT(*) FROM messages WHERE summary_id IS NULL) AS unsummarized, "
-        "(SELECT COUNT(*) FROM message_summaries) AS summaries, "
-        "(SELECT MIN(created_at) FROM messages WHERE summary_id IS NULL) AS oldest_unsummarized, "
-        "(SELECT MAX(created_at) FROM message_summaries) AS newest_summary").fetchone()
+    """Counters (kept by triggers) and the unsummarized turns' partial index: no scan of history."""
+    c = dict(conn.execute("SELECT name, n FROM counters WHERE name IN ('messages', 'unsummarized', 'summaries')"))
+    oldest = conn.execute("SELECT MIN(created_at) FROM messages INDEXED BY idx_messages_unsummarized "
+                          "WHERE summary_id IS NULL").fetchone()[0]
+    newest = conn.execute("SELECT created_at FROM message_summaries ORDER BY id DESC LIMIT 1").fetchone()
     by_channel = {r[0]: r[1] for r in conn.execute(
-        "SELECT channel, COUNT(*) FROM messages WHERE summary_id IS NULL GROUP BY channel ORDER BY 2 DESC")}
+        "SELECT channel, COUNT(*) FROM messages INDEXED BY idx_messages_unsummarized WHERE summary_id IS NULL "
+        "GROUP BY channel ORDER BY 2 DESC")}
     return {
-        "total_messages": row["total"], "unsummarized_count": row["unsummarized"],
-        "summarized_count": row["total"] - row["unsummarized"], "summary_count": row["summaries"],
-        "oldest_unsummarized_at": row["oldest_unsummarized"], "newest_summary_at": row["newest_summary"],
+        "total_messages": c["messages"], "unsummarized_count": c["unsummarized"],
+        "summarized_count": c["messages"] - c["unsummarized"], "summary_count": c["summaries"],
+        "oldest_unsummarized_at": oldest, "newest_summary_at": newest[0] if newest else None,
         "unsummarized_by_channel": by_channel,
     }
 
 
 def count(conn: sqlite3.Connection) -> int:
-    return conn.execute("SELECT COUNT(*) FROM message_summaries").fetchone()[0]
+    return conn.execute("SELECT n FROM counters WHERE name = 'summaries'").fetchone()[0]

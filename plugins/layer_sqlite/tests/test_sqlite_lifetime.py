@@ -1,0 +1,141 @@
+"""A lifetime of turns (issue 19): the startup path reads no more when history grows.
+
+Two proofs on the real SQLite file: every statement the startup package and the health line run is planned
+on an index (EXPLAIN QUERY PLAN: no SCAN except of the partial index of unsummarized turns, which are the
+items the package shows), and the SQLite virtual machine executes as many instructions for 6,600 turns of
+history as for 600 (a progress handler counts them).
+"""
+
+import re
+import sqlite3
+
+import pytest
+
+from pps_sqlite import schema
+
+pytestmark = pytest.mark.backends("sqlite")
+
+#: The one scan the startup package may do: the partial index holding only the unsummarized turns it shows.
+ALLOWED_SCAN = re.compile(r"^SCAN (messages|m) USING (COVERING )?INDEX idx_messages_unsummarized\w*\b|^SCAN CONSTANT ROW$")
+#: A table walked in rowid order and stopped by LIMIT reads only what it returns.
+NEWEST_BY_ID = re.compile(r"ORDER BY id (ASC |DESC )?LIMIT", re.I)
+
+
+async def grow(m, turns: int, keep_unsummarized: int = 300, start: int = 0) -> None:
+    """Store ``turns`` more turns on two channels and summarize all but the newest ``keep_unsummarized``."""
+    for k in range(start, start + turns, 500):
+        await m.call("store_messages", {"messages": [
+            {"content": f"turn {i} about the garden and the kitchen light", "author_name": "Lyra" if i % 2 else "Jeff",
+             "channel": "terminal" if i % 3 else "discord", "created_at": f"2026-01-{1 + i % 28:02d}T10:00:00Z"}
+            for i in range(k, min(start + turns, k + 500))]})
+    stats = await m.call("summary_stats")
+    first = stats["summarized_count"] + 1
+    last = stats["total_messages"] - keep_unsummarized
+    for a in range(first, last + 1, 50):
+        await m.call("store_summary", {"summary_text": f"turns {a} onwards", "start_id": a,
+                                       "end_id": min(a + 49, last)})
+
+
+async def startup_calls(m) -> None:
+    await m.call("ambient_recall", {"context": "startup"})
+    await m.call("ambient_recall", {"context": "startup", "consumer_key": "reader", "channel": "terminal",
+                                    "budget": 6000})
+    await m.call("summary_stats")  # counts as the health line and upkeep read them
+
+
+def traced(m) -> tuple[sqlite3.Connection, list[str]]:
+    conn = m.layer("raw_capture").db.conn
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    return conn, seen
+
+
+async def test_startup_statements_are_planned_on_indexes(make_memory):
+    m = await make_memory(plugins=["sqlite"])
+    await grow(m, 1200)
+    await m.call("poll_channels", {"consumer_key": "reader", "channel": "terminal"})
+    await m.call("store_message", {"content": "unread from discord", "author_name": "Jeff", "channel": "discord"})
+    conn, seen = traced(m)
+    await m.call("ambient_recall", {"context": "startup"})
+    await m.call("ambient_recall", {"context": "startup", "consumer_key": "reader", "channel": "terminal"})
+    await m.call("summary_stats")
+    await m.call("get_turns_since_summary", {"channel": "discord", "limit": 5})
+    conn.set_trace_callback(None)
+    statements = [s for s in dict.fromkeys(seen) if re.match(r"\s*(SELECT|UPDATE|DELETE|WITH)\b", s, re.I)]
+    assert len(statements) >= 4, statements
+    scans = []
+    for sql in statements:
+        plan = [row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+        by_id = NEWEST_BY_ID.search(sql) and not any("TEMP B-TREE" in step for step in plan)
+        scans += [(sql, step) for step in plan
+                  if step.startswith("SCAN") and not ALLOWED_SCAN.match(step) and not (by_id and len(plan) == 1)]
+        if re.search(r"summary_id IS NULL", sql) and not sql.lstrip().upper().startswith("UPDATE"):
+            # unsummarized turns are the newest few: any other index walks a channel's whole history
+            scans += [(sql, step) for step in plan if "idx_messages_unsummarized" not in step
+                      and re.match(r"(SCAN|SEARCH) (messages|m)\b", step)]
+    assert scans == [], "full scans on the startup path:\n" + "\n".join(f"{s}\n  -> {p}" for s, p in scans)
+
+
+async def test_startup_work_does_not_grow_with_history(make_memory):
+    """Counted in SQLite VM instructions (deterministic), not in milliseconds."""
+    m = await make_memory(plugins=["sqlite"])
+    await grow(m, 600)
+    await m.call("poll_channels", {"consumer_key": "reader", "channel": "terminal"})
+
+    async def cost() -> int:
+        conn = m.layer("raw_capture").db.conn
+        ticks = [0]
+
+        def tick():
+            ticks[0] += 1
+            return 0
+
+        await startup_calls(m)  # warm: prepared statements, caches
+        conn.set_progress_handler(tick, 100)
+        try:
+            await startup_calls(m)
+        finally:
+            conn.set_progress_handler(None, 100)
+        return ticks[0] * 100
+
+    small = await cost()
+    await grow(m, 6000, start=600)  # ten times the history, the same 300 unsummarized turns
+    large = await cost()
+    assert large < small * 1.15, f"startup work grew from {small} to {large} VM instructions with 11x the history"
+
+
+def test_migration_3_counts_match_and_triggers_keep_them(tmp_path):
+    path = tmp_path / "v2.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for version in (1, 2):  # a database as the previous release left it
+        for stmt in schema._split(schema.MIGRATIONS[version - 1]):
+            conn.execute(stmt)
+        conn.execute(f"PRAGMA user_version = {version}")
+    conn.executemany("INSERT INTO messages (content, author_name, channel, created_at) VALUES (?, ?, 'c', "
+                     "'2026-01-01T00:00:00.000Z')", [(f"t{i}", "Lyra" if i % 2 else "Jeff Brandi") for i in range(20)])
+    conn.execute("INSERT INTO message_summaries (summary_text, start_id, end_id, message_count) VALUES ('s', 1, 5, 5)")
+    conn.execute("UPDATE messages SET summary_id = 1 WHERE id <= 5")
+    conn.execute("UPDATE messages SET ingested_at = 'x' WHERE id <= 8")
+    assert schema.migrate(conn) == len(schema.MIGRATIONS) >= 3
+
+    def check():
+        got = dict(conn.execute("SELECT name, n FROM counters"))
+        real = conn.execute("SELECT (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE "
+                            "summary_id IS NULL), (SELECT COUNT(*) FROM messages WHERE ingested_at IS NULL), "
+                            "(SELECT COUNT(*) FROM message_summaries)").fetchone()
+        assert (got["messages"], got["unsummarized"], got["uningested"], got["summaries"]) == real
+        authors = {r[0] for r in conn.execute("SELECT name FROM authors")}
+        assert authors == {r[0] for r in conn.execute("SELECT DISTINCT author_name FROM messages")} | authors
+
+    check()
+    assert {r[0] for r in conn.execute("SELECT name FROM authors")} == {"Lyra", "Jeff Brandi"}
+    conn.execute("INSERT INTO messages (content, author_name, channel, created_at) VALUES ('new', 'Caia', 'c', "
+                 "'2026-01-02T00:00:00.000Z')")
+    conn.execute("INSERT INTO message_summaries (summary_text, start_id, end_id, message_count) VALUES ('s2', 6, 9, 4)")
+    conn.execute("UPDATE messages SET summary_id = 2 WHERE id BETWEEN 6 AND 9")
+    conn.execute("UPDATE messages SET summary_id = 2 WHERE id = 9")  # no change of state: no change of count
+    conn.execute("UPDATE messages SET ingested_at = 'y' WHERE id BETWEEN 5 AND 12")
+    conn.execute("DELETE FROM messages WHERE id IN (3, 15)")
+    conn.execute("DELETE FROM message_summaries WHERE id = 2")
+    check()
+    assert "Caia" in {r[0] for r in conn.execute("SELECT name FROM authors")}
