@@ -30,7 +30,16 @@ chromium:
 		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium is missing and cannot be installed here (not root, no sudo): browser tests will skip"; fi
 
-test: install
+# Claude Code's own CLI, only to run `claude plugin validate` on the repo's Claude Code plugin in a test
+# (offline, no account). Skipped with a note when npm is missing.
+CLAUDE_CLI := .tools/node_modules/.bin/claude
+$(CLAUDE_CLI):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --prefix .tools --no-audit --no-fund --silent @anthropic-ai/claude-code@2 >/dev/null 2>&1 \
+	  || echo "could not install @anthropic-ai/claude-code: the plugin validation test will be skipped"; \
+	else echo "npm not found: the Claude Code plugin validation test will be skipped"; fi
+
+test: install $(CLAUDE_CLI)
 	$(BIN)/python -m pytest -q
 
 demo: install

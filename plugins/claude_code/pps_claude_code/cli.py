@@ -1,4 +1,4 @@
-"""``pps hooks``, ``pps hook`` and ``pps import``: living with an entity in Claude Code day to day."""
+"""``pps hooks``, ``pps hook``, ``pps import``, ``pps doctor`` and ``pps setup claude-code``."""
 
 from __future__ import annotations
 
@@ -8,27 +8,42 @@ from pathlib import Path
 
 
 def add_commands(cli) -> None:
-    p = cli.add("hooks", cmd_hooks, help="Claude Code hooks: capture every turn, inject memory at session start")
-    p.add_argument("action", choices=["install"], help="install: merge the hooks into Claude Code's settings.json")
+    p = cli.add("hooks", cmd_hooks, help="Claude Code hooks: install, uninstall, status")
+    p.add_argument("action", choices=["install", "uninstall", "status"],
+                   help="install: merge the hooks into Claude Code's settings.json; uninstall: remove them; "
+                        "status: what is installed and what the hooks did last")
     cli.entity_args(p)
-    p.add_argument("--print", action="store_true", dest="print_only", help="print the JSON instead of writing it")
-    p.add_argument("--settings", default="~/.claude/settings.json",
-                   help="Claude Code settings file (default: ~/.claude/settings.json; a project's "
-                        ".claude/settings.json works too)")
-    p.add_argument("--prompt-recall", action="store_true", help="also inject a short recall on every prompt")
+    p.add_argument("--print", action="store_true", dest="print_only", help="install: print the JSON, write nothing")
+    p.add_argument("--settings", help="Claude Code settings file (default: ~/.claude/settings.json; a project's "
+                                      ".claude/settings.json works too)")
+    p.add_argument("--prompt-recall", action="store_true", help="install: inject relevant memories on every prompt")
 
     p = cli.add("hook", cmd_hook, help="run one Claude Code hook (reads the event JSON on stdin; always exits 0)")
-    p.add_argument("event", help="SessionStart, UserPromptSubmit, Stop or SessionEnd")
+    p.add_argument("event", help="SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd")
     cli.entity_args(p)
-    p.add_argument("--recall", action="store_true", help="UserPromptSubmit: inject a short recall for the prompt")
+    p.add_argument("--recall", action="store_true", help="UserPromptSubmit: inject the memories relevant to the prompt")
 
     p = cli.add("import", cmd_import, help="import turns: Claude Code transcripts or JSONL (idempotent)")
     p.add_argument("format", choices=["claude-code", "jsonl"])
     p.add_argument("path", help="a transcript .jsonl or a directory of them (claude-code); a .jsonl file (jsonl)")
     cli.entity_args(p)
-    p.add_argument("--user-name", help="author of the human's prompts (claude-code; default [claude_code] user_name)")
+    p.add_argument("--user-name", help="author of the human's prompts (claude-code; default: the configured name)")
     p.add_argument("--channel", help="channel for lines that name none (jsonl)")
     p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
+
+    p = cli.add("doctor", cmd_doctor, help="check the whole install: entity, plugins, stores, model, server, hooks, MCP")
+    cli.entity_args(p)
+    p.add_argument("--settings", help="Claude Code settings file to check (default: ~/.claude/settings.json)")
+
+    p = cli.add("setup", cmd_setup, help="set PPS up for a host in one step: pps setup claude-code --entity NAME")
+    p.add_argument("host", choices=["claude-code"])
+    cli.entity_args(p)
+    p.add_argument("--user-name", help="your name, as your prompts are stored (default: $USER)")
+    p.add_argument("--settings", help="Claude Code settings file (default: ~/.claude/settings.json)")
+    p.add_argument("--no-mcp", action="store_true", help="do not register the MCP server")
+    p.add_argument("--tools", default="essential", help="MCP tool profile: essential, all, or a comma list "
+                                                        "(default: essential)")
+    p.add_argument("--prompt-recall", action="store_true", help="inject relevant memories on every prompt")
 
 
 def _settings(args):
@@ -37,24 +52,42 @@ def _settings(args):
     return load_settings(args.entity, args.home, must_exist=True)
 
 
-def cmd_hooks(args) -> int:
-    from . import hooks
+def _settings_file(args) -> Path:
+    from .install import DEFAULT_SETTINGS
 
+    return Path(getattr(args, "settings", None) or DEFAULT_SETTINGS).expanduser()
+
+
+def cmd_hooks(args) -> int:
+    from . import install
+
+    if args.action == "uninstall":
+        path = _settings_file(args)
+        removed = install.uninstall(path)
+        print(f"removed {removed} PPS hook{'s' if removed != 1 else ''} from {path}" if removed
+              else f"no PPS hooks in {path}; nothing changed")
+        return 0
+    if args.action == "status":
+        from .status import print_status
+
+        return print_status(args)
     settings = _settings(args)
-    config = hooks.hooks_config(settings.entity, Path(settings.home), prompt_recall=args.prompt_recall)
+    config = install.hooks_config(settings.entity, Path(settings.home), prompt_recall=args.prompt_recall)
     if args.print_only:
         print(json.dumps({"hooks": config}, indent=2))
         return 0
-    path = hooks.install(Path(args.settings), config)
+    path = install.install(_settings_file(args), config)
+    from .logbook import log_path
+
     print(f"installed PPS hooks for entity {settings.entity!r} in {path}")
-    print(f"  events: {', '.join(config)}; failures are logged to {hooks.log_path(settings.home)}")
+    print(f"  events: {', '.join(config)}; see what they do with `pps hooks status`; log: {log_path(settings.home)}")
     return 0
 
 
 def cmd_hook(args) -> int:
-    from . import hooks
+    from .hooks import run
 
-    return hooks.run(args.event, args.entity, args.home, recall=args.recall)
+    return run(args.event, args.entity, args.home, recall=args.recall)
 
 
 def _client(args, settings):
@@ -69,7 +102,7 @@ def _client(args, settings):
 
 def cmd_import(args) -> int:
     from . import importer
-    from .hooks import ClaudeCodeSettings
+    from .config import assistant_name, user_name
 
     settings = _settings(args)
     path = Path(args.path).expanduser()
@@ -80,9 +113,8 @@ def cmd_import(args) -> int:
         if args.format == "jsonl":
             turns = list(importer.read_jsonl(path, args.channel))
         else:
-            cc = settings.plugin_settings(ClaudeCodeSettings, "claude_code")
-            turns = list(importer.claude_code_turns(path, cc.assistant_name or settings.entity,
-                                                    args.user_name or cc.user_name))
+            turns = list(importer.claude_code_turns(path, assistant_name(settings),
+                                                    args.user_name or user_name(settings)))
     except ValueError as exc:
         print(f"pps: error: {exc}", file=sys.stderr)
         return 2
@@ -93,3 +125,15 @@ def cmd_import(args) -> int:
           f"entity {settings.entity!r} now holds {report['total'] if report['total'] is not None else '?'} "
           f"turns (via {report['via']})")
     return 0
+
+
+def cmd_doctor(args) -> int:
+    from .doctor import run_doctor
+
+    return run_doctor(args)
+
+
+def cmd_setup(args) -> int:
+    from .setup import setup_claude_code
+
+    return setup_claude_code(args)

@@ -1,130 +1,37 @@
-"""Claude Code hooks: capture every prompt and reply, inject the startup package, never break the host.
+"""Claude Code hooks: capture every prompt and reply, inject memory, never break the host, never fail silently.
 
-``pps hooks install`` writes the ``hooks`` table of a Claude Code settings.json; Claude Code then runs
-``pps hook <Event>`` with the event's JSON on stdin. Capture reads the session transcript named in
-that JSON (incrementally, from where the last hook stopped) and stores its prompts and replies with
-stable ids, so a hook that fails or overlaps another loses and duplicates nothing. Whatever goes
-wrong (no server, locked stores, a slow layer), a hook prints nothing it should not, exits 0 within
-its deadline and writes why to ``<entity home>/logs/hooks.log``.
+Claude Code runs ``python -m pps_claude_code.hook <Event>`` (see :mod:`.install`) with the event's JSON
+on stdin. Capture reads the session transcript named in that JSON from where the last hook of the
+session stopped (under a per-session lock, so overlapping hooks never send a turn twice) and stores
+its prompts and replies with stable ids. SessionStart (also after ``/compact``) injects the startup
+package; UserPromptSubmit can inject the memories relevant to the prompt; PreCompact saves everything
+the transcript holds before Claude Code compacts it. The first hook starts the entity's server when
+none runs (:mod:`.server`), so later hooks are quick forwards.
+
+Whatever goes wrong (no entity, a dead server, locked stores, a slow layer), a hook exits 0 within
+its deadline, writes why to ``<home>/logs/hooks.log`` (0600) and, where memory should have been
+injected, tells the user in one line (the hook output's ``systemMessage``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
-import shlex
 import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-from pydantic_settings import SettingsConfigDict
+from .config import ClaudeCodeSettings, assistant_name, cc_settings, user_name
+from .install import normalize_event
+from .logbook import log, log_path, read_status, record
 
-from pps_core.settings import PluginSettings
-
-EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd")
-#: Seconds Claude Code waits for each hook before it kills it (the hook's own deadline is shorter).
-HOST_TIMEOUTS = {"SessionStart": 20, "UserPromptSubmit": 10, "Stop": 15, "SessionEnd": 15}
-_OURS = re.compile(r"pps_core\.cli\s+hook\b|(^|[/\s])pps\s+hook\b")
 _BATCH = 200
-
-
-class ClaudeCodeSettings(PluginSettings):
-    """``[claude_code]`` of pps.toml (env ``PPS_CLAUDE_CODE_*``): names and budgets of the hooks."""
-
-    model_config = SettingsConfigDict(env_prefix="PPS_CLAUDE_CODE_", extra="ignore")
-
-    user_name: str = Field(default_factory=lambda: os.environ.get("USER") or "user",
-                           description="author name of the human's prompts")
-    assistant_name: str | None = Field(None, description="author name of the replies; default: the entity")
-    startup_budget: int = Field(9_000, ge=200, description="characters injected at SessionStart")
-    prompt_recall: bool = Field(False, description="inject a short recall on every prompt")
-    prompt_recall_budget: int = Field(2_000, ge=200)
-    prompt_recall_limit: int = Field(3, ge=1, le=20, description="results per layer for the per-prompt recall")
-    timeout_s: float = Field(8.0, gt=0, description="a hook gives up (and exits 0) after this long")
-    recap_on_end: bool = Field(True, description="write _recap.md in the background at SessionEnd")
-
-
-def normalize_event(name: str) -> str:
-    key = name.replace("-", "").replace("_", "").lower()
-    for event in EVENTS:
-        if event.lower() == key:
-            return event
-    if key in ("prompt", "userprompt"):
-        return "UserPromptSubmit"
-    raise ValueError(f"unknown hook event {name!r} (known: {', '.join(EVENTS)})")
-
-
-# -- install ------------------------------------------------------------------------------------
-
-
-def hook_command(event: str, entity: str, home: Path, *, prompt_recall: bool = False) -> str:
-    parts = [sys.executable, "-m", "pps_core.cli", "hook", event, "--entity", entity, "--home", str(home)]
-    if prompt_recall and event == "UserPromptSubmit":
-        parts.append("--recall")
-    return " ".join(shlex.quote(p) for p in parts)
-
-
-def hooks_config(entity: str, home: Path, *, prompt_recall: bool = False) -> dict[str, Any]:
-    """The ``hooks`` table Claude Code reads from settings.json."""
-    return {event: [{"hooks": [{"type": "command", "timeout": HOST_TIMEOUTS[event],
-                                "command": hook_command(event, entity, home, prompt_recall=prompt_recall)}]}]
-            for event in EVENTS}
-
-
-def merge_settings(existing: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
-    """``existing`` settings with our hooks replacing any earlier PPS hooks; other hooks are kept."""
-    merged = dict(existing)
-    hooks = dict(merged.get("hooks") or {})
-    for event, groups in config.items():
-        kept = []
-        for group in hooks.get(event) or []:
-            inner = [h for h in group.get("hooks", []) if not _OURS.search(str(h.get("command", "")))]
-            if inner:
-                kept.append({**group, "hooks": inner})
-        hooks[event] = kept + groups
-    merged["hooks"] = hooks
-    return merged
-
-
-def install(settings_path: Path, config: dict[str, Any]) -> Path:
-    """Merge ``config`` into a Claude Code settings file (a ``.bak`` copy of the old one is kept)."""
-    from pps_core.atomic import atomic_write
-
-    settings_path = settings_path.expanduser()
-    existing: dict[str, Any] = {}
-    if settings_path.exists():
-        raw = settings_path.read_text()
-        existing = json.loads(raw) if raw.strip() else {}
-        if not isinstance(existing, dict):
-            raise ValueError(f"{settings_path} does not hold a JSON object")
-        (settings_path.parent / (settings_path.name + ".bak")).write_text(raw)
-    settings_path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(settings_path, json.dumps(merge_settings(existing, config), indent=2) + "\n")
-    return settings_path
-
-
-# -- run ----------------------------------------------------------------------------------------
-
-
-def log_path(home: Path) -> Path:
-    return Path(home) / "logs" / "hooks.log"
-
-
-def log(home: Path, message: str) -> None:
-    """Append one line to the hooks log (kept under 1 MB). Never raises."""
-    try:
-        path = log_path(home)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if path.exists() and path.stat().st_size > 1_000_000:
-            path.replace(path.with_suffix(".log.1"))
-        with path.open("a") as fh:
-            fh.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} pid={os.getpid()} {message}\n")
-    except OSError:
-        pass
+#: Events whose job is to put memory into the conversation: a failure there is shown to the user.
+INJECTING = ("SessionStart", "PreCompact")
 
 
 def _state_path(home: Path, session: str) -> Path:
@@ -132,8 +39,18 @@ def _state_path(home: Path, session: str) -> Path:
     return Path(home) / "hooks" / "claude-code" / f"{safe}.json"
 
 
+def _read_state(path: Path) -> dict[str, Any]:
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) else {}
+
+
 def sync_transcript(client, settings, cc: ClaudeCodeSettings, payload: dict[str, Any]) -> int:
     """Store the turns the transcript gained since the last hook of this session; returns how many."""
+    from pps_core.atomic import atomic_write
+
     from .transcripts import transcript_turns
 
     transcript = payload.get("transcript_path")
@@ -142,26 +59,25 @@ def sync_transcript(client, settings, cc: ClaudeCodeSettings, payload: dict[str,
         return 0
     transcript = str(Path(transcript).expanduser())
     state_file = _state_path(settings.home, session)
-    state = {}
-    if state_file.exists():
-        try:
-            state = json.loads(state_file.read_text())
-        except ValueError:
-            state = {}
-    offset = state.get("offset", 0) if state.get("transcript") == transcript else 0
-    if offset > Path(transcript).stat().st_size:  # rewritten transcript: start over (ids dedupe)
-        offset = 0
-    turns, end = transcript_turns(Path(transcript), entity=cc.assistant_name or settings.entity,
-                                  user_name=cc.user_name, offset=offset, session_id=session)
-    for i in range(0, len(turns), _BATCH):
-        client.call("store_messages", {"messages": turns[i:i + _BATCH]})
-    if end != offset or not state_file.exists():
-        from pps_core.atomic import atomic_write
-
-        state_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write(state_file, json.dumps({"transcript": transcript, "offset": end, "session_id": session,
-                                             "updated": time.time()}))
-    return len(turns)
+    state_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock = os.open(state_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one hook of a session reads and sends at a time
+        state = _read_state(state_file)
+        offset = state.get("offset", 0) if state.get("transcript") == transcript else 0
+        if offset > Path(transcript).stat().st_size:  # rewritten transcript: start over (ids dedupe)
+            offset = 0
+        turns, end = transcript_turns(Path(transcript), entity=assistant_name(settings, cc),
+                                      user_name=user_name(settings, cc), offset=offset, session_id=session)
+        for i in range(0, len(turns), _BATCH):
+            client.call("store_messages", {"messages": turns[i:i + _BATCH]})
+        if end != offset or not state_file.exists():
+            atomic_write(state_file, json.dumps({**state, "transcript": transcript, "offset": end,
+                                                 "session_id": session, "updated": time.time()}))
+        return len(turns)
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        os.close(lock)
 
 
 def _refresh_recap(client, settings, session: str) -> None:
@@ -181,32 +97,99 @@ def _refresh_recap(client, settings, session: str) -> None:
         log(settings.home, f"SessionStart: recap not regenerated: {type(exc).__name__}: {exc}")
 
 
-def _context(event: str, text: str) -> str:
-    return json.dumps({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}})
+def context_output(event: str, text: str) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
-def handle(event: str, payload: dict[str, Any], settings, *, recall: bool = False) -> str | None:
-    """Do the work of one hook; returns what to print on stdout (JSON for Claude Code) or None."""
+def notice(message: str) -> dict[str, Any]:
+    """The one line Claude Code shows the user (never the model): ``systemMessage``."""
+    return {"systemMessage": f"PPS: {message}"}
+
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'-]*")
+_STOP = frozenset("the a an and or but if then than that this these those is are was were be been to of in on at "
+                  "by for with from as it its into about so not no do does did have has had you we they he she "
+                  "me my our your their what which who how when where why can could would should will just also "
+                  "there here all any some more other only own same too very let please i i'm it's".split())
+
+
+def content_words(text: str) -> set[str]:
+    return {w for w in (m.group(0).lower().strip("'") for m in _WORD.finditer(text)) if len(w) > 2 and w not in _STOP}
+
+
+def relevant_memories(answer: dict[str, Any], prompt: str, cc: ClaudeCodeSettings, channel: str,
+                      budget: int) -> str:
+    """Only the memories relevant to the prompt, from ambient_recall's ranked results: nothing archived,
+    nothing under a floor, not the prompt itself, no clock, manifest or reminders. Empty when nothing
+    qualifies."""
+    asked = content_words(prompt)
+    lines: list[str] = []
+    used = 0
+    for r in answer.get("results") or []:
+        meta = r.get("metadata") or {}
+        if meta.get("archived") or r.get("archived"):
+            continue
+        floor = cc.prompt_recall_min_score.get(r.get("layer", ""))
+        if floor is not None and float(meta.get("layer_score", r.get("score", 0.0))) < floor:
+            continue
+        content = " ".join(str(r.get("content", "")).split())
+        if not content or content == " ".join(prompt.split()):
+            continue
+        if cc.prompt_recall_overlap and not (asked & content_words(content)):
+            continue
+        who = r.get("author_name") or meta.get("author_name")
+        when = str(r.get("timestamp") or r.get("created_at") or "")[:16].replace("T", " ")
+        label = ", ".join(x for x in (r.get("layer"), when, who) if x)
+        line = f"- [{label}] {content[:600] + ('...' if len(content) > 600 else '')}"
+        if used + len(line) + 1 > budget - 60:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    if not lines:
+        return ""
+    return "Memories relevant to this prompt (PPS):\n" + "\n".join(lines)
+
+
+def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings, *, recall: bool = False,
+           deadline: float) -> dict[str, Any] | None:
+    """Do the work of one hook; returns the JSON to print for Claude Code, or None."""
     from pps_core.client import EntityClient
 
-    cc = settings.plugin_settings(ClaudeCodeSettings, "claude_code")
+    from .server import ensure_server
+
     session = str(payload.get("session_id") or "unknown")
     channel = f"terminal:{session}"
+    address, how = ensure_server(settings, cc, deadline - min(2.0, cc.timeout_s / 3))
+    if address is None and "still starting" in how:
+        from pps_core.errors import Unavailable
+
+        raise Unavailable(f"{how}; memory will be there at the next prompt (started cold, it loads its models "
+                          f"once); see {Path(settings.home) / 'logs' / 'server.log'}")
+    if address is None and how not in ("autostart off",) and not how.startswith("pps-http is not"):
+        log(settings.home, f"{event}: no server ({how}); opening the stores here")
     out = None
     with EntityClient(settings) as client:
         stored = sync_transcript(client, settings, cc, payload)
+        if stored or event in ("Stop", "PreCompact", "SessionEnd"):
+            record(settings.home, "capture", event=event, session=session, turns=stored, via=client.mode)
         if event == "SessionStart":
             _refresh_recap(client, settings, session)
             answer = client.call("ambient_recall", {"context": "startup", "budget": cc.startup_budget,
                                                     "channel": channel})
-            out = _context(event, answer.get("text", ""))
+            text = answer.get("text", "")
+            out = context_output(event, text)
+            record(settings.home, "injection", event=event, source=payload.get("source"), chars=len(text))
         elif event == "UserPromptSubmit" and (recall or cc.prompt_recall) and str(payload.get("prompt", "")).strip():
-            answer = client.call("ambient_recall", {"context": str(payload["prompt"])[:20_000],
-                                                    "limit_per_layer": cc.prompt_recall_limit,
-                                                    "budget": cc.prompt_recall_budget, "channel": channel})
-            out = _context(event, answer.get("text", ""))
+            prompt = str(payload["prompt"])[:20_000]
+            answer = client.call("ambient_recall", {"context": prompt, "limit_per_layer": cc.prompt_recall_limit,
+                                                    "channel": channel})
+            text = relevant_memories(answer, prompt, cc, channel, cc.prompt_recall_budget)
+            if text:
+                out = context_output(event, text)
+                record(settings.home, "injection", event=event, chars=len(text))
         mode = client.mode
-    log(settings.home, f"{event} session={session} stored={stored} via={mode}")
+    log(settings.home, f"{event} session={session} new_turns={stored} via={mode}"
+                       + (f" server={how}" if how == "started" else ""))
     if event == "SessionEnd" and cc.recap_on_end and payload.get("transcript_path"):
         _spawn_recap(settings, str(payload["transcript_path"]))
     return out
@@ -214,54 +197,122 @@ def handle(event: str, payload: dict[str, Any], settings, *, recall: bool = Fals
 
 def _spawn_recap(settings, transcript: str) -> None:
     """Write the session's recap in a detached process: summarizing may outlive the hook."""
+    import importlib.util
     import subprocess
+
+    if "recap" not in settings.plugins or importlib.util.find_spec("pps_recap") is None:
+        return
+    from .logbook import private_append
 
     cmd = [sys.executable, "-m", "pps_core.cli", "recap", transcript, "--entity", settings.entity,
            "--home", str(settings.home), "--save", "--quiet"]
-    with log_path(settings.home).open("a") as err:
+    private_append(log_path(settings.home), "")  # exists, 0600, before the child appends to it
+    err = os.open(log_path(settings.home), os.O_WRONLY | os.O_APPEND)
+    try:
         subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                          start_new_session=True, close_fds=True)
+    finally:
+        os.close(err)
+
+
+def _fallback_log(message: str) -> None:
+    """No entity home to log in: ``$PPS_ROOT/logs/hooks.log``."""
+    from pps_core.settings import pps_root
+
+    log(pps_root(), message)
+
+
+def _failure_notice(event: str, settings, session: str, reason: str, *, injecting: bool) -> dict[str, Any] | None:
+    """What the user sees when a hook failed: always where memory was to be injected, else once a session."""
+    if injecting or settings is None:
+        return notice(f"memory not loaded ({event}): {reason}. Details: `pps hooks status`")
+    from pps_core.atomic import atomic_write
+
+    from .logbook import status_path
+
+    data = read_status(settings.home)
+    warned = [s for s in data.get("warned_sessions") or [] if isinstance(s, str)]
+    if session in warned:
+        return None
+    data["warned_sessions"] = (warned + [session])[-20:]
+    try:
+        atomic_write(status_path(settings.home), json.dumps(data, indent=1))
+    except OSError:
+        pass
+    return notice(f"turns not saved ({event}): {reason}. Details: `pps hooks status`")
 
 
 def run(event_name: str, entity: str | None, home: str | None, *, recall: bool = False,
         stdin=None, stdout=None) -> int:
-    """Entry point of ``pps hook``: always exits 0; failures and timeouts are logged, not raised."""
+    """Entry point of a hook: always exits 0; failures are logged, recorded and, where it matters, shown."""
+    started = time.monotonic()
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     settings = None
+    event = event_name
+    session = "unknown"
+
+    def emit(obj: dict[str, Any] | None) -> None:
+        if obj:
+            stdout.write(json.dumps(obj) + "\n")
+            stdout.flush()
+
     try:
+        raw = stdin.read()
+        try:
+            payload = json.loads(raw) if raw.strip() else {}
+        except ValueError:
+            payload = None
+        try:
+            event = normalize_event(event_name or (payload or {}).get("hook_event_name", ""))
+        except ValueError:
+            event = event_name
+        if not isinstance(payload, dict):
+            raise ValueError("hook input is not a JSON object")
+        session = str(payload.get("session_id") or "unknown")
+        event = normalize_event(event_name or payload.get("hook_event_name", ""))
         from pps_core.settings import load_settings
 
         settings = load_settings(entity, home, must_exist=True)
-        raw = stdin.read()
-        payload = json.loads(raw) if raw.strip() else {}
-        if not isinstance(payload, dict):
-            raise ValueError("hook input is not a JSON object")
-        event = normalize_event(event_name or payload.get("hook_event_name", ""))
-        cc = settings.plugin_settings(ClaudeCodeSettings, "claude_code")
+        cc = cc_settings(settings)
         os.environ.setdefault("PPS_FORWARD_TIMEOUT", str(cc.timeout_s))
     except Exception as exc:  # a bad install or bad input must not break the host either
+        reason = getattr(exc, "message", None) or str(exc)
+        line = f"{event}: cannot start: {type(exc).__name__}: {reason}"
+        if settings is not None or (home and Path(home).is_dir()):
+            log(settings.home if settings is not None else Path(home), line)
+        else:
+            _fallback_log(line)
         if settings is not None:
-            log(settings.home, f"{event_name}: cannot start: {type(exc).__name__}: {exc}")
+            record(settings.home, "error", event=event, message=reason)
+        emit(_failure_notice(event, settings, session, reason, injecting=event in INJECTING or recall))
         return 0
     result: dict[str, Any] = {}
+    # SessionStart may have to start the server cold (models, graph): it may wait longer, within the host's 20 s
+    deadline = started + (max(cc.timeout_s, cc.server_start_s) if event == "SessionStart" else cc.timeout_s)
+    injecting = event in INJECTING or (event == "UserPromptSubmit" and (recall or cc.prompt_recall))
 
     def work() -> None:
         try:
-            result["out"] = handle(event, payload, settings, recall=recall)
+            result["out"] = handle(event, payload, settings, cc, recall=recall, deadline=deadline)
         except BaseException as exc:  # noqa: BLE001 - everything is logged, nothing reaches the host
             result["error"] = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
+            result["reason"] = str(getattr(exc, "message", None) or exc)
 
     worker = threading.Thread(target=work, name="pps-hook", daemon=True)
     worker.start()
-    worker.join(cc.timeout_s)
+    worker.join(max(0.0, deadline - time.monotonic()))
     if worker.is_alive():
-        log(settings.home, f"{event}: gave up after {cc.timeout_s:g}s (PPS slow or stuck); nothing injected")
-        stdout.flush()
+        waited = deadline - started
+        reason = f"PPS did not answer within {waited:g}s"
+        log(settings.home, f"{event}: gave up after {waited:g}s (PPS slow or stuck); nothing injected")
+        record(settings.home, "error", event=event, message=reason)
+        emit(_failure_notice(event, settings, session, reason, injecting=injecting))
         os._exit(0)  # the stuck worker must not hold the host
     if "error" in result:
         log(settings.home, f"{event}: failed: {result['error']}")
-    elif result.get("out"):
-        stdout.write(result["out"] + "\n")
-        stdout.flush()
+        record(settings.home, "error", event=event, message=result["reason"])
+        emit(_failure_notice(event, settings, session, result["reason"], injecting=injecting))
+    else:
+        emit(result.get("out"))
     return 0

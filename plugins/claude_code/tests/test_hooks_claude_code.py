@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from pps_claude_code.hooks import hooks_config, merge_settings
+from pps_claude_code.install import hooks_config, merge_settings
 
 from pps_core.owner import OwnerLock
 
@@ -22,7 +22,8 @@ SESSION = "5f3c2a9e-1111-4c7e-9a51-0d6b2e7c0a01"
 
 def env_for(root: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env.update(PPS_ROOT=str(root), PPS_CLAUDE_CODE_USER_NAME="ana", **extra)
+    env.update(PPS_ROOT=str(root), PPS_CLAUDE_CODE_USER_NAME="ana", PPS_CLAUDE_CODE_AUTOSTART="false")
+    env.update(extra)
     return env
 
 
@@ -70,11 +71,11 @@ def test_install_prints_and_merges_without_touching_other_hooks(tmp_path):
     root = tmp_path
     pps(root, "init", "--entity", "lyra", "--plugins", "sqlite")
     printed = json.loads(pps(root, "hooks", "install", "--print", "--entity", "lyra").stdout)["hooks"]
-    assert set(printed) == {"SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"}
+    assert set(printed) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
     for event, groups in printed.items():
         hook = groups[0]["hooks"][0]
         assert hook["type"] == "command" and hook["timeout"] > 0
-        assert f"pps_core.cli hook {event} --entity lyra" in hook["command"]
+        assert f"pps_claude_code.hook {event} --entity lyra" in hook["command"]
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     mine = {"type": "command", "command": "notify-send done"}
@@ -108,13 +109,13 @@ def test_without_a_server_hooks_capture_every_turn_once_and_inject_startup(root,
         assert stop.returncode == 0 and stop.stdout == ""
     turns = stored(root)
     prompts = [t for t in turns if t["author_name"] == "ana"]
-    replies = [t for t in turns if t["author_name"] == "lyra"]
+    replies = [t for t in turns if t["author_name"] == "Lyra"]  # the entity's display name, not its slug
     assert len(prompts) == 5 and len(replies) == 7 and len(turns) == 12  # no tool results, no meta, no wrappers
     assert {t["channel"] for t in turns} == {f"terminal:{SESSION}"}
     assert turns[0]["created_at"].startswith("2026-03-14T09:01:00")  # the transcript's own time
     assert [t["created_at"] for t in turns] == sorted(t["created_at"] for t in turns)
     log = (root / "lyra" / "logs" / "hooks.log").read_text()
-    assert "via=direct" in log and "stored=0" in log  # the second Stop found nothing new
+    assert "via=direct" in log and log.splitlines()[-1].endswith("new_turns=0 via=direct")  # the 2nd Stop: nothing new
 
     recall = run_hook(root, "UserPromptSubmit", payload("UserPromptSubmit", transcript, prompt="semicolon export"),
                       "--recall")
@@ -145,8 +146,15 @@ def test_session_end_writes_the_recap_and_the_next_session_starts_with_it(root, 
     assert "recap regenerated from" in (root / "lyra" / "logs" / "hooks.log").read_text()
 
 
-def test_a_hook_never_breaks_the_host(root, tmp_path):
+def notice_of(proc) -> str:
+    """The one line Claude Code shows the user: the hook output's systemMessage."""
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    return json.loads(proc.stdout)["systemMessage"]
+
+
+def test_a_hook_never_breaks_the_host_and_never_fails_silently(root, tmp_path):
     transcript = partial_transcript(tmp_path, 44)
+    log = root / "lyra" / "logs" / "hooks.log"
     # 1. the stores are owned by another process that serves nobody (e.g. a stdio MCP server)
     lock = OwnerLock(root / "lyra")
     lock.acquire()
@@ -154,32 +162,49 @@ def test_a_hook_never_breaks_the_host(root, tmp_path):
         proc = run_hook(root, "SessionStart", payload("SessionStart", transcript))
     finally:
         lock.release()
-    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
-    assert "owned by another process" in (root / "lyra" / "logs" / "hooks.log").read_text()
+    assert notice_of(proc).startswith("PPS: memory not loaded (SessionStart): ")
+    assert "owned by another process" in notice_of(proc) and "owned by another process" in log.read_text()
+    assert "hookSpecificOutput" not in proc.stdout
 
-    # 2. a server holds the lock but never answers: the hook gives up at its deadline, exit 0
+    # 2. a server holds the lock but never answers: the hook gives up at its deadline, exit 0, says so
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
     lock = OwnerLock(root / "lyra")
     lock.acquire(address=f"http://127.0.0.1:{silent.getsockname()[1]}")
     try:
-        proc = run_hook(root, "Stop", payload("Stop", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="1.5")
+        stop = run_hook(root, "Stop", payload("Stop", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="1.5")
+        again = run_hook(root, "Stop", payload("Stop", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="1.5")
+        start = run_hook(root, "SessionStart", payload("SessionStart", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="1.5")
     finally:
         lock.release()
         silent.close()
-    assert proc.returncode == 0 and proc.stdout == "" and proc.elapsed < 10
-    assert "Stop: " in (root / "lyra" / "logs" / "hooks.log").read_text().splitlines()[-1]
+    assert stop.elapsed < 10 and "turns not saved (Stop)" in notice_of(stop)
+    assert again.returncode == 0 and again.stdout == ""  # a failing capture is shown once a session, not per turn
+    assert "memory not loaded (SessionStart)" in notice_of(start) and start.elapsed < 10
+    assert "Stop: " in log.read_text()
+    assert oct(log.stat().st_mode & 0o777) == "0o600"
 
     # 3. a broken configuration, and input that is not JSON
     (root / "lyra" / "pps.toml").write_text('entity = "lyra"\nplugins = ["no_such_plugin"]\n')
-    proc = run_hook(root, "Stop", payload("Stop", transcript))
-    assert proc.returncode == 0 and proc.stdout == ""
-    assert "no plugin named 'no_such_plugin'" in (root / "lyra" / "logs" / "hooks.log").read_text()
+    proc = run_hook(root, "SessionStart", payload("SessionStart", transcript))
+    assert "no plugin named 'no_such_plugin'" in notice_of(proc) and "no_such_plugin" in log.read_text()
     command = hooks_config("lyra", root / "lyra")["Stop"][0]["hooks"][0]["command"]
     bad = subprocess.run(command, shell=True, input="not json", capture_output=True, text=True, env=env_for(root))
-    assert bad.returncode == 0 and bad.stdout == ""
-    assert "cannot start" in (root / "lyra" / "logs" / "hooks.log").read_text()
+    assert bad.returncode == 0 and "hook input is not a JSON object" in json.loads(bad.stdout)["systemMessage"]
+    assert "cannot start" in log.read_text()
+
+
+def test_a_missing_entity_is_shown_not_swallowed(tmp_path):
+    """`pps hook SessionStart --entity ghost` used to exit 0 silently: now the user sees why, and the log says so."""
+    command = hooks_config("ghost", tmp_path / "ghost")["SessionStart"][0]["hooks"][0]["command"]
+    proc = subprocess.run(command, shell=True, input=json.dumps({"session_id": "s", "hook_event_name": "SessionStart",
+                                                                 "source": "startup"}),
+                          capture_output=True, text=True, env=env_for(tmp_path), timeout=60)
+    message = notice_of(proc)
+    assert "memory not loaded (SessionStart)" in message and "no entity 'ghost'" in message
+    assert "pps init --entity ghost" in message
+    assert "no entity 'ghost'" in (tmp_path / "logs" / "hooks.log").read_text()  # $PPS_ROOT/logs: no home to log in
 
 
 @pytest.mark.skipif(shutil.which("true") is None, reason="posix only")

@@ -45,7 +45,7 @@ def test_claude_code_import_twice_adds_nothing(root, tmp_path):
     turns = json.loads(pps(root, "call", "--entity", "lyra", "get_turns_since_summary",
                            '{"limit": 50, "oldest_first": true}').stdout)["turns"]
     assert turns[0]["created_at"].startswith("2026-03-14T09:01:00") and turns[0]["author_name"] == "ana"
-    assert turns[-1]["author_name"] == "lyra" and turns[-1]["metadata"]["source"] == "claude-code"
+    assert turns[-1]["author_name"] == "Lyra" and turns[-1]["metadata"]["source"] == "claude-code"
 
 
 def test_jsonl_import_keeps_timestamps_and_is_idempotent(root, tmp_path):

@@ -1,0 +1,90 @@
+"""``pps doctor``: the whole install, one line per check (entity, token, plugins, stores, model file,
+server, hooks, MCP registration, what the hooks did last). Exit 1 when any check fails."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .checks import (
+    Check,
+    activity_checks,
+    entity_check,
+    hooks_check,
+    mcp_check,
+    plugins_check,
+    print_checks,
+    server_check,
+)
+
+
+def stores_check(settings) -> Check:
+    """Every layer's health, through the server when one owns the stores, else opened here."""
+    from pps_core.client import EntityClient
+
+    try:
+        with EntityClient(settings) as client:
+            health = client.call("pps_health", {})
+            via = client.mode
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        return "fail", "stores", f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
+    layers = health.get("layers") or {}
+    down = [f"{n} ({h.get('detail') or 'unavailable'})" for n, h in layers.items() if not h.get("available")]
+    if down:
+        return "fail", "stores", f"unavailable: {'; '.join(down)}"
+    counts = ", ".join(f"{n} {sum((h.get('counts') or {}).values())}" for n, h in layers.items())
+    return "ok", "stores", f"{len(layers)} layers available via {via} ({counts})"
+
+
+def model_check(settings) -> Check | None:
+    if "embeddings" not in settings.plugins:
+        return None
+    try:
+        from pps_embeddings.settings import EmbeddingSettings
+    except ImportError:
+        EmbeddingSettings = None  # noqa: N806
+    provider = "onnx"
+    model_path = None
+    if EmbeddingSettings is not None:
+        es = settings.plugin_settings(EmbeddingSettings, "embeddings")
+        provider, model_path = es.provider, es.model_path
+    if provider != "onnx":
+        return "ok", "model", f"embeddings from an endpoint ({provider})"
+    try:
+        from pps_embeddings.onnx import installed_model_path
+
+        path = Path(model_path) if model_path else installed_model_path()
+    except Exception as exc:  # noqa: BLE001
+        return "fail", "model", f"cannot locate the embedding model: {type(exc).__name__}: {exc}"
+    if not path.is_file():
+        return "fail", "model", f"{path} is missing (reinstall pps-embeddings)"
+    return "ok", "model", f"{path} ({path.stat().st_size / 1e6:.1f} MB)"
+
+
+def token_check(settings) -> Check:
+    from pps_core import auth
+
+    path = auth.token_path(settings.home)
+    if not auth.read_token(settings.home):
+        return "fail", "token", f"no token at {path}: run `pps init --entity {settings.entity}`"
+    mode = path.stat().st_mode & 0o777
+    return ("ok" if mode == 0o600 else "warn"), "token", f"{path} ({oct(mode)})"
+
+
+def run_doctor(args) -> int:
+    from .install import DEFAULT_SETTINGS
+
+    settings_file = Path(getattr(args, "settings", None) or DEFAULT_SETTINGS).expanduser()
+    print(f"pps doctor (python {sys.version.split()[0]} at {sys.executable})")
+    entity, settings = entity_check(args)
+    checks: list[Check] = [entity]
+    if settings is not None:
+        checks += [token_check(settings), plugins_check(settings)]
+        if checks[-1][0] != "fail":
+            checks.append(stores_check(settings))
+        model = model_check(settings)
+        if model:
+            checks.append(model)
+        checks += [server_check(settings)[0], hooks_check(settings, settings_file), mcp_check(settings, settings_file)]
+        checks += activity_checks(settings)
+    return print_checks(checks)

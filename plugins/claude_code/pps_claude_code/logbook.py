@@ -1,0 +1,69 @@
+"""What the hooks did, for ``pps hooks status``: ``logs/hooks.log`` (0600) and ``hooks/claude-code/status.json``.
+
+The log gets one line per hook run (and one per failure); ``status.json`` keeps the last capture, the
+last injection and the last error with their times, so status answers without parsing the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+MAX_LOG_BYTES = 1_000_000
+
+
+def log_path(home: Path) -> Path:
+    return Path(home) / "logs" / "hooks.log"
+
+
+def status_path(home: Path) -> Path:
+    return Path(home) / "hooks" / "claude-code" / "status.json"
+
+
+def private_append(path: Path, text: str) -> None:
+    """Append to a file only its owner can read (created 0600; an older 0644 file is tightened)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+        os.write(fd, text.encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
+def log(home: Path, message: str) -> None:
+    """Append one line to the hooks log (rotated at 1 MB). Never raises."""
+    try:
+        path = log_path(home)
+        if path.exists() and path.stat().st_size > MAX_LOG_BYTES:
+            path.replace(path.with_suffix(".log.1"))
+        line = " ".join(message.split()) if "\n" in message else message
+        private_append(path, f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} pid={os.getpid()} {line}\n")
+    except OSError:
+        pass
+
+
+def read_status(home: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(status_path(home).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def record(home: Path, key: str, **fields: Any) -> None:
+    """Set ``status[key]`` to ``fields`` plus the time (``capture``, ``injection``, ``error``). Never raises."""
+    from pps_core.atomic import atomic_write
+
+    try:
+        data = read_status(home)
+        data[key] = {"at": time.time(), **fields}
+        path = status_path(home)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        atomic_write(path, json.dumps(data, indent=1))
+    except OSError:
+        pass

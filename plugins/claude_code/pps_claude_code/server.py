@@ -1,0 +1,200 @@
+"""A server for the hooks: the first hook of a session starts one, detached, and every hook after it forwards.
+
+``ensure_server`` returns the address of the process that owns the entity's stores, starting
+``python -m pps_claude_code.server`` (REST on a free loopback port, the ``pps_http`` app) when nobody
+owns them. One per entity: the owner lock admits one, and a spawn lock keeps hooks that start at the
+same moment from racing to start several. The server stops itself after ``[claude_code] server_idle_s``
+without a request. Its log is ``logs/server.log`` (0600).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+POLL_S = 0.02
+
+
+def server_log(home: Path) -> Path:
+    return Path(home) / "logs" / "server.log"
+
+
+def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
+    """(the owner's address or None, how: ``running``, ``started``, or why there is none)."""
+    from pps_core.forward import server_address
+    from pps_core.owner import read_owner
+
+    home = Path(settings.home)
+    address = server_address(home)
+    if address:
+        return address, "running"
+    owner = read_owner(home)
+    if owner is not None:
+        if owner.get("pid") in (None, _spawned_pid(home)):  # ours, still opening its stores (or mid-write)
+            return _wait_for_address(home, deadline, f"the server (pid {owner['pid']}) is still starting")
+        return None, "owned by a process that serves no address (e.g. `pps serve mcp --no-listen`)"
+    if not cc.autostart:
+        return None, "autostart off"
+    if importlib.util.find_spec("pps_http") is None:
+        return None, "pps-http is not installed (needed to start a server)"
+    lock_path = home / "hooks" / "claude-code" / "server.lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        while True:  # one hook starts it; the others wait for its address
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                address = server_address(home)
+                if address:
+                    return address, "running"
+                if time.monotonic() > deadline:
+                    return None, "another hook is starting the server"
+                time.sleep(POLL_S)
+        address = server_address(home)
+        if address:
+            return address, "running"
+        owner = read_owner(home)
+        if owner is not None:
+            if owner.get("pid") in (None, _spawned_pid(home)):
+                return _wait_for_address(home, deadline, f"the server (pid {owner['pid']}) is still starting")
+            return None, "owned by a process that serves no address"
+        child = spawn(settings)
+        _pid_file(home).write_text(str(child.pid))
+        while time.monotonic() < deadline:
+            address = server_address(home)
+            if address:
+                return address, "started"
+            if child.poll() is not None:
+                return None, f"the server exited at once (code {child.returncode}); see {server_log(home)}"
+            time.sleep(POLL_S)
+        return None, f"the server is still starting (pid {child.pid})"
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def _pid_file(home: Path) -> Path:
+    return Path(home) / "hooks" / "claude-code" / "server.pid"
+
+
+def _spawned_pid(home: Path) -> int | None:
+    try:
+        return int(_pid_file(home).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _wait_for_address(home: Path, deadline: float, why: str) -> tuple[str | None, str]:
+    from pps_core.forward import server_address
+
+    while time.monotonic() < deadline:
+        address = server_address(home)
+        if address:
+            return address, "running"
+        time.sleep(POLL_S)
+    return None, why
+
+
+def spawn(settings) -> subprocess.Popen:
+    """Start the entity's server detached from the hook (its own session; stdio to the server log)."""
+    from .logbook import private_append
+
+    log = server_log(settings.home)
+    private_append(log, f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} starting for entity {settings.entity}\n")
+    out = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "pps_claude_code.server", "--entity", settings.entity, "--home", str(settings.home)],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, close_fds=True)
+    finally:
+        os.close(out)
+
+
+def serve(settings, idle_s: float) -> int:
+    """Own the entity and answer REST on a free loopback port until ``idle_s`` pass without a request."""
+    import socket
+    import threading
+
+    import uvicorn
+    from pps_http.app import create_app
+
+    from pps_core import Memory
+
+    os.umask(0o077)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    address = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    memory = Memory(settings)
+    # The owner lock gets the address once the socket accepts (not in the lifespan, before it does), so a
+    # hook that sees an address can use it at once.
+    app = create_app([memory], host="127.0.0.1", address=None)
+    state = {"last": time.monotonic(), "active": 0}
+
+    async def tracked(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        state["active"] += 1
+        try:
+            return await app(scope, receive, send)
+        finally:
+            state["active"] -= 1
+            state["last"] = time.monotonic()
+
+    server = uvicorn.Server(uvicorn.Config(tracked, log_level="warning", access_log=False, lifespan="on",
+                                           timeout_graceful_shutdown=5))
+
+    def watch() -> None:
+        while not server.should_exit:
+            time.sleep(min(5.0, max(0.05, idle_s / 4)))
+            if state["active"] == 0 and time.monotonic() - state["last"] > idle_s:
+                print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} idle for {idle_s:g}s: stopping", file=sys.stderr,
+                      flush=True)
+                server.should_exit = True
+
+    def publish() -> None:
+        while not server.started and not server.should_exit:
+            time.sleep(0.01)
+        if server.started:
+            memory.lock.set_address(f"{address}/entities/{settings.entity}")
+
+    threading.Thread(target=publish, name="pps-publish", daemon=True).start()
+    if idle_s > 0:
+        threading.Thread(target=watch, name="pps-idle", daemon=True).start()
+    print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} serving {settings.entity} at {address} (pid {os.getpid()})",
+          file=sys.stderr, flush=True)
+    server.run(sockets=[sock])
+    return 0 if server.started else 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pps_claude_code.server",
+                                     description="the entity's server started by the Claude Code hooks")
+    parser.add_argument("--entity")
+    parser.add_argument("--home")
+    parser.add_argument("--idle", type=float, help="stop after this many idle seconds (default [claude_code] "
+                                                   "server_idle_s; 0 = never)")
+    args = parser.parse_args(argv)
+    from pps_core.errors import PPSError
+    from pps_core.settings import load_settings
+
+    from .config import cc_settings
+
+    try:
+        settings = load_settings(args.entity, args.home, must_exist=True)
+        idle = args.idle if args.idle is not None else cc_settings(settings).server_idle_s
+        return serve(settings, idle)
+    except PPSError as exc:
+        print(f"pps server: error: {exc.message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
