@@ -1,0 +1,130 @@
+"""The hooks' own server (started by the first hook, one per entity, stopped when idle), PreCompact, and a
+per-prompt recall that is only the relevant memories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from pps_claude_code.install import hooks_config
+
+from pps_core.owner import read_owner
+
+FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_session.jsonl"
+SESSION = "5f3c2a9e-1111-4c7e-9a51-0d6b2e7c0a01"
+
+
+def env_for(root: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
+    env.update(PPS_ROOT=str(root), PPS_CLAUDE_CODE_USER_NAME="Jeff", PPS_CLAUDE_CODE_AUTOSTART="false")
+    env.update(extra)
+    return env
+
+
+def pps(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pps_core.cli", *args], env=env_for(root, **env), capture_output=True,
+                          text=True, check=True, timeout=120)
+
+
+def command(root: Path, event: str, *extra: str) -> str:
+    return " ".join([hooks_config("lyra", root / "lyra")[event][0]["hooks"][0]["command"], *extra])
+
+
+def payload(event: str, transcript: Path | str, **extra) -> dict:
+    return {"session_id": SESSION, "transcript_path": str(transcript), "cwd": "/home/jeff/ledger",
+            "permission_mode": "default", "hook_event_name": event, **extra}
+
+
+def run_hook(root: Path, event: str, body: dict, *extra: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(command(root, event, *extra), shell=True, input=json.dumps(body), capture_output=True,
+                          text=True, env=env_for(root, **env), timeout=120)
+
+
+def transcript_of(tmp_path: Path, lines: int | None = None) -> Path:
+    path = tmp_path / f"{SESSION}.jsonl"
+    with FIXTURE.open() as src:
+        path.write_text("".join(src.readlines()[:lines]))
+    return path
+
+
+def turns(root: Path) -> list[dict]:
+    out = pps(root, "call", "--entity", "lyra", "get_turns_since_summary", '{"limit": 200, "oldest_first": true}')
+    return json.loads(out.stdout)["turns"]
+
+
+@pytest.fixture
+def root(tmp_path):
+    pps(tmp_path, "init", "--entity", "lyra", "--plugins", "sqlite,crystals", "--timezone", "UTC")
+    yield tmp_path
+    owner = read_owner(tmp_path / "lyra")
+    if owner and owner.get("pid"):
+        try:
+            os.kill(owner["pid"], 15)
+        except ProcessLookupError:
+            pass
+
+
+def test_the_first_hooks_start_one_server_and_it_stops_when_idle(root, tmp_path):
+    transcript = transcript_of(tmp_path, 44)
+    env = {"PPS_CLAUDE_CODE_AUTOSTART": "true", "PPS_CLAUDE_CODE_SERVER_IDLE_S": "4",
+           "PPS_CLAUDE_CODE_SERVER_START_S": "60"}
+    body = json.dumps(payload("SessionStart", transcript, source="startup"))
+    together = [subprocess.Popen(command(root, "SessionStart"), shell=True, stdin=subprocess.PIPE, text=True,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(root, **env))
+                for _ in range(3)]
+    outs = [p.communicate(body, timeout=120) for p in together]
+    for out, _err in outs:
+        assert "comma inside quotes" in json.loads(out)["hookSpecificOutput"]["additionalContext"], out
+    owner = read_owner(root / "lyra")
+    assert owner and owner["address"].startswith("http://127.0.0.1:")
+    server_log = (root / "lyra" / "logs" / "server.log").read_text()
+    assert server_log.count(" serving lyra at ") == 1  # three hooks at once, one server
+    assert oct((root / "lyra" / "logs" / "server.log").stat().st_mode & 0o777) == "0o600"
+    stop = run_hook(root, "Stop", payload("Stop", transcript), **env)
+    assert stop.returncode == 0 and stop.stdout == ""
+    log = (root / "lyra" / "logs" / "hooks.log").read_text()
+    assert log.splitlines()[-1].endswith("new_turns=0 via=server")
+    assert len([t for t in turns(root) if t["author_name"] == "Jeff"]) == 5  # stored once, by the server
+
+    deadline = time.monotonic() + 60
+    while read_owner(root / "lyra") is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert read_owner(root / "lyra") is None  # idle: it stopped itself and let go of the stores
+    assert "idle for 4s: stopping" in (root / "lyra" / "logs" / "server.log").read_text()
+
+
+def test_precompact_saves_the_transcript_and_compact_reinjects(root, tmp_path):
+    transcript = transcript_of(tmp_path)
+    pre = run_hook(root, "PreCompact", payload("PreCompact", transcript, trigger="auto", custom_instructions=""))
+    assert pre.returncode == 0 and pre.stdout == ""
+    assert len(turns(root)) == 12  # everything the transcript held before compaction
+    after = run_hook(root, "SessionStart", payload("SessionStart", transcript, source="compact"))
+    context = json.loads(after.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Both fixes are in the working tree" in context
+
+
+def test_prompt_recall_is_only_the_relevant_memories(root, tmp_path):
+    first = "The spare lighthouse key hangs behind the tide chart."
+    pps(root, "call", "--entity", "lyra", "crystallize", json.dumps({"content": first}))  # archived below
+    for text in ("The lighthouse lamp was repainted red in March.", "Jeff prefers tea in the morning.",
+                 "The boat engine needs a new impeller.", "We moved the garden beds to the south wall."):
+        pps(root, "call", "--entity", "lyra", "crystallize", json.dumps({"content": text}))
+    listing = json.loads(pps(root, "call", "--entity", "lyra", "crystal_list", "{}").stdout)
+    assert len(listing["archived"]) == 1
+    transcript = transcript_of(tmp_path, 2)
+    body = payload("UserPromptSubmit", transcript, prompt="what happened with the lighthouse?")
+    out = run_hook(root, "UserPromptSubmit", body, "--recall")
+    context = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "repainted red" in context  # relevant, current
+    assert "tide chart" not in context  # archived
+    assert "tea in the morning" not in context and "impeller" not in context  # shares no word with the prompt
+    for boilerplate in ("**Clock**", "MANIFEST", "asleep", "summarize", "left out"):
+        assert boilerplate not in context
+    floored = run_hook(root, "UserPromptSubmit", body, "--recall",
+                       PPS_CLAUDE_CODE_PROMPT_RECALL_MIN_SCORE='{"crystallization": 1000000}')
+    assert "repainted red" not in floored.stdout  # under the configured floor: not injected
