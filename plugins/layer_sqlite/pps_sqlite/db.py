@@ -23,6 +23,8 @@ T = TypeVar("T")
 class SQLiteSettings(PluginSettings, env_prefix="PPS_SQLITE_"):
     file: str = Field("pps.db", description="database file under the entity's home")
     busy_timeout_ms: int = Field(10_000, ge=0, description="how long a writer waits for another writer")
+    ann_threshold: int = Field(50_000, ge=1, description="turns past which turn vectors are searched through an "
+                                                         "HNSW index on disk instead of exactly in memory")
 
 
 def connect(path: Path, busy_timeout_ms: int = 10_000) -> sqlite3.Connection:

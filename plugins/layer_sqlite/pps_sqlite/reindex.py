@@ -35,6 +35,7 @@ async def turn_vectors(layer, progress, full: bool) -> dict[str, Any] | None:
     if full:
         dropped = await db.run(_drop, db.conn, "message_vectors")
         retriever.vectors = None
+        await db.run(retriever.reset_ann, db.conn, True)  # the HNSW files go too; rebuilt below
     retriever._floor = 0
     retriever._pending = True
     total = await db.run(_count_missing_turns, db.conn, model)
@@ -42,6 +43,9 @@ async def turn_vectors(layer, progress, full: bool) -> dict[str, Any] | None:
     done = await retriever.drain(progress=lambda n: progress(min(n, total), total))
     left = await db.run(_count_missing_turns, db.conn, model)
     out = {"embedded": done, "missing_after": left, "model": model}
+    ann = await db.run(retriever.repair_ann, db.conn, model)  # past the threshold: the HNSW index, complete
+    if ann:
+        out.update(ann)
     if full:
         out["dropped"] = dropped
     return out

@@ -2,8 +2,10 @@
 
 Vectors are computed in the background after turns are stored (capture never waits for the
 model), and for turns stored before an embedder was loaded once a search finds them missing; until
-then those turns are found lexically. The matrix is searched by brute force:
-a few milliseconds for 100k turns. All cache work runs on the database's worker thread.
+then those turns are found lexically. Below ``[sqlite] ann_threshold`` turns the matrix is searched by
+brute force (a few milliseconds for 50k turns); past it an HNSW index on disk (``ann.py``) proposes
+candidates that are rescored exactly here (``rescore``), and no matrix is held in memory. All cache work
+runs on the database's worker thread.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ log = logging.getLogger("pps.sqlite")
 #: How a turn becomes text for its vector; part of the stored model key, so a change re-embeds.
 RECIPE = "author+content"
 EMBED_BATCH = 64
+#: Past the threshold: approximate candidates per dense candidate wanted, rescored exactly.
+ANN_OVERFETCH = 2
 
 
 def vector_text(t: dict[str, Any]) -> str:
@@ -113,10 +117,54 @@ def missing(conn: sqlite3.Connection, model: str, limit: int, after: int = 0) ->
     return [turns.row_to_turn(r) for r in rows]
 
 
+def missing_upto(conn: sqlite3.Connection, model: str, limit: int, after: int = 0) -> tuple[list[dict], int]:
+    """:func:`missing`, and the highest turn id when it looked: if fewer than ``limit`` come back, every turn up
+    to that id has its vector (so the next look starts there instead of rescanning all history)."""
+    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+    return missing(conn, model, limit, after), top
+
+
+def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
+    """Exact cosines of ``ids``' context vectors (as :meth:`TurnVectors.context_matrix` makes them: the turn's
+    vector plus ``context`` times the turns next to it in the same channel), read from ``message_vectors``."""
+    import numpy as np
+
+    ids = [int(i) for i in ids]
+    want = sorted(set(ids) | ({i - 1 for i in ids} | {i + 1 for i in ids} if context else set()))
+    vec: dict[int, Any] = {}
+    chan: dict[int, str] = {}
+    for k in range(0, len(want), 900):
+        chunk = want[k:k + 900]
+        for i, blob, ch in conn.execute(
+                "SELECT v.message_id, v.vector, m.channel FROM message_vectors v JOIN messages m ON m.id = v.message_id "
+                f"WHERE v.model = ? AND v.message_id IN ({','.join('?' * len(chunk))})", [model, *chunk]):
+            vec[i] = np.frombuffer(blob, dtype=np.float32)
+            chan[i] = ch
+    keep = [i for i in ids if i in vec]
+    if not keep:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    mat = np.stack([vec[i] for i in keep])
+    if context:
+        for j in (-1, 1):
+            mat = mat + context * np.stack([vec[i + j] if i + j in vec and chan[i + j] == chan[i]
+                                            else np.zeros_like(vec[i]) for i in keep])
+        mat /= np.linalg.norm(mat, axis=1, keepdims=True) + 1e-12
+    return np.asarray(keep, dtype=np.int64), mat @ np.asarray(qvec, dtype=np.float32)
+
+
 def write(conn: sqlite3.Connection, model: str, rows: list[tuple[int, bytes]]) -> None:
     with Tx(conn):
         conn.executemany("INSERT OR REPLACE INTO message_vectors (message_id, model, vector) VALUES (?, ?, ?)",
                          [(i, model, b) for i, b in rows])
+
+
+def _threshold(memory) -> int:
+    from .db import SQLiteSettings
+
+    try:
+        return memory.settings.plugin_settings(SQLiteSettings, "sqlite").ann_threshold
+    except Exception:  # a store without the sqlite settings (another backend): the default
+        return SQLiteSettings.model_fields["ann_threshold"].default
 
 
 class Retriever:
@@ -131,6 +179,17 @@ class Retriever:
         self._warned = False
         self._task: asyncio.Task | None = None
         self._floor = 0  # every turn with id <= this has a vector
+        self.ann = None  # ann.TurnANN past the threshold
+        self._ann_checked: str | None = None  # the model whose saved index was looked for
+        self.ann_threshold = _threshold(memory)
+
+    @property
+    def derived_paths(self) -> tuple[str, ...]:
+        """The vector index files, home-relative (backups skip them; they are rebuilt from SQLite)."""
+        from .ann import paths
+
+        path = getattr(self.db, "path", None)
+        return tuple(p.name for p in paths(path)) if path is not None else ()
 
     def _embedder(self):
         try:
@@ -185,7 +244,7 @@ class Retriever:
 
     async def _batch(self, emb) -> int:
         model = self._model(emb)
-        todo = await self.db.run(missing, self.db.conn, model, EMBED_BATCH, self._floor)
+        todo, top = await self.db.run(missing_upto, self.db.conn, model, EMBED_BATCH, self._floor)
         if len(todo) < EMBED_BATCH:
             self._pending = False
         if todo:
@@ -196,12 +255,16 @@ class Retriever:
                 raise
             await self.db.run(self._store, self.db.conn, model, todo, blobs)
             self._floor = todo[-1]["id"]  # every turn up to here has its vector
+        if len(todo) < EMBED_BATCH:  # nothing else was missing up to ``top``: the next look starts there
+            self._floor = max(self._floor, top)
         return len(todo)
 
     def _store(self, conn, model: str, batch: list[dict[str, Any]], blobs: list[bytes]) -> None:
         write(conn, model, [(t["id"], b) for t, b in zip(batch, blobs, strict=True)])
         if self.vectors is not None and self.vectors.model == model:
             self.vectors.add([t["id"] for t in batch], [t["channel"] for t in batch], blobs)
+        if self.ann is not None and self.ann.model == model:
+            self.ann.add_blobs([t["id"] for t in batch], blobs)
 
     async def close(self) -> None:
         if self._task is not None and not self._task.done():
@@ -211,12 +274,58 @@ class Retriever:
             except BaseException:  # cancelled, or a failure already logged
                 pass
         self._task = None
+        if self.ann is not None and self.ann.dirty and getattr(self.db, "conn", None) is not None:
+            try:
+                await self.db.run(self.ann.save, self.db.conn)
+            except Exception as exc:  # derived data: the next open adds what the file lacks
+                log.warning("turn vector index not saved: %s: %s", type(exc).__name__, exc)
 
-    def _prepare(self, conn, model: str) -> TurnVectors:
+    def _prepare(self, conn, model: str) -> TurnVectors | Any:
+        """The exact matrix below the threshold, the HNSW index (``ann.TurnANN``) past it; either up to date."""
+        from . import ann
+
+        if self.ann is not None and self.ann.model == model:
+            self.ann.catch_up(conn)
+            return self.ann
+        if self._ann_checked != model:
+            self._ann_checked = model
+            self.ann = None
+            saved = ann.paths(self.db.path)[0].exists()
+            if saved or turns.counts(conn)["total"] >= self.ann_threshold:
+                self.ann = ann.TurnANN.open_or_build(conn, self.db.path, model)
+                if self.ann is not None and (saved or len(self.ann) >= self.ann_threshold):
+                    self.vectors = None
+                    return self.ann
+                self.ann = None
         if self.vectors is None or self.vectors.model != model:
             self.vectors = TurnVectors(model)
         self.vectors.load(conn)
+        if len(self.vectors) >= self.ann_threshold:  # crossed it while serving: index what is held, drop the matrix
+            index = ann.TurnANN(self.db.path, model, self.vectors.matrix.shape[1])
+            index.add(self.vectors.ids, self.vectors.matrix)
+            index.save(conn)
+            self.ann, self.vectors = index, None
+            return self.ann
         return self.vectors
+
+    def reset_ann(self, conn, remove: bool = False) -> None:
+        """Forget the loaded index (``remove``: delete its files too); the next search loads or builds it."""
+        from . import ann
+
+        self.ann = None
+        self._ann_checked = None
+        if remove:
+            ann.remove_files(self.db.path)
+
+    def repair_ann(self, conn, model: str) -> dict[str, Any] | None:
+        """``pps reindex``: bring the index up to date with every stored vector (loading or building it)."""
+        index = self._prepare(conn, model)
+        if index is not self.ann or self.ann is None:
+            return None
+        added = self.ann.repair(conn)
+        if self.ann.dirty:
+            self.ann.save(conn)
+        return {"ann_vectors": len(self.ann), "ann_added": added}
 
     async def search(self, query: str, limit: int, offset: int = 0, channel: str | None = None,
                      cfg: retrieval.FusionConfig = retrieval.DEFAULT) -> list[dict[str, Any]]:
@@ -240,9 +349,13 @@ class Retriever:
         lexical = retrieval.bm25_scores(conn, q.terms, cfg.candidates, channel) if cfg.use_bm25 else {}
         dense, floor = {}, 0.0
         if qvec is not None:
-            vectors = self._prepare(conn, model)
-            dense, floor = retrieval.dense_top(vectors.scores(qvec, cfg.context), cfg.candidates,
-                                               cfg.dense_floor_rank)
+            index = self._prepare(conn, model)
+            if isinstance(index, TurnVectors):
+                scores = index.scores(qvec, cfg.context)
+            else:  # past the threshold: approximate candidates, exact scores
+                ids, _approx = index.search(qvec, cfg.candidates * ANN_OVERFETCH)
+                scores = rescore(conn, model, ids, qvec, cfg.context)
+            dense, floor = retrieval.dense_top(scores, cfg.candidates, cfg.dense_floor_rank)
         ranked = retrieval.fuse(conn, q, lexical, dense, floor, cfg, channel)[offset:offset + limit]
         found = {t["id"]: t for t in turns.by_ids(conn, [i for i, _s, _m in ranked])}
         out = []

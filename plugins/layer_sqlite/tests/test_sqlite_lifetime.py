@@ -10,7 +10,6 @@ import re
 import sqlite3
 
 import pytest
-
 from pps_sqlite import schema
 
 pytestmark = pytest.mark.backends("sqlite")

@@ -1,0 +1,204 @@
+"""Approximate nearest neighbours for turn vectors past a size threshold (usearch HNSW, int8, next to the database).
+
+Below ``[sqlite] ann_threshold`` turns, turn vectors are searched exactly (``turnindex.TurnVectors``, one numpy
+matrix). Past it that matrix costs 1.5 GB of memory per million turns and a pass over all of it per query, so an
+HNSW graph of int8-quantised vectors (about 0.5 KB a turn) proposes candidates instead, and the candidates are
+rescored exactly from their float32 vectors in SQLite (``turnindex.rescore``, with their context): the dense
+scores that reach the fusion are exact; only which turns are candidates is approximate (recall@10 against exact
+search is measured by bench/lifetime.py).
+
+Two files beside the database: ``pps.db.turns.usearch`` (the graph) and ``pps.db.turns.json`` (the model key,
+the dimension, the highest turn id the saved graph holds and a hash of that turn's vector, so a database
+restored or replaced under the index is noticed and the index rebuilt). Written after a build and at close,
+each atomically (a temporary file, then a rename); vectors added after the last save are added again from SQLite
+at the next open (every id above the saved highest). ``pps reindex`` adds whatever is missing; ``--full``
+deletes both files and builds them again. Every method runs on the database's worker thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger("pps.sqlite")
+
+CONNECTIVITY = 16
+EXPANSION_ADD = 128
+EXPANSION_SEARCH = 64  # a search of k explores max(k, this) candidates
+BUILD_CHUNK = 20_000
+SUFFIX_INDEX = ".turns.usearch"
+SUFFIX_META = ".turns.json"
+
+
+def paths(db_path: Path) -> tuple[Path, Path]:
+    return db_path.with_name(db_path.name + SUFFIX_INDEX), db_path.with_name(db_path.name + SUFFIX_META)
+
+
+def remove_files(db_path: Path) -> None:
+    for p in paths(db_path):
+        p.unlink(missing_ok=True)
+
+
+def _digest(blob: bytes | None) -> str | None:
+    return hashlib.sha256(blob).hexdigest()[:32] if blob is not None else None
+
+
+class TurnANN:
+    """An HNSW index of one model's turn vectors, keyed by turn id."""
+
+    def __init__(self, db_path: Path, model: str, dim: int) -> None:
+        from usearch.index import Index
+
+        self.db_path = db_path
+        self.model = model
+        self.dim = dim
+        self.index = Index(ndim=dim, metric="cos", dtype="i8", connectivity=CONNECTIVITY,
+                           expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+        self.max_id = 0
+        self.dirty = False
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    # -- building and keeping up ------------------------------------------------------------------
+
+    def add(self, ids, vectors) -> int:
+        """Add (ids, float32 matrix); ids already present are skipped. Returns how many were added."""
+        import numpy as np
+
+        ids = np.asarray(ids, dtype=np.uint64)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
+        if not len(ids):
+            return 0
+        if vectors.shape[1] != self.dim:
+            raise ValueError(f"vector dimension {vectors.shape[1]}, the index holds {self.dim}")
+        if len(self.index):
+            fresh = ~np.asarray(self.index.contains(ids), dtype=bool)
+            ids, vectors = ids[fresh], vectors[fresh]
+        if not len(ids):
+            return 0
+        self.index.add(ids, vectors, threads=2 if len(ids) > 1000 else 1)
+        self.max_id = max(self.max_id, int(ids.max()))
+        self.dirty = True
+        return len(ids)
+
+    def add_blobs(self, ids: list[int], blobs: list[bytes]) -> int:
+        import numpy as np
+
+        if not ids:
+            return 0
+        return self.add(ids, np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs]))
+
+    def catch_up(self, conn: sqlite3.Connection, progress: Callable[[int], None] | None = None) -> int:
+        """Add every vector of this model with an id above the highest held (a build from nothing, or what
+        arrived since the last save)."""
+        added = 0
+        while True:
+            rows = conn.execute("SELECT message_id, vector FROM message_vectors WHERE model = ? AND message_id > ? "
+                                "ORDER BY message_id LIMIT ?", (self.model, self.max_id, BUILD_CHUNK)).fetchall()
+            if not rows:
+                return added
+            before = self.max_id
+            added += self.add_blobs([r[0] for r in rows], [r[1] for r in rows])
+            self.max_id = max(before, rows[-1][0])
+            if progress is not None:
+                progress(added)
+
+    def repair(self, conn: sqlite3.Connection) -> int:
+        """Add vectors of this model that the index lacks at any id (e.g. a turn embedded late, before a crash)."""
+        import numpy as np
+
+        added, after = 0, 0
+        while True:
+            ids = [r[0] for r in conn.execute("SELECT message_id FROM message_vectors WHERE model = ? AND "
+                                              "message_id > ? ORDER BY message_id LIMIT 50000", (self.model, after))]
+            if not ids:
+                return added
+            after = ids[-1]
+            have = np.asarray(self.index.contains(np.asarray(ids, dtype=np.uint64)), dtype=bool)
+            lacking = [i for i, h in zip(ids, have, strict=True) if not h]
+            for k in range(0, len(lacking), 900):
+                chunk = lacking[k:k + 900]
+                rows = conn.execute(f"SELECT message_id, vector FROM message_vectors WHERE model = ? AND message_id "
+                                    f"IN ({','.join('?' * len(chunk))})", [self.model, *chunk]).fetchall()
+                added += self.add_blobs([r[0] for r in rows], [r[1] for r in rows])
+
+    # -- searching ----------------------------------------------------------------------------------
+
+    def search(self, qvec, k: int):
+        """(ids, approximate cosines), best first."""
+        import numpy as np
+
+        if not len(self.index):
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        m = self.index.search(np.asarray(qvec, dtype=np.float32), min(k, len(self.index)), threads=1)
+        return np.asarray(m.keys, dtype=np.int64), 1.0 - np.asarray(m.distances, dtype=np.float32)
+
+    # -- files --------------------------------------------------------------------------------------
+
+    def save(self, conn: sqlite3.Connection) -> None:
+        index_path, meta_path = paths(self.db_path)
+        row = conn.execute("SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
+                           (self.max_id, self.model)).fetchone()
+        tmp = index_path.with_name(index_path.name + ".tmp")
+        self.index.save(str(tmp))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, index_path)
+        meta = {"model": self.model, "dim": self.dim, "max_id": self.max_id, "count": len(self.index),
+                "max_id_vector": _digest(row[0] if row else None)}
+        tmp = meta_path.with_name(meta_path.name + ".tmp")
+        tmp.write_text(json.dumps(meta))
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, meta_path)
+        self.dirty = False
+
+    @classmethod
+    def load(cls, conn: sqlite3.Connection, db_path: Path, model: str) -> TurnANN | None:
+        """The saved index of ``model`` if it belongs to this database, else None (then build one)."""
+        index_path, meta_path = paths(db_path)
+        if not index_path.exists() or not meta_path.exists():
+            return None
+        try:
+            meta = json.loads(meta_path.read_text())
+            if meta.get("model") != model:
+                return None
+            row = conn.execute("SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
+                               (int(meta["max_id"]), model)).fetchone()
+            if _digest(row[0] if row else None) != meta.get("max_id_vector"):
+                log.warning("turn vector index %s does not match the database (restored or replaced?): rebuilding",
+                            index_path)
+                return None
+            ann = cls(db_path, model, int(meta["dim"]))
+            ann.index.load(str(index_path))
+            if len(ann.index) != int(meta["count"]) or ann.index.ndim != ann.dim:
+                return None
+            ann.max_id = int(meta["max_id"])
+            return ann
+        except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+            log.warning("turn vector index %s unreadable (%s): rebuilding", index_path, exc)
+            return None
+
+    @classmethod
+    def open_or_build(cls, conn: sqlite3.Connection, db_path: Path, model: str,
+                      progress: Callable[[int], None] | None = None) -> TurnANN | None:
+        """Load the saved index and add what arrived since, or build it from every stored vector (and save it).
+        None when the model has no vectors yet."""
+        ann = cls.load(conn, db_path, model)
+        if ann is not None:
+            added = ann.catch_up(conn)
+            if added:
+                log.info("turn vector index: %d vectors added since the last save", added)
+            return ann
+        row = conn.execute("SELECT vector FROM message_vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
+        if row is None:
+            return None
+        ann = cls(db_path, model, len(row[0]) // 4)
+        log.info("building the turn vector index (HNSW) for %s", model)
+        ann.catch_up(conn, progress)
+        ann.save(conn)
+        return ann

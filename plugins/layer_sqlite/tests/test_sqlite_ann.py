@@ -1,0 +1,124 @@
+"""Turn vectors past ``[sqlite] ann_threshold``: an HNSW index on disk beside the database (issue 19).
+
+Real parts: the local ONNX embedder, usearch, SQLite. The threshold is lowered so a few dozen turns cross it.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from pps_sqlite import ann, turnindex
+
+pytestmark = pytest.mark.backends("sqlite")
+
+TOPICS = ["the garden beds need compost", "the kitchen light flickers again", "we fixed the backup script",
+          "the kitten climbed the curtains", "a long walk by the river at dawn", "sourdough starter is bubbling",
+          "the violin lesson went well", "tax forms are due on Friday", "the server migration finished",
+          "piano practice in the evening"]
+
+
+def turns(n: int, start: int = 0) -> list[dict]:
+    return [{"content": f"{TOPICS[i % len(TOPICS)]} (note {i})", "author_name": "Lyra" if i % 2 else "Jeff",
+             "channel": "terminal" if i % 3 else "discord", "created_at": f"2026-02-{1 + i % 27:02d}T10:00:00Z"}
+            for i in range(start, start + n)]
+
+
+async def filled(make_memory, n: int, home=None):
+    kwargs = {"home": home} if home else {}
+    m = await make_memory(plugins=["sqlite", "embeddings"], sqlite={"ann_threshold": 40}, **kwargs)
+    if n:
+        await m.call("store_messages", {"messages": turns(n)})
+    await m.require_layer("raw_capture").retriever.drain()
+    return m
+
+
+def exact_dense(conn, model: str, qvec, k: int = 10) -> list[int]:
+    vectors = turnindex.TurnVectors(model)
+    vectors.load(conn)
+    ids, cos = vectors.scores(qvec, 0.3)
+    return [int(ids[j]) for j in np.argsort(-cos)[:k]]
+
+
+async def test_past_the_threshold_search_uses_the_index_with_exact_scores(make_memory):
+    m = await filled(make_memory, 60)
+    raw = m.require_layer("raw_capture")
+    r = raw.retriever
+    found = await m.call("raw_search", {"query": "when is the tax paperwork due", "limit": 5})
+    assert "tax forms" in found["results"][0]["content"]
+    assert r.ann is not None and r.vectors is None and len(r.ann) == 60  # no matrix held in memory
+    index_file, meta_file = ann.paths(raw.db.path)
+    assert index_file.exists() and meta_file.exists()
+    # the dense signal through the index equals exact search over every vector (scores exact, same top 10)
+    q = m.embedder.embed(["music practice at home"])[0]
+    model = r._model(m.embedder)
+    ids, _ = r.ann.search(q, 20)
+    got_ids, got_cos = await raw.db.run(turnindex.rescore, raw.db.conn, model, ids, q, 0.3)
+    ours = [int(got_ids[j]) for j in np.argsort(-got_cos)[:10]]
+    assert ours == await raw.db.run(exact_dense, raw.db.conn, model, q)
+
+
+async def test_the_index_grows_incrementally_and_persists(make_memory, pps_home):
+    home = pps_home / "ann-persist"
+    m = await filled(make_memory, 50, home=home)
+    raw = m.require_layer("raw_capture")
+    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    index_file = ann.paths(raw.db.path)[0]
+    built = index_file.stat().st_mtime_ns
+    await m.call("store_messages", {"messages": [{"content": "the lighthouse keeper painted the stairs blue",
+                                                  "author_name": "Jeff", "channel": "terminal"}]})
+    await raw.retriever.drain()
+    assert len(raw.retriever.ann) == 51  # added to the loaded index, not rebuilt
+    found = await m.call("raw_search", {"query": "a keeper of a lighthouse and paint", "limit": 1})
+    assert "lighthouse" in found["results"][0]["content"]
+    assert index_file.stat().st_mtime_ns == built  # written at close, not per turn
+    await m.close()
+    saved = index_file.stat().st_mtime_ns
+    assert saved != built
+
+    m2 = await filled(make_memory, 0, home=home)
+    raw2 = m2.require_layer("raw_capture")
+    await m2.call("raw_search", {"query": "lighthouse", "limit": 1})
+    assert len(raw2.retriever.ann) == 51 and index_file.stat().st_mtime_ns == saved  # loaded, not rebuilt
+
+
+async def test_an_index_that_does_not_match_the_database_is_rebuilt(make_memory, pps_home):
+    home = pps_home / "ann-mismatch"
+    m = await filled(make_memory, 45, home=home)
+    raw = m.require_layer("raw_capture")
+    await m.call("raw_search", {"query": "garden", "limit": 1})
+    db_path = raw.db.path
+    await m.close()
+    # a restored/replaced database: the newest turn's vector is not the one the index was saved with
+    import sqlite3
+
+    conn = sqlite3.connect(db_path)
+    conn.execute("UPDATE message_vectors SET vector = ? WHERE message_id = 45",
+                 (np.ones(384, dtype=np.float32).tobytes(),))
+    conn.commit()
+    conn.close()
+    before = ann.paths(db_path)[0].stat().st_mtime_ns
+    m2 = await filled(make_memory, 0, home=home)
+    await m2.call("raw_search", {"query": "garden", "limit": 1})
+    assert ann.paths(db_path)[0].stat().st_mtime_ns != before
+    assert len(m2.require_layer("raw_capture").retriever.ann) == 45
+
+
+async def test_reindex_full_rebuilds_the_index(make_memory):
+    m = await filled(make_memory, 45)
+    raw = m.require_layer("raw_capture")
+    await m.call("raw_search", {"query": "garden", "limit": 1})
+    index_file = ann.paths(raw.db.path)[0]
+    os.utime(index_file, ns=(1, 1))
+    report = await raw.reindex(lambda done, total: None, full=True)
+    assert report["dropped"] == 45 and report["embedded"] == 45 and report["ann_vectors"] == 45
+    assert index_file.stat().st_mtime_ns != 1
+    found = await m.call("raw_search", {"query": "violin", "limit": 1})
+    assert "violin" in found["results"][0]["content"]
+
+
+async def test_below_the_threshold_search_stays_exact_and_writes_no_index(make_memory):
+    m = await filled(make_memory, 30)
+    raw = m.require_layer("raw_capture")
+    await m.call("raw_search", {"query": "garden", "limit": 1})
+    assert raw.retriever.ann is None and len(raw.retriever.vectors) == 30
+    assert not ann.paths(raw.db.path)[0].exists()
