@@ -1,6 +1,7 @@
 """Release tooling (packaging/release.py): one version everywhere, the `pps` metapackage, package data."""
 
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -171,3 +172,15 @@ def test_templates_and_static_files_ship_in_the_wheel_and_bytecode_does_not(tmp_
     assert "pps_crystals/static/app.css" in names
     assert not [n for n in names if n.endswith(".pyc") or "__pycache__" in n]
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+
+
+def test_the_users_path_in_the_readme_never_needs_make():
+    """Only the README's Develop section may send anyone to `make`."""
+    readme = (ROOT / "README.md").read_text()
+    sections = re.split(r"(?m)^(?=## )", readme)
+    user = [s for s in sections if not s.startswith("## Develop")]
+    assert len(user) == len(sections) - 1, "README has no '## Develop' section"
+    offenders = [line for s in user for line in s.splitlines()
+                 if re.search(r"(^|[`\s(])make( [a-z]+)?($|[`\s);,.])", line) or ".venv/" in line]
+    assert not offenders, offenders
+    assert readme.index("## Install") < readme.index("## Develop")
