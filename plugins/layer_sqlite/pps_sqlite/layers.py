@@ -212,5 +212,8 @@ class SummariesLayer(Layer):
 
     async def health(self) -> LayerHealth:
         n = await self.backend.summary_count()
-        return LayerHealth(layer=self.name, available=True, detail=self.backend.detail, counts={"summaries": n},
+        rewrite = len(await self.backend.needs_rewrite())
+        return LayerHealth(layer=self.name, available=True, detail=self.backend.detail,
+                           counts={"summaries": n, "needs_rewrite": rewrite},
+                           backlog={"summaries_to_rewrite": rewrite} if rewrite else {},
                            latency_ms=self.recent_latency_ms)

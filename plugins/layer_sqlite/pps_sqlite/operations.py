@@ -98,7 +98,8 @@ async def summarize_messages(memory, p: SummarizeParams):
              for t in batch]
     return {
         "count": len(batch), "unsummarized_count": total,
-        "start_id": ids[0] if ids else None, "end_id": ids[-1] if ids else None, "message_ids": ids,
+        # in time order, so the ids need not be contiguous: store with message_ids (start/end only bound them)
+        "start_id": min(ids) if ids else None, "end_id": max(ids) if ids else None, "message_ids": ids,
         "channels": sorted({t["channel"] for t in batch}),
         "messages": [_out(memory, t) for t in batch],
         "transcript": "\n".join(lines),

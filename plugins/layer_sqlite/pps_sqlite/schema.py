@@ -144,6 +144,27 @@ MIGRATIONS: list[str] = [
         INSERT OR IGNORE INTO authors (name) VALUES (NEW.author_name);
     END;
     """,
+    # 4: time order (issue 13): unsummarized turns paged by (created_at, id) from an index; summaries flagged
+    # for rewrite (a backfilled turn inside their span, a forgotten turn they covered); the forget log (ids,
+    # time, who; never content). Existing summaries with an unsummarized turn inside their span are flagged.
+    """
+    ALTER TABLE message_summaries ADD COLUMN rewrite TEXT;
+    CREATE INDEX idx_messages_unsummarized_time ON messages(created_at, id) WHERE summary_id IS NULL;
+    CREATE INDEX idx_messages_unsummarized_channel_time ON messages(channel, created_at, id) WHERE summary_id IS NULL;
+    CREATE INDEX idx_summaries_start ON message_summaries(time_span_start);
+    CREATE INDEX idx_summaries_rewrite ON message_summaries(id) WHERE rewrite IS NOT NULL;
+    CREATE TABLE forget_log (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        forgotten_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        who TEXT NOT NULL,
+        how TEXT NOT NULL,
+        turn_ids TEXT NOT NULL,
+        summary_ids TEXT NOT NULL DEFAULT '[]'
+    );
+    UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL AND EXISTS (
+        SELECT 1 FROM messages m WHERE m.summary_id IS NULL
+        AND m.created_at > message_summaries.time_span_start AND m.created_at < message_summaries.time_span_end);
+    """,
 ]
 
 

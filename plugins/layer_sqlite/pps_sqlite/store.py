@@ -86,6 +86,9 @@ class TurnStore(Protocol):
 
     async def summary_stats(self) -> dict[str, Any]: ...
     async def summary_count(self) -> int: ...
+    async def needs_rewrite(self) -> list[dict[str, Any]]:
+        """Summaries flagged for rewrite, ``[{"id", "reason"}]`` (reason 'backfill' or 'forgotten')."""
+        ...
 
     # derived indexes
     async def reindex_turns(self, progress: Callable[[int, int], None], full: bool) -> dict[str, Any] | None: ...
@@ -183,6 +186,9 @@ class SQLiteStore:
 
     async def summary_count(self):
         return await self._run(summaries.count)
+
+    async def needs_rewrite(self):
+        return await self._run(summaries.needs_rewrite)
 
     async def reindex_turns(self, progress, full):
         from .reindex import turn_vectors

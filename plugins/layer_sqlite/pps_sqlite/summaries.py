@@ -12,7 +12,7 @@ from pps_core.textsearch import fts5_query
 from .db import Tx
 
 COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
-           "summary_type, created_at")
+           "summary_type, created_at, rewrite")
 
 
 def row_to_summary(row: sqlite3.Row) -> dict[str, Any]:
@@ -20,7 +20,7 @@ def row_to_summary(row: sqlite3.Row) -> dict[str, Any]:
         "id": row["id"], "summary_text": row["summary_text"], "start_id": row["start_id"], "end_id": row["end_id"],
         "message_count": row["message_count"], "channels": json.loads(row["channels"] or "[]"),
         "time_span_start": row["time_span_start"], "time_span_end": row["time_span_end"],
-        "summary_type": row["summary_type"], "created_at": row["created_at"],
+        "summary_type": row["summary_type"], "created_at": row["created_at"], "rewrite": row["rewrite"],
     }
 
 
@@ -69,8 +69,9 @@ def store(conn: sqlite3.Connection, text: str, *, start_id: int | None, end_id: 
 
 
 def recent(conn: sqlite3.Connection, limit: int, offset: int = 0) -> list[dict[str, Any]]:
-    """Newest first."""
-    rows = conn.execute(f"SELECT {COLUMNS} FROM message_summaries ORDER BY id DESC LIMIT ? OFFSET ?",
+    """Newest first, by the time they cover (a summary of backfilled turns takes its place in time)."""
+    rows = conn.execute(f"SELECT {COLUMNS} FROM message_summaries ORDER BY time_span_end DESC, id DESC "
+                        "LIMIT ? OFFSET ?",
                         (limit, offset)).fetchall()
     return [row_to_summary(r) for r in rows]
 
@@ -110,8 +111,15 @@ def stats(conn: sqlite3.Connection) -> dict[str, Any]:
         "total_messages": c["messages"], "unsummarized_count": c["unsummarized"],
         "summarized_count": c["messages"] - c["unsummarized"], "summary_count": c["summaries"],
         "oldest_unsummarized_at": oldest, "newest_summary_at": newest[0] if newest else None,
-        "unsummarized_by_channel": by_channel,
+        "unsummarized_by_channel": by_channel, "needs_rewrite": needs_rewrite(conn),
     }
+
+
+def needs_rewrite(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Summaries flagged for rewrite: a backfilled turn landed inside their span ('backfill'), or a turn they
+    covered was forgotten ('forgotten')."""
+    return [{"id": r[0], "reason": r[1]} for r in conn.execute(
+        "SELECT id, rewrite FROM message_summaries WHERE rewrite IS NOT NULL ORDER BY id")]
 
 
 def count(conn: sqlite3.Connection) -> int:

@@ -56,9 +56,25 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
             turn = {"id": cur.lastrowid, "message_id": t.get("message_id"), "content": t["content"],
                     "author_name": t["author_name"], "channel": t["channel"], "session_id": t.get("session_id"),
                     "created_at": t["created_at"], "metadata": t.get("metadata") or {}, "summary_id": None}
-            acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+            ack = {k: turn[k] for k in ("id", "message_id", "created_at", "channel")}
+            inside = flag_spans(conn, t["created_at"])
+            if inside:
+                ack["inside_summaries"] = inside
+            acks.append(ack)
             new.append(turn)
     return acks, new
+
+
+def flag_spans(conn: sqlite3.Connection, created_at: str) -> list[int]:
+    """Summaries whose time span strictly contains ``created_at`` (a backfilled turn lands inside them): they
+    are flagged ``rewrite = 'backfill'`` (unless flagged already) and their ids returned. The turn itself stays
+    unsummarized, so it shows in its place in time and is the first handed out to summarize."""
+    ids = [r[0] for r in conn.execute("SELECT id FROM message_summaries WHERE time_span_start < ? "
+                                      "AND time_span_end > ? ORDER BY id", (created_at, created_at))]
+    if ids:
+        conn.execute(f"UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL AND id IN "
+                     f"({','.join('?' * len(ids))})", ids)
+    return ids
 
 
 def search(conn: sqlite3.Connection, query: str, limit: int, offset: int = 0,
@@ -102,16 +118,13 @@ def unsummarized(conn: sqlite3.Connection, limit: int | None, offset: int = 0, *
                  channel: str | None = None) -> list[dict[str, Any]]:
     """Unsummarized turns. Pages count from the newest (offset 0 = newest) unless ``oldest_first``.
 
-    Either way the page comes back in chronological order. Ordered by id: arrival order, which
-    a backfilled turn (old time, new id) cannot disturb.
+    Either way the page comes back in chronological order: by (created_at, id), so a backfilled or imported
+    turn (old time, new id) takes its place in time (from ``idx_messages_unsummarized_time``).
     """
     where = "summary_id IS NULL" + (" AND channel = ?" if channel else "")
     args: list[Any] = [channel] if channel else []
     order = "ASC" if oldest_first else "DESC"
-    # the partial index holds only the unsummarized turns (the newest few); the channel index would walk
-    # every turn the channel ever had
-    sql = f"SELECT {COLUMNS} FROM messages INDEXED BY idx_messages_unsummarized WHERE {where} ORDER BY id {order} " \
-          "LIMIT ? OFFSET ?"
+    sql = f"SELECT {COLUMNS} FROM messages WHERE {where} ORDER BY created_at {order}, id {order} LIMIT ? OFFSET ?"
     rows = conn.execute(sql, [*args, -1 if limit is None else limit, offset]).fetchall()
     turns = [row_to_turn(r) for r in rows]
     if not oldest_first:
@@ -120,7 +133,8 @@ def unsummarized(conn: sqlite3.Connection, limit: int | None, offset: int = 0, *
 
 
 def newest(conn: sqlite3.Connection, limit: int) -> list[dict[str, Any]]:
-    rows = conn.execute(f"SELECT {COLUMNS} FROM messages ORDER BY id DESC LIMIT ?", (limit,)).fetchall()
+    rows = conn.execute(f"SELECT {COLUMNS} FROM messages ORDER BY created_at DESC, id DESC LIMIT ?",
+                        (limit,)).fetchall()
     return [row_to_turn(r) for r in reversed(rows)]
 
 
@@ -180,8 +194,12 @@ def poll(conn: sqlite3.Connection, consumer: str, channel: str | None, limit: in
     """Unread turns from channels other than ``channel`` since the consumer's cursor; advances it.
 
     A new consumer starts at "now": nothing old is reported as new. ``limit`` bounds what is
-    returned (oldest first); the rest is counted and stays unread, unless ``newest_first_preview``
-    (ambient recall), which shows the newest ``limit``, counts the older and marks all read.
+    returned; the rest is counted and stays unread, unless ``newest_first_preview`` (ambient recall),
+    which shows the newest ``limit`` by time, counts the older and marks all read.
+
+    "Unread" is by arrival (the cursor is an id: a backfilled turn is news to a reader, whatever its
+    time); what is shown is in time order (created_at, id). A page of a long backlog is the next ``limit``
+    arrivals, sorted by time.
     """
     with Tx(conn):
         row = conn.execute("SELECT last_id FROM read_cursors WHERE consumer_key = ?", (consumer,)).fetchone()
@@ -199,7 +217,7 @@ def poll(conn: sqlite3.Connection, consumer: str, channel: str | None, limit: in
         oldest = None
         if newest_first_preview:
             rows = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id > ? AND id <= ? AND {other} "
-                                "ORDER BY id DESC LIMIT ?", [last, top, *args, limit]).fetchall()[::-1]
+                                "ORDER BY created_at DESC, id DESC LIMIT ?", [last, top, *args, limit]).fetchall()[::-1]
             if total > len(rows):
                 oldest = conn.execute(f"SELECT MIN(created_at) FROM messages WHERE id > ? AND id <= ? AND {other}",
                                       [last, top, *args]).fetchone()[0]
@@ -212,7 +230,7 @@ def poll(conn: sqlite3.Connection, consumer: str, channel: str | None, limit: in
                      "WHERE consumer_key = ? AND last_id = ?", (cursor, consumer, last))
         if conn.execute("SELECT changes()").fetchone()[0] != 1:
             raise Conflict(f"consumer {consumer!r} was read concurrently; poll again")
-        turns = [row_to_turn(r) for r in rows]
+        turns = sorted((row_to_turn(r) for r in rows), key=lambda t: (t["created_at"], t["id"]))
     return {"consumer_key": consumer, "new_consumer": False, "unread_total": total, "turns": turns,
             "remaining": total - len(turns) if not newest_first_preview else 0, "cursor": cursor,
             "oldest_unread_at": oldest}

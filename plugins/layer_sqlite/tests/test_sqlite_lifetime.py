@@ -15,7 +15,10 @@ from pps_sqlite import schema
 pytestmark = pytest.mark.backends("sqlite")
 
 #: The one scan the startup package may do: the partial index holding only the unsummarized turns it shows.
-ALLOWED_SCAN = re.compile(r"^SCAN (messages|m) USING (COVERING )?INDEX idx_messages_unsummarized\w*\b|^SCAN CONSTANT ROW$")
+ALLOWED_SCAN = re.compile(r"^SCAN (messages|m) USING (COVERING )?INDEX idx_messages_unsummarized\w*\b|^SCAN CONSTANT ROW$"
+                          # the newest summaries by time (LIMIT walks the span index from its end); the partial
+                          # index of summaries flagged for rewrite holds only those
+                          r"|^SCAN message_summaries USING INDEX idx_summaries_(span|rewrite)$")
 #: A table walked in rowid order and stopped by LIMIT reads only what it returns.
 NEWEST_BY_ID = re.compile(r"ORDER BY id (ASC |DESC )?LIMIT", re.I)
 
