@@ -1,6 +1,6 @@
 """LoCoMo retrieval benchmark: does the turn that answers the question come back?
 
-    .venv/bin/python bench/locomo.py [FILE] [--variants] [--no-embedder] [--json OUT]
+    .venv/bin/python bench/locomo.py [FILE] [--variants] [--no-embedder] [--postgres] [--json OUT]
 
 For each conversation of a LoCoMo-format file (default ../shared/bench/locomo/locomo5_public.json) a fresh
 entity in a temp home stores every turn through the real capture operation (store_messages: speaker ->
@@ -9,7 +9,9 @@ is asked through the search path non-startup ambient_recall uses for raw turns
 (memory.search_layer("raw_capture", q, 10)) and scored against its evidence ids. Baselines from the same
 run, over the same stored turns: SQLite FTS5 BM25 alone (porter, OR of non-stop-words: turns.search) and
 the embedder's dense search alone. Category 5 (adversarial) is left out. ``--variants`` adds the ablations
-of the fused search (one signal off or on at a time).
+of the fused search (one signal off or on at a time). ``--postgres`` also runs every conversation on the
+PostgreSQL store (pps-postgres, on a server pgserver starts in a temp dir) and prints its table beside
+SQLite's, same run; its lexical baseline is the tsvector BM25 (``lexical_search``).
 
 Scores: turn-level recall@k = share of a question's evidence turns in the top k (mean over questions);
 MRR = 1/rank of the first evidence turn (0 past 10); session-level recall@k = share of the evidence's
@@ -133,15 +135,17 @@ def variants(retrieval) -> dict[str, object]:
     }
 
 
-async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, extra: dict | None) -> dict:
-    from pps_sqlite import retrieval, turns
+async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, extra: dict | None,
+                           settings: dict | None = None) -> dict:
+    from pps_sqlite import retrieval
 
     from pps_core import Memory
 
     out: dict[str, list] = {}
     lat: list[float] = []
     with tempfile.TemporaryDirectory(prefix="pps-locomo-") as home:
-        memory = Memory.for_entity(f"locomo-{conv['id']}", home=home, plugins=plugins, timezone="UTC")
+        memory = Memory.for_entity(f"locomo-{conv['id']}", home=home, plugins=plugins, timezone="UTC",
+                                   **(settings or {}))
         async with memory:
             started = time.perf_counter()
             for k in range(0, len(conv["turns"]), 500):
@@ -168,8 +172,8 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
                 lat.append((time.perf_counter() - t0) * 1000)
                 ranked = [r.metadata.get("turn_dia_id") for r in found]
                 out.setdefault("PPS fused (default)", []).append((q["category"], score(ranked, q["evidence"])))
-                base = await raw.db.run(turns.search, raw.db.conn, q["question"], K)
-                out.setdefault("FTS5 BM25 alone", []).append(
+                base = await raw.backend.lexical_search(q["question"], K)
+                out.setdefault("FTS5 BM25 alone" if raw.db is not None else "tsvector BM25 alone", []).append(
                     (q["category"], score([t["metadata"].get("dia_id") for t in base], q["evidence"])))
                 for name, cfg in configs.items():
                     got = await raw.retriever.search(q["question"], K, cfg=cfg)
@@ -185,7 +189,7 @@ def table(results: list[dict]) -> tuple[str, dict]:
         for name, rows in r["scores"].items():
             merged.setdefault(name, []).extend(rows)
     lat = [x for r in results for x in r["latency"]]
-    order = ["FTS5 BM25 alone", "dense alone", "PPS fused (default)"]
+    order = ["FTS5 BM25 alone", "tsvector BM25 alone", "dense alone", "PPS fused (default)"]
     names = [n for n in order if n in merged] + [n for n in merged if n not in order]
     lines = [f"{'method':<34} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'s@5':>6} {'s@10':>6}",
              "-" * 70]
@@ -208,24 +212,53 @@ def table(results: list[dict]) -> tuple[str, dict]:
     return "\n".join(lines), summary
 
 
+def postgres_server():
+    """A throwaway PostgreSQL (pgserver, temp dir); returns (dsn, cleanup)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        server = pgserver.get_server(tempfile.mkdtemp(prefix="pps-pgdata-"), cleanup_mode="delete")
+    return server.get_uri(), server.cleanup
+
+
 async def main_async(args) -> int:
     path = Path(args.file)
     convs = load(path)
-    plugins = ["sqlite"] if args.no_embedder else ["sqlite", "embeddings"]
-    started = time.perf_counter()
-    results = []
-    for conv in convs:
-        r = await run_conversation(conv, plugins, args.variants, None)
-        print(f"{conv['id']}: {r['turns']} turns stored and embedded in {r['store_s']:.1f}s, "
-              f"{len(r['latency'])} questions ({r['skipped']} without usable evidence)", file=sys.stderr)
-        results.append(r)
-    text, summary = table(results)
-    n_q = sum(len(r["latency"]) for r in results)
-    print(f"LoCoMo {path.name}: {len(convs)} conversations, {sum(r['turns'] for r in results)} turns, "
-          f"{n_q} questions (categories 1-4), plugins {plugins}, {time.perf_counter() - started:.0f}s\n")
-    print(text)
+    stores = {"sqlite": ({}, None)}
+    if args.postgres:
+        dsn, cleanup = postgres_server()
+        stores["postgres"] = ({"dsn": dsn}, cleanup)
+    summaries = {}
+    try:
+        for store, (section, _cleanup) in stores.items():
+            plugins = [store] if args.no_embedder else [store, "embeddings"]
+            started = time.perf_counter()
+            results = []
+            for conv in convs:
+                settings = {"postgres": {**section, "schema": f"locomo_{len(results)}"}} if section else None
+                r = await run_conversation(conv, plugins, args.variants, None, settings)
+                print(f"{store} {conv['id']}: {r['turns']} turns stored and embedded in {r['store_s']:.1f}s, "
+                      f"{len(r['latency'])} questions ({r['skipped']} without usable evidence)", file=sys.stderr)
+                results.append(r)
+            text, summary = table(results)
+            summaries[store] = summary
+            n_q = sum(len(r["latency"]) for r in results)
+            print(f"LoCoMo {path.name}: {len(convs)} conversations, {sum(r['turns'] for r in results)} turns, "
+                  f"{n_q} questions (categories 1-4), plugins {plugins}, {time.perf_counter() - started:.0f}s\n")
+            print(text + "\n")
+    finally:
+        for _section, cleanup in stores.values():
+            if cleanup is not None:
+                cleanup()
+    if len(summaries) > 1:
+        a, b = (summaries[k]["PPS fused (default)"] for k in ("sqlite", "postgres"))
+        print(f"PPS fused recall@10: sqlite {a['r@10']:.3f}, postgres {b['r@10']:.3f} "
+              f"(difference {b['r@10'] - a['r@10']:+.3f}); MRR {a['mrr']:.3f} / {b['mrr']:.3f}")
     if args.json:
-        Path(args.json).write_text(json.dumps(summary, indent=2))
+        Path(args.json).write_text(json.dumps(summaries if len(summaries) > 1 else summaries["sqlite"], indent=2))
     return 0
 
 
@@ -234,6 +267,8 @@ def main() -> int:
     ap.add_argument("file", nargs="?", default=str(DEFAULT_FILE))
     ap.add_argument("--variants", action="store_true", help="also run the ablations of the fused search")
     ap.add_argument("--no-embedder", action="store_true", help="load only the sqlite plugin (lexical fallback)")
+    ap.add_argument("--postgres", action="store_true",
+                    help="also run on the PostgreSQL store (a pgserver started in a temp dir), same run")
     ap.add_argument("--json", help="write the summary numbers here")
     return asyncio.run(main_async(ap.parse_args()))
 

@@ -94,7 +94,7 @@ async def migrate(conn: AsyncConnection, schema: str) -> int:
         await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         ext = await (await conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")).fetchone()
         if ext is None:  # in public, which every entity's search_path ends with (needs the right to create it)
-            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            await conn.execute("CREATE EXTENSION IF NOT EXISTS vector WITH SCHEMA public")
         await conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(schema)))
         await conn.execute("CREATE TABLE IF NOT EXISTS pps_schema_version (version integer NOT NULL)")
         row = await (await conn.execute("SELECT max(version) AS v FROM pps_schema_version")).fetchone()

@@ -29,8 +29,7 @@ def pg_dsn():
 
         server = pgserver.get_server(tempfile.mkdtemp(prefix="pps-pgdata-"), cleanup_mode="delete")
     try:
-        server.psql("CREATE EXTENSION IF NOT EXISTS vector;")
-        yield server.get_uri()
+        yield server.get_uri()  # the first store to open creates the vector extension, as in production
     finally:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

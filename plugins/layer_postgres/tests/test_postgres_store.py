@@ -129,3 +129,24 @@ async def test_stop_words_only_still_search(make_memory, postgres_section, query
     await m.call("store_message", {"content": "to be or not to be, the question", "author_name": "A",
                                    "channel": "c"})
     assert (await m.call("raw_search", {"query": query}))["count"] == 1
+
+
+async def test_a_fresh_database_serves_a_second_entity(make_memory, pg_dsn, tmp_path):
+    """The vector extension goes to public, not into the first entity's schema (the second could not see it)."""
+    import uuid
+
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    name = f"fresh_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    dsn = make_conninfo(**{**conninfo_to_dict(pg_dsn), "dbname": name})
+    try:
+        for entity in ("first", "second"):
+            m = await make_memory(entity, home=tmp_path / entity, plugins=PLUGINS, postgres={"dsn": dsn})
+            ack = await m.call("store_message", {"content": f"hello {entity}", "author_name": "A", "channel": "c"})
+            assert ack["id"] == 1
+            await m.close()
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
