@@ -45,8 +45,12 @@ test: install $(CLAUDE_CLI)
 demo: install
 	$(BIN)/pps demo
 
+# ruff everywhere; mypy (strict) over the kernel, as configured in pyproject.toml; the import contracts
+# (layers, no cycles, no plugin imported by the kernel) with import-linter.
 lint: install
 	$(BIN)/ruff check pps_core plugins tests bench packaging
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 bench: install
 	$(BIN)/python bench/startup.py

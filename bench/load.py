@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from pps_sqlite.loadgen import audit, report, run_load
+
 from pps_core.testing.server import init_entity, start_server
 
 

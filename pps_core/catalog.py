@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -114,7 +114,7 @@ class Catalog:
                 raise ValueError(f"operation {op.name!r} is defined twice")
             self._ops[op.name] = op
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Operation]:
         return iter(self._ops.values())
 
     def __contains__(self, name: str) -> bool:

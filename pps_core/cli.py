@@ -11,9 +11,18 @@ import asyncio
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .errors import PPSError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .memory import Memory
+    from .settings import EntitySettings
+    from .transport import Transport
+
+#: A ``pps`` subcommand: parsed arguments in, exit code out.
+Handler = Callable[[argparse.Namespace], int]
 
 
 def _entity_args(p: argparse.ArgumentParser) -> None:
@@ -24,11 +33,12 @@ def _entity_args(p: argparse.ArgumentParser) -> None:
 class CommandRegistry:
     """What ``pps_register_commands`` receives: plugins add ``pps`` subcommands through it."""
 
-    def __init__(self, sub: Any, handlers: dict[str, Any]) -> None:
+    def __init__(self, sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                 handlers: dict[str, Handler]) -> None:
         self._sub = sub
         self._handlers = handlers
 
-    def add(self, name: str, handler: Any, *, help: str) -> argparse.ArgumentParser:
+    def add(self, name: str, handler: Handler, *, help: str) -> argparse.ArgumentParser:
         """A new subcommand ``pps <name>``; returns its parser. ``handler(args) -> int`` runs it."""
         if name in self._handlers:
             raise ValueError(f"two plugins add a `pps {name}` command")
@@ -93,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("transport", help="transport name, e.g. mcp or http")
     _entity_args(p)
     p.add_argument("args", nargs=argparse.REMAINDER, help="transport options (see pps serve <name> --help)")
-    handlers: dict[str, Any] = dict(COMMANDS)
+    handlers: dict[str, Handler] = dict(COMMANDS)
     _plugin_commands(CommandRegistry(sub, handlers))
     parser.set_defaults(_pps_handlers=handlers)
     return parser
@@ -111,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 0
+    handler: Handler = args._pps_handlers[args.command]
     try:
-        return args._pps_handlers[args.command](args)
+        return handler(args)
     except PPSError as exc:
         print(f"pps: error: {exc.message}", file=sys.stderr)
         return 2
@@ -123,19 +134,19 @@ def main(argv: list[str] | None = None) -> int:
         return 141
 
 
-def _settings(args):
+def _settings(args: argparse.Namespace) -> EntitySettings:
     from .settings import load_settings
 
     return load_settings(args.entity, args.home, must_exist=True)
 
 
-def _memory(args, own: bool = True):
+def _memory(args: argparse.Namespace, own: bool = True) -> Memory:
     from .memory import Memory
 
     return Memory(_settings(args), own=own)
 
 
-def cmd_init(args) -> int:
+def cmd_init(args: argparse.Namespace) -> int:
     from . import auth
     from .plugins import installed_plugins
     from .settings import DEFAULT_PLUGINS, entity_home
@@ -169,7 +180,7 @@ def cmd_init(args) -> int:
     return 0
 
 
-def cmd_plugins(args) -> int:
+def cmd_plugins(args: argparse.Namespace) -> int:
     from .plugins import build_plugin_manager, describe, installed_plugins
 
     settings = _settings(args)
@@ -187,7 +198,7 @@ def cmd_plugins(args) -> int:
     return 0
 
 
-def cmd_token(args) -> int:
+def cmd_token(args: argparse.Namespace) -> int:
     from . import auth
 
     settings = _settings(args)
@@ -199,13 +210,13 @@ def cmd_token(args) -> int:
     return 0
 
 
-def _run_call(args, operation: str, params: dict[str, Any]) -> Any:
+def _run_call(args: argparse.Namespace, operation: str, params: dict[str, Any]) -> Any:
     from .client import run_call
 
     return run_call(args, operation, params)
 
 
-def cmd_call(args) -> int:
+def cmd_call(args: argparse.Namespace) -> int:
     raw = sys.stdin.read() if args.params == "-" else args.params
     try:
         params = json.loads(raw) if raw.strip() else {}
@@ -220,14 +231,14 @@ def cmd_call(args) -> int:
     return 0
 
 
-def cmd_health(args) -> int:
+def cmd_health(args: argparse.Namespace) -> int:
     result = _run_call(args, "pps_health", {})
     print(json.dumps(result, indent=2))
     return 0 if result.get("ok") else 1
 
 
-def cmd_operations(args) -> int:
-    async def go():
+def cmd_operations(args: argparse.Namespace) -> int:
+    async def go() -> list[tuple[str, str, str]]:
         async with _memory(args, own=False) as memory:
             return [(op.name, op.group, op.description.split(". ")[0]) for op in memory.catalog]
 
@@ -236,7 +247,7 @@ def cmd_operations(args) -> int:
     return 0
 
 
-def cmd_serve(args) -> int:
+def cmd_serve(args: argparse.Namespace) -> int:
     from .plugins import build_plugin_manager
 
     given = argparse.ArgumentParser(add_help=False)  # `pps serve mcp --entity lyra`: options after the name
@@ -245,7 +256,7 @@ def cmd_serve(args) -> int:
     args.entity, args.home = after.entity or args.entity, after.home or args.home
     settings = _settings(args)
     pm = build_plugin_manager(settings.plugins)
-    transports = {t.name: t for batch in pm.hook.pps_transports() for t in batch or []}
+    transports: dict[str, Transport] = {t.name: t for batch in pm.hook.pps_transports() for t in batch or []}
     transport = transports.get(args.transport)
     if transport is None:
         known = ", ".join(sorted(transports)) or "none"
@@ -263,7 +274,7 @@ def cmd_serve(args) -> int:
     return transport.serve(sub.parse_args(extra))
 
 
-COMMANDS = {
+COMMANDS: dict[str, Handler] = {
     "init": cmd_init,
     "plugins": cmd_plugins,
     "health": cmd_health,

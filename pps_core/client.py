@@ -8,19 +8,23 @@ for the life of the client and closed at the end.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .forward import server_address, try_forward
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .memory import Memory
+    from .settings import EntitySettings
 
 
 class EntityClient:
     """``with EntityClient(settings) as c: c.call("store_messages", {...})`` (blocking)."""
 
-    def __init__(self, settings, *, plugins: list[str] | None = None) -> None:
+    def __init__(self, settings: EntitySettings, *, plugins: list[str] | None = None) -> None:
         self.settings = settings
         self._plugins = plugins
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._memory = None
+        self._memory: Memory | None = None
         self.mode: str | None = None
 
     def __enter__(self) -> EntityClient:
@@ -38,16 +42,16 @@ class EntityClient:
             if answer is not None:
                 return answer
             self.mode = "direct"  # the server went away between calls
-        memory = self._open()
-        return self._loop.run_until_complete(memory.call(operation, params or {}))
+        memory, loop = self._open()
+        return loop.run_until_complete(memory.call(operation, params or {}))
 
     @property
-    def memory(self):
+    def memory(self) -> Memory:
         """The memory opened here (direct mode only)."""
-        return self._open()
+        return self._open()[0]
 
-    def _open(self):
-        if self._memory is None:
+    def _open(self) -> tuple[Memory, asyncio.AbstractEventLoop]:
+        if self._memory is None or self._loop is None:
             from .memory import Memory
 
             settings = self.settings
@@ -57,10 +61,10 @@ class EntityClient:
             memory = Memory(settings)
             self._loop.run_until_complete(memory.open())
             self._memory = memory
-        return self._memory
+        return self._memory, self._loop
 
     def close(self) -> None:
-        if self._memory is not None:
+        if self._memory is not None and self._loop is not None:
             try:
                 self._loop.run_until_complete(self._memory.close())
             finally:

@@ -14,7 +14,7 @@ class PPSError(Exception):
         self.message = message
         self.param = param
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str]:
         out = {"error": self.code, "message": self.message}
         if self.param:
             out["param"] = self.param
@@ -98,7 +98,7 @@ _STORAGE_MARKERS = ("database or disk is full", "readonly database", "disk i/o e
                     "no space left", "file too large", "read-only file system", "operation not permitted")
 
 
-def storage_error(exc: BaseException) -> StorageError | None:
+def storage_error(exc: BaseException | None) -> StorageError | None:
     """A clear StorageError for an exception (or its cause) that says the home cannot be written; else None."""
     import errno as _errno
 

@@ -10,12 +10,15 @@ import http.client
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit
 
 from . import errors
 from .auth import read_token
 from .owner import read_owner
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .settings import EntitySettings
 
 CONNECT_TIMEOUT_S = 2.0
 #: Some operations (graph ingestion with an LLM) take a while; ``PPS_FORWARD_TIMEOUT`` overrides.
@@ -28,7 +31,7 @@ def server_address(home: Path) -> str | None:
     return (owner or {}).get("address") or None
 
 
-def try_forward(settings, operation: str, params: dict[str, Any] | None) -> Any | None:
+def try_forward(settings: EntitySettings, operation: str, params: dict[str, Any] | None) -> Any | None:
     """Run ``operation`` on the entity's server; None when no server owns the entity.
 
     A 4xx answer is raised as the matching :class:`~pps_core.errors.PPSError`; a server that

@@ -17,7 +17,7 @@ class ChatClient:
         if not settings.configured and not (settings.base_url and model):
             raise Unavailable("no LLM is configured: set [llm] base_url and model in the entity's pps.toml "
                               "(any OpenAI-compatible endpoint)")
-        self.url = settings.base_url.rstrip("/") + "/chat/completions"
+        self.url = (settings.base_url or "").rstrip("/") + "/chat/completions"
         self.model = model or settings.model
         self.api_key = settings.api_key
         self.timeout_s = settings.timeout_s

@@ -7,10 +7,12 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
+
+import pluggy
 
 from .catalog import Catalog, Operation, to_jsonable
 from .embedding import Embedder
@@ -82,14 +84,14 @@ class Memory:
     lock, so a second owner gets a clear error instead of a corrupted store.
     """
 
-    def __init__(self, settings: EntitySettings, *, extra_plugins: list[Any] = (), own: bool = True) -> None:
+    def __init__(self, settings: EntitySettings, *, extra_plugins: Sequence[Any] = (), own: bool = True) -> None:
         self.settings = settings
         self.home: Path = Path(settings.home)
         self.tz = ZoneInfo(settings.timezone)
         self._extra_plugins = list(extra_plugins)
         self._own = own
         self.lock = OwnerLock(self.home)
-        self.pm = None
+        self.pm: pluggy.PluginManager | None = None
         self.layers: dict[str, Layer] = {}
         self.rankers: dict[str, Ranker] = {}
         self.catalog: Catalog = Catalog([])
@@ -118,11 +120,11 @@ class Memory:
             except OSError as exc:
                 raise (storage_error(exc) or exc) from exc
         try:
-            self.pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
-            await self._open_layers()
-            self._collect_rankers()
+            self.pm = pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            await self._open_layers(pm)
+            self._collect_rankers(pm)
             ops: list[Operation] = []
-            for batch in self.pm.hook.pps_operations(memory=self):
+            for batch in pm.hook.pps_operations(memory=self):
                 ops.extend(batch or [])
             try:
                 self.catalog = Catalog(ops)
@@ -136,8 +138,8 @@ class Memory:
         self.events.memory_opened()
         return self
 
-    async def _open_layers(self) -> None:
-        for batch in self.pm.hook.pps_layers(memory=self):
+    async def _open_layers(self, pm: pluggy.PluginManager) -> None:
+        for batch in pm.hook.pps_layers(memory=self):
             for layer in batch or []:
                 if not layer.name:
                     raise ConfigError(f"layer {type(layer).__name__} has no name")
@@ -154,8 +156,8 @@ class Memory:
                     layer = FailedLayer(layer.name, f"{type(exc).__name__}: {exc}")
                 self.layers[layer.name] = layer
 
-    def _collect_rankers(self) -> None:
-        for batch in self.pm.hook.pps_rankers(memory=self):
+    def _collect_rankers(self, pm: pluggy.PluginManager) -> None:
+        for batch in pm.hook.pps_rankers(memory=self):
             for ranker in batch or []:
                 if ranker.name in self.rankers:
                     raise ConfigError(f"two plugins provide a ranker named {ranker.name!r}")
@@ -231,7 +233,7 @@ class Memory:
 
     def find(self, contract: type[T]) -> list[T]:
         """The open layers that fill a contract (a Protocol of :mod:`pps_core.contracts`), in plugin order."""
-        return [layer for layer in self.layers.values()  # type: ignore[misc]
+        return [layer for layer in self.layers.values()
                 if not isinstance(layer, FailedLayer) and isinstance(layer, contract)]
 
     def require_layer(self, name: str) -> Layer:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -24,7 +25,7 @@ def installed_plugins() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=GROUP)}
 
 
-def build_plugin_manager(names: list[str], extra: list[Any] = ()) -> pluggy.PluginManager:
+def build_plugin_manager(names: list[str], extra: Sequence[Any] = ()) -> pluggy.PluginManager:
     """A fresh manager with the named entry-point plugins and any ``extra`` plugin objects.
 
     A missing or broken name is an error naming it and the cause; misspelled hookimpls fail
@@ -58,7 +59,7 @@ def register_builtins(pm: pluggy.PluginManager) -> None:
 
 def load_installed(pm: pluggy.PluginManager) -> list[tuple[str, str]]:
     """Register every installed plugin (for ``pps_register_commands``); returns (name, error) of failures."""
-    failures = []
+    failures: list[tuple[str, str]] = []
     for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         try:
             pm.register(ep.load(), name=ep.name)
@@ -82,7 +83,7 @@ def _load_named(pm: pluggy.PluginManager, names: list[str]) -> None:
         raise ConfigError(f"no plugin named {missing[0]!r} (installed: {installed})")
     failures: list[tuple[str, BaseException]] = []
 
-    def on_failure(_manager, entrypoint, exc):
+    def on_failure(_manager: Any, entrypoint: Any, exc: BaseException) -> None:
         failures.append((entrypoint.name, exc))
 
     manager = NamedExtensionManager(GROUP, names=names, invoke_on_load=False, name_order=True,
@@ -106,12 +107,12 @@ def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[s
     dists = packages_distributions()
     out = []
     for plugin, dist_info in _plugin_dists(pm):
-        name = pm.get_name(plugin)
+        name = pm.get_name(plugin) or ""
         if name.startswith("builtin:") and not builtins:
             continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         module = getattr(plugin, "__name__", type(plugin).__module__).split(".")[0]
-        dist = dist_info or (dists.get(module) or [None])[0]
+        dist = dist_info or next(iter(dists.get(module) or []), None)
         try:
             ver = version(dist) if dist else None
         except PackageNotFoundError:
@@ -120,7 +121,7 @@ def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[s
     return out
 
 
-def _plugin_dists(pm: pluggy.PluginManager):
+def _plugin_dists(pm: pluggy.PluginManager) -> Iterator[tuple[Any, str | None]]:
     """Plugins in registration order: the entity's configured order, then extra plugin objects."""
     dist_by_plugin = {id(p): d for p, d in pm.list_plugin_distinfo()}
     for _name, plugin in pm.list_name_plugin():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
@@ -135,7 +136,7 @@ def turn_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None) -> tuple[str
     return f"[{when}] [{md.get('channel', '?')}] {md.get('author_name', '?')}: {body}", shown_chars(r.content, max_chars)
 
 
-def manifest(blocks: list[Block], extra_lines: list[str] = ()) -> str:
+def manifest(blocks: list[Block], extra_lines: Sequence[str] = ()) -> str:
     lines = ["=== AMBIENT RECALL MANIFEST ==="]
     total = 0
     for b in blocks:

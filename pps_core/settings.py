@@ -6,7 +6,7 @@ import contextvars
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
@@ -102,17 +102,24 @@ class PluginSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore", env_nested_delimiter="__")
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, env_settings, dotenv_settings,
-                                   file_secret_settings) -> tuple[PydanticBaseSettingsSource, ...]:
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
+                                   init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
         return (init_settings, env_settings, _FileSource(settings_cls))
 
     @classmethod
-    def from_section(cls, section: dict[str, Any] | None, **overrides: Any):
+    def from_section(cls, section: dict[str, Any] | None, **overrides: Any) -> Self:
         token = _FILE_VALUES.set(dict(section or {}))
         try:
             return cls(**overrides)
         finally:
             _FILE_VALUES.reset(token)
+
+
+S = TypeVar("S", bound=PluginSettings)
 
 
 class EntitySettings(PluginSettings):
@@ -153,7 +160,8 @@ class EntitySettings(PluginSettings):
         value = extra.get(name) or {}
         return value if isinstance(value, dict) else {}
 
-    def plugin_settings(self, cls: type[PluginSettings], section: str, **overrides: Any):
+    def plugin_settings(self, cls: type[S], section: str, **overrides: Any) -> S:
+        """``cls`` (a :class:`PluginSettings`) read from the ``[section]`` table of pps.toml."""
         return cls.from_section(self.section(section), **overrides)
 
 

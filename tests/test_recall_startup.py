@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pps_core.builtin import recall
 from pps_core import SectionConfig
+from pps_core.builtin import recall
 from pps_core.testing import ScriptedLayer, layer_plugin
 
 GOLDEN = Path(__file__).parent / "golden"

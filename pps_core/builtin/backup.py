@@ -182,7 +182,7 @@ def restore(archive: Path, home: Path, entity: str | None = None) -> dict[str, A
         member = tar.extractfile(MANIFEST)
         if member is None:
             raise InvalidParams(f"{archive} is not a PPS backup (no {MANIFEST})", param="file")
-        manifest = json.load(member)
+        manifest: dict[str, Any] = json.load(member)
         members = [m for m in tar.getmembers() if m.name != MANIFEST]
         tar.extractall(home, members=members, filter="data")  # no absolute paths, no '..', no devices
     for root, dirs, files in os.walk(home):

@@ -25,7 +25,7 @@ async def pps_health(memory: Memory, _p: NoParams) -> dict[str, Any]:
         "entity": memory.settings.entity,
         "ok": all(h.available for h in layers.values()),
         "layers": {name: h.model_dump() for name, h in layers.items()},
-        "plugins": [{"name": p["name"], "version": p["version"]} for p in describe(memory.pm)],
+        "plugins": [{"name": p["name"], "version": p["version"]} for p in describe(memory.pm)] if memory.pm else [],
         "operations": len(memory.catalog),
         "llm_configured": memory.settings.llm.configured,
     }

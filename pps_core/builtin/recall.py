@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -15,13 +16,14 @@ from ..catalog import Operation
 from ..contracts import UnreadSource
 from ..hookspecs import hookimpl
 from ..layer import FailedLayer, Layer
-from ..models import LayerStatus, Pointer, SearchResult, SectionConfig, StartupItems
+from ..models import LayerHealth, LayerStatus, Pointer, SearchResult, SectionConfig, StartupItems
 from ..render import SEPARATOR, Block
 from ..timeutil import now_utc
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..memory import Memory
 
+T = TypeVar("T")
 RRF_K = 60
 TURN_CHARS = 1000
 #: The largest ``limit`` a navigation operation takes: a "left out" pointer asks for at most one page.
@@ -91,7 +93,7 @@ async def ambient_recall(memory: Memory, p: AmbientRecallParams) -> dict[str, An
     }
 
 
-def _health_line(memory: Memory, health: dict) -> str:
+def _health_line(memory: Memory, health: dict[str, LayerHealth]) -> str:
     unsummarized = None
     uningested = []
     for name, h in health.items():
@@ -104,7 +106,7 @@ def _health_line(memory: Memory, health: dict) -> str:
     return render.health_line(unsummarized, uningested)
 
 
-async def _guarded(memory: Memory, name: str, coro) -> tuple[Any, LayerStatus]:
+async def _guarded(memory: Memory, name: str, coro: Coroutine[Any, Any, T]) -> tuple[T | None, LayerStatus]:
     timeout = memory.settings.recall.layer_timeout_s
     started = time.perf_counter()
     layer = memory.layer(name)
@@ -140,16 +142,21 @@ def startup_sections(memory: Memory) -> list[SectionConfig]:
             and sec.name not in omit and sec.layer not in omit]
 
 
-async def _startup_blocks(memory: Memory, p: AmbientRecallParams):
+Blocks = tuple[list[Block], list[LayerStatus], list[dict[str, Any]]]
+
+
+async def _startup_blocks(memory: Memory, p: AmbientRecallParams) -> Blocks:
     sections = startup_sections(memory)
 
-    async def one(sec: SectionConfig):
+    async def one(sec: SectionConfig) -> tuple[StartupItems | None, LayerStatus]:
         layer = memory.require_layer(sec.layer)
         count = None if sec.quotas else sec.count  # quotas choose among all, below
         return await _guarded(memory, sec.layer, layer.startup(count))
 
     outcomes = await asyncio.gather(*(one(s) for s in sections))
-    blocks, statuses, results = [], [], []
+    blocks: list[Block] = []
+    statuses: list[LayerStatus] = []
+    results: list[dict[str, Any]] = []
     for sec, (items, status) in zip(sections, outcomes, strict=True):
         statuses.append(status)
         if items is None:
@@ -219,30 +226,31 @@ def _quota_order(items: list[SearchResult], quotas: dict[str, int]) -> list[int]
 # -- search ------------------------------------------------------------------------------------
 
 
-async def _search_blocks(memory: Memory, p: AmbientRecallParams):
+async def _search_blocks(memory: Memory, p: AmbientRecallParams) -> Blocks:
     names = memory.settings.recall.layers or list(memory.layers)
     names = [n for n in names if memory.layer(n) is not None]
     limit = p.limit_per_layer
     outcomes = await asyncio.gather(
         *(_guarded(memory, n, memory.search_layer(n, p.context, limit)) for n in names))
     fused: list[tuple[float, int, SearchResult]] = []
-    statuses = []
+    statuses: list[LayerStatus] = []
     floors = memory.settings.recall.min_score
     for order, (name, (found, status)) in enumerate(zip(names, outcomes, strict=True)):
         statuses.append(status)
         layer = memory.layer(name)
         if found and name in floors:  # configured floor
             found = [r for r in found if r.score >= floors[name]]
-        elif found:  # the layer's own judgement: a semantic nearest neighbour is not always a match
+        elif found and layer is not None:  # the layer's own judgement: a semantic nearest neighbour is not always a match
             found = [r for r in found if layer.relevant(r)]
         for rank, r in enumerate((found or [])[:limit]):
             fused.append((1.0 / (RRF_K + rank + 1), order, r))
         status.count = len(found or [])
     fused.sort(key=lambda t: (-t[0], t[1]))
     hidden = set(memory.settings.recall.skip_in_text)
-    results = []
+    results: list[dict[str, Any]] = []
+    item_layers: list[str] = []
     # One block, in fused order, so the ranking stays visible in the text; the manifest counts per layer.
-    merged = Block(name="Results", layer="*", header=None, items=[], chars=[], item_layers=[],
+    merged = Block(name="Results", layer="*", header=None, items=[], chars=[], item_layers=item_layers,
                    titles={n: _title(memory.layer(n), n) for n in names},
                    more=Pointer(operation="ambient_recall", params={"context": p.context}))
     for score, _order, r in fused:
@@ -255,7 +263,7 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams):
         text, chars = _search_item(memory, r)
         merged.items.append(text)
         merged.chars.append(chars)
-        merged.item_layers.append(r.layer)
+        item_layers.append(r.layer)
     return [merged], statuses, results
 
 
@@ -305,7 +313,7 @@ def _assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus
     def compose(counts: list[int], left: list[dict[str, Any]]) -> str:
         parts = ["\n\n".join(header)] if header else []
         if with_manifest:
-            display = []
+            display: list[Block] = []
             for b, n in zip(blocks, counts, strict=True):
                 item_layers = b.item_layers
                 if item_layers is not None:
@@ -338,8 +346,7 @@ def _assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus
         return full, shown, []
 
     counts = [0] * len(blocks)
-    left = [_left_out(b, 0) for b in blocks]
-    left = [x for x in left if x]
+    left = [x for x in (_left_out(b, 0) for b in blocks) if x]
 
     def fits(trial: list[int]) -> tuple[bool, list[dict[str, Any]]]:
         trial_left = [x for x in (_left_out(bb, trial[j]) for j, bb in enumerate(blocks)) if x]

@@ -19,6 +19,8 @@ from ..catalog import Operation
 from ..errors import InvalidParams
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tqdm import tqdm
+
     from ..cli import CommandRegistry
     from ..memory import Memory
 
@@ -104,7 +106,7 @@ async def _here(settings: Any, layer: str | None, full: bool) -> dict[str, Any]:
     from ..memory import Memory
     from ..progress import progress
 
-    bars = []
+    bars: list[tqdm[Any]] = []
 
     def progress_for(name: str) -> Progress:
         for old in bars:

@@ -10,21 +10,22 @@ import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 class ScriptedLLM:
     """Answers POST /v1/chat/completions with ``reply(messages)``; records every request body in
     ``requests`` and its path and Authorization header in ``calls``. A reply of None answers HTTP 500."""
 
-    def __init__(self, reply: Callable[[list[dict]], str | None], model: str = "scripted-model") -> None:
+    def __init__(self, reply: Callable[[list[dict[str, Any]]], str | None], model: str = "scripted-model") -> None:
         self.reply = reply
         self.model = model
-        self.requests: list[dict] = []
-        self.calls: list[dict] = []
+        self.requests: list[dict[str, Any]] = []
+        self.calls: list[dict[str, Any]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - http.server API
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer.requests.append(body)
@@ -47,7 +48,7 @@ class ScriptedLLM:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def log_message(self, *args):
+            def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -61,6 +62,6 @@ class ScriptedLLM:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()

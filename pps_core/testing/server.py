@@ -8,8 +8,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -21,7 +23,8 @@ def pps_env(root: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def pps(root: Path, *args: str, check: bool = True, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+def pps(root: Path, *args: str, check: bool = True, timeout: float = 120,
+        **kw: Any) -> subprocess.CompletedProcess[str]:
     """Run the ``pps`` command as a user would, with ``PPS_ROOT=root``."""
     return subprocess.run([sys.executable, "-m", "pps_core.cli", *args], env=kw.pop("env", None) or pps_env(root),
                           capture_output=True, text=True, check=check, timeout=timeout, stdin=subprocess.DEVNULL,
@@ -41,7 +44,7 @@ def init_entity(root: Path, entity: str, plugins: str, *extra_toml: str) -> Path
 class Server:
     url: str
     root: Path
-    proc: subprocess.Popen
+    proc: subprocess.Popen[bytes]
     log: Path
 
     def token(self, entity: str) -> str:
@@ -50,7 +53,7 @@ class Server:
     def headers(self, entity: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token(entity)}"}
 
-    def call(self, op: str, params=None, *, entity: str, token_of: str | None = None, timeout: float = 30,
+    def call(self, op: str, params: Any = None, *, entity: str, token_of: str | None = None, timeout: float = 30,
              client: httpx.Client | None = None) -> httpx.Response:
         headers = self.headers(token_of or entity) if token_of != "" else {}
         post = (client or httpx).post
@@ -74,7 +77,7 @@ class Server:
 
 
 def start_server(root: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60,
-                 log_name: str = "server.log", preexec_fn=None) -> Server:
+                 log_name: str = "server.log", preexec_fn: Callable[[], Any] | None = None) -> Server:
     """Start ``pps serve http --port 0 ARGS`` and wait until /health answers."""
     log = root / log_name
     with open(log, "ab") as fh:

@@ -9,7 +9,6 @@ import argparse
 import asyncio
 import shutil
 from pathlib import Path
-
 from typing import Any
 
 from pps_core import Memory

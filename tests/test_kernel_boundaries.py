@@ -1,0 +1,47 @@
+"""The kernel names no plugin: not in its imports (import-linter, `make lint`), not in its logic (grep).
+
+`make lint` runs the import contracts of pyproject.toml ([tool.importlinter]): pps_core is layered with no
+import cycle (imports inside functions included) and imports no plugin package. These tests keep that
+contract's list of plugin packages complete, and check that no bundled plugin's layer, operation, table
+or file is named in the kernel's code.
+"""
+
+import subprocess
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: Issue 12's "done when": names of bundled plugins' layers, operations, tables and files.
+PLUGIN_NAMES = ("raw_capture|message_summaries|crystallization|core_anchors|rich_texture|session_recap|"
+                "get_crystals|anchor_list|summarize_messages|store_summary|summary_stats|get_turns_since_summary|"
+                "get_recent_summaries|ingest_batch_to_graphiti|word_photos|crystal_")
+
+
+def test_the_kernel_names_no_bundled_layer_operation_table_or_file():
+    # The issue's grep, with -I: stale bytecode of deleted modules in a developer's __pycache__ is not code.
+    out = subprocess.run(["grep", "-rnIE", PLUGIN_NAMES, "pps_core"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode in (0, 1), out.stderr
+    found = [line for line in out.stdout.splitlines() if "DEFAULT_PLUGINS" not in line]
+    assert found == [], "the kernel names a bundled plugin's layer, operation, table or file:\n" + "\n".join(found)
+
+
+def _plugin_packages() -> set[str]:
+    """Top-level packages of every plugin distribution in the repository (plugins/*, examples/*)."""
+    found = set()
+    for pyproject in [*ROOT.glob("plugins/*/pyproject.toml"), *ROOT.glob("examples/*/pyproject.toml")]:
+        for init in pyproject.parent.glob("*/__init__.py"):
+            if init.parent.name not in {"tests", "build"}:
+                found.add(init.parent.name)
+    return found
+
+
+def test_the_import_contract_forbids_every_plugin_package():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    forbidden = next(c for c in config["contracts"] if c["type"] == "forbidden"
+                     and c["source_modules"] == ["pps_core"])["forbidden_modules"]
+    packages = _plugin_packages()
+    assert "pps_sqlite" in packages and "pps_http" in packages  # the scan sees the bundled plugins
+    missing = sorted(packages - set(forbidden))
+    assert missing == [], f"add {missing} to the forbidden contract in pyproject.toml [tool.importlinter]"
+
