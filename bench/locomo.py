@@ -212,24 +212,14 @@ def table(results: list[dict]) -> tuple[str, dict]:
     return "\n".join(lines), summary
 
 
-def postgres_server():
-    """A throwaway PostgreSQL (pgserver, temp dir); returns (dsn, cleanup)."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import pgserver
-
-        server = pgserver.get_server(tempfile.mkdtemp(prefix="pps-pgdata-"), cleanup_mode="delete")
-    return server.get_uri(), server.cleanup
-
-
 async def main_async(args) -> int:
     path = Path(args.file)
     convs = load(path)
     stores = {"sqlite": ({}, None)}
     if args.postgres:
-        dsn, cleanup = postgres_server()
+        from pps_postgres.testing import start_postgres
+
+        dsn, cleanup = start_postgres()
         stores["postgres"] = ({"dsn": dsn}, cleanup)
     summaries = {}
     try:

@@ -11,12 +11,11 @@ import warnings
 
 import pytest
 
-__all__ = ["audit", "pg_dsn", "postgres_section"]
+__all__ = ["audit", "pg_dsn", "postgres_section", "start_postgres"]
 
 
-@pytest.fixture(scope="session")
-def pg_dsn():
-    """A PostgreSQL server of its own (unix socket in a temp dir), stopped and deleted at the end.
+def start_postgres():
+    """A PostgreSQL server of its own (pgserver: unix socket in a temp dir); returns (dsn, stop_and_delete).
 
     The data dir is not under pytest's tmp_path: as root, pgserver runs the server as an unprivileged user,
     which cannot enter pytest's private (0700) base directory.
@@ -28,12 +27,23 @@ def pg_dsn():
         import pgserver
 
         server = pgserver.get_server(tempfile.mkdtemp(prefix="pps-pgdata-"), cleanup_mode="delete")
-    try:
-        yield server.get_uri()  # the first store to open creates the vector extension, as in production
-    finally:
+
+    def stop() -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             server.cleanup()
+
+    return server.get_uri(), stop
+
+
+@pytest.fixture(scope="session")
+def pg_dsn():
+    """The session's PostgreSQL server; the first store to open creates the vector extension, as in production."""
+    dsn, stop = start_postgres()
+    try:
+        yield dsn
+    finally:
+        stop()
 
 
 @pytest.fixture
