@@ -1,107 +1,138 @@
 """The ChromaDB index of the word-photos: derived data, rebuilt from the files whenever in doubt.
 
-Chroma runs embedded (PersistentClient) with telemetry off; vectors come from the entity's embedder
-through a registered embedding function, so reopening a collection finds it again by name.
+Chroma runs embedded (PersistentClient, telemetry off) in a process of its own (``pps_chroma.worker``):
+a native call that hangs (a full disk) can then only time out, never freeze the server. Every call
+waits at most ``timeout_s``; past that, or when a write fails, the index process is killed and the
+next call starts a fresh one on the same folder (``generation`` counts them, so the layer re-reads
+what is indexed). Vectors come from the entity's embedder, here in the server.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import multiprocessing
+import sys
 import threading
+import time
+import types
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+from pps_core.errors import Unavailable
 
-import chromadb  # noqa: E402
-from chromadb.api.types import Documents, EmbeddingFunction, Embeddings  # noqa: E402
-from chromadb.config import Settings  # noqa: E402
-from chromadb.utils.embedding_functions import register_embedding_function  # noqa: E402
+from .worker import serve
 
-COLLECTION = "word_photos"
+#: Index processes are forked from a server that has imported chromadb once (about 1.5 s), so opening
+#: an entity, or restarting a hung index, costs a fork instead.
+_CTX = multiprocessing.get_context("forkserver")
+_CTX.set_forkserver_preload(["pps_chroma.worker", "chromadb"])
+
 STATE_FILE = "pps_word_photos.json"
-EF_NAME = "pps_embedder"
-
-#: Embedders loaded in this process, by name, so a collection's persisted config can find its embedder.
-_LIVE: dict[str, Any] = {}
-_LIVE_LOCK = threading.Lock()
+#: Opening a large index, or the first import of chromadb on a busy machine, takes longer than a query.
+OPEN_TIMEOUT_S = 120.0
+WRITES = {"add", "remove"}
 
 
-@register_embedding_function
-class PPSEmbeddingFunction(EmbeddingFunction[Documents]):
-    """Chroma's view of the entity's embedder (``memory.embedder``)."""
-
-    def __init__(self, embedder: Any = None, embedder_name: str | None = None, dimension: int | None = None) -> None:
-        self.embedder = embedder
-        self.embedder_name = embedder.name if embedder is not None else embedder_name
-        self.dimension = embedder.dimension if embedder is not None else dimension
-
-    def __call__(self, input: Documents) -> Embeddings:
-        embedder = self.embedder or _LIVE.get(self.embedder_name or "")
-        if embedder is None:
-            raise RuntimeError(f"embedder {self.embedder_name!r} is not loaded in this process "
-                               f"(add the 'embeddings' plugin to the entity)")
-        import numpy as np
-
-        return [np.asarray(v, dtype=np.float32) for v in embedder.embed(list(input))]
-
-    @staticmethod
-    def name() -> str:
-        return EF_NAME
-
-    def get_config(self) -> dict[str, Any]:
-        return {"embedder": self.embedder_name, "dimension": self.dimension}
-
-    @staticmethod
-    def build_from_config(config: dict[str, Any]) -> PPSEmbeddingFunction:
-        return PPSEmbeddingFunction(_LIVE.get(config.get("embedder") or ""), config.get("embedder"),
-                                    config.get("dimension"))
-
-    def default_space(self) -> str:
-        return "cosine"
-
-    def supported_spaces(self) -> list[str]:
-        return ["cosine"]
+class IndexUnavailable(Unavailable):
+    """The index process hung or stopped: this call is abandoned (503); the next one starts a fresh process."""
 
 
 class ChromaIndex:
-    """Chunks of word-photos in one collection; every chunk carries its file's name and fingerprint."""
+    """Chunks of word-photos in one collection, kept by the index process; every chunk carries its file's
+    name and fingerprint."""
 
-    def __init__(self, path: Path, embedder: Any) -> None:
+    def __init__(self, path: Path, embedder: Any, timeout_s: float = 30.0) -> None:
         self.path = Path(path)
         self.embedder = embedder
-        self.client = None
-        self.collection = None
+        self.timeout_s = timeout_s
         self.rebuilt = False
+        self.generation = 0
+        #: Why the last call failed, until one succeeds (the health line).
+        self.fault: str | None = None
         self._count: int | None = None
+        self._proc = None
+        self._conn = None
+        self._lock = threading.Lock()
+
+    # -- the index process --------------------------------------------------------------------------
 
     def open(self) -> None:
-        with _LIVE_LOCK:
-            _LIVE[self.embedder.name] = self.embedder
-        self.path.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.client = chromadb.PersistentClient(
-            path=str(self.path), settings=Settings(anonymized_telemetry=False, allow_reset=False))
-        ef = PPSEmbeddingFunction(self.embedder)
-        want = {"pps_embedder": self.embedder.name, "pps_dimension": self.embedder.dimension}
-        existing = {c.name for c in self.client.list_collections()}
-        if COLLECTION in existing:
-            meta = self.client.get_collection(COLLECTION, embedding_function=ef).metadata or {}
-            if {k: meta.get(k) for k in want} != want:  # another embedder's vectors: rebuild from the files
-                self.client.delete_collection(COLLECTION)
-                self.rebuilt = True
-        self.collection = self.client.get_or_create_collection(
-            COLLECTION, embedding_function=ef, metadata=want, configuration={"hnsw": {"space": "cosine"}})
-        _owner_only(self.path)
+        with self._lock:
+            self._start()
+
+    def _start(self) -> None:
+        ours, theirs = _CTX.Pipe(duplex=True)
+        self._proc = _CTX.Process(target=serve, args=(theirs,), daemon=True,
+                                  name=f"pps-chroma-{self.path.parent.name}")
+        # multiprocessing re-runs the caller's __main__ in the child (a script without a main guard would
+        # start all over there); the index process needs none of it, so it is not told about it.
+        main = sys.modules["__main__"]
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            self._proc.start()
+        finally:
+            sys.modules["__main__"] = main
+        theirs.close()
+        self._conn = ours
+        self.generation += 1
+        self._count = None
+        self.rebuilt = self._exchange("open", (str(self.path), self.embedder.name, self.embedder.dimension),
+                                      max(self.timeout_s, OPEN_TIMEOUT_S))
+
+    def _stop(self) -> None:
+        proc, conn, self._proc, self._conn = self._proc, self._conn, None, None
+        if proc is not None:
+            if proc.is_alive():
+                proc.kill()
+            proc.join(timeout=10)
+            proc.close()
+        if conn is not None:
+            conn.close()
+
+    def _exchange(self, method: str, args: tuple, timeout: float) -> Any:
+        started = time.monotonic()
+        try:
+            self._conn.send((method, args))
+            answered = self._conn.poll(timeout)
+            reply = self._conn.recv() if answered else None
+        except (EOFError, OSError) as exc:
+            self._stop()
+            self.fault = f"the index process stopped during {method} ({type(exc).__name__}); it restarts on the next call"
+            raise IndexUnavailable(f"word-photo index: {self.fault}") from None
+        if reply is None:
+            self._stop()
+            self.fault = (f"the index did not answer {method} within {time.monotonic() - started:.0f} s (a full "
+                          f"disk can hang Chroma); its process was stopped and restarts on the next call")
+            raise IndexUnavailable(f"word-photo index: {self.fault}")
+        ok, value = reply
+        if not ok:
+            if method in WRITES or method == "open":  # its state may no longer match the disk: start afresh
+                self._stop()
+                self.fault = f"{method} failed: {value}"
+            raise value
+        self.fault = None
+        return value
+
+    def _call(self, method: str, *args: Any) -> Any:
+        with self._lock:
+            if self._conn is None:
+                self._start()
+            return self._exchange(method, args, self.timeout_s)
 
     def close(self) -> None:
-        client, self.client, self.collection = self.client, None, None
-        if client is not None and hasattr(client, "close"):
-            client.close()
+        with self._lock:
+            if self._conn is not None and self._proc is not None and self._proc.is_alive():
+                try:
+                    self._exchange("close", (), 10.0)
+                except Exception:  # closing goes on: the process is stopped below
+                    pass
+            self._stop()
+
+    # -- the index ----------------------------------------------------------------------------------
 
     def count(self) -> int:
         if self._count is None:
-            self._count = self.collection.count()
+            self._count = self._call("count")
         return self._count
 
     def fingerprints(self) -> dict[str, dict[str, Any]]:
@@ -109,15 +140,9 @@ class ChromaIndex:
         files the collection holds (reading Chroma's metadata is ~10x slower on a cold open), else from
         the metadata of each file's first chunk."""
         state = self._read_state()
-        if state is not None:
-            got = self.collection.get(include=[])
-            if set(state) == {i.rsplit("#", 1)[0] for i in got["ids"]}:
-                return state
-        out: dict[str, dict[str, Any]] = {}
-        got = self.collection.get(where={"chunk": 0}, include=["metadatas"])
-        for meta in got["metadatas"] or []:
-            out[meta["file"]] = dict(meta)
-        return out
+        if state is not None and set(state) == self._call("files"):
+            return state
+        return {meta["file"]: dict(meta) for meta in self._call("first_chunks")}
 
     def save_state(self, files: dict[str, dict[str, Any]]) -> None:
         """Write the per-file state beside the index, after the index itself changed."""
@@ -141,40 +166,27 @@ class ChromaIndex:
         if not items:
             return 0
         self.remove([name for name, _t, _m in items])
-        self._count = None
         ids, docs, metas = [], [], []
         for name, texts, meta in items:
             for i, text in enumerate(texts):
                 ids.append(f"{name}#{i}")
                 docs.append(text)
                 metas.append({**meta, "file": name, "chunk": i})
-        step = max(1, min(self.client.get_max_batch_size(), 512))
-        for start in range(0, len(ids), step):
-            self.collection.add(ids=ids[start:start + step], documents=docs[start:start + step],
-                                metadatas=metas[start:start + step])
+        import numpy as np
+
+        vectors = [np.asarray(v, dtype=np.float32) for v in self.embedder.embed(docs)] if docs else []
         self._count = None
-        return len(ids)
+        return self._call("add", ids, docs, metas, vectors)
 
     def remove(self, names: list[str]) -> None:
         self._count = None
-        for start in range(0, len(names), 500):
-            part = names[start:start + 500]
-            self.collection.delete(where={"file": {"$in": part}})
+        if names:
+            self._call("remove", list(names))
 
     def query(self, vector: list[float], n: int) -> list[tuple[str, float]]:
         """(filename, cosine distance) of the ``n`` nearest chunks to an embedded query."""
         total = self.count()
         if total == 0 or n <= 0:
             return []
-        got = self.collection.query(query_embeddings=[vector], n_results=min(n, total),
-                                    include=["metadatas", "distances"])
-        return [(m["file"], float(d)) for m, d in zip(got["metadatas"][0], got["distances"][0], strict=True)]
+        return self._call("query", vector, min(n, total))
 
-
-def _owner_only(folder: Path) -> None:
-    """Chroma creates its files with the process umask; the entity's index is the owner's alone."""
-    for root, dirs, files in os.walk(folder):
-        for name in dirs:
-            os.chmod(os.path.join(root, name), 0o700)
-        for name in files:
-            os.chmod(os.path.join(root, name), 0o600)

@@ -83,6 +83,7 @@ class AnchorLayer(Layer):
         self._last_scan = 0.0
         self._last_listing: dict[str, Fingerprint] = {}
         self._watch = None
+        self._generation = 0
         self.open_ms: float | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -100,8 +101,10 @@ class AnchorLayer(Layer):
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         clean_stale_tmp(self.dir)
         with self._lock:
-            self.index = ChromaIndex(Path(self.memory.home) / self.settings.index_dir, embedder)
+            self.index = ChromaIndex(Path(self.memory.home) / self.settings.index_dir, embedder,
+                                     self.settings.timeout_s)
             self.index.open()
+            self._generation = self.index.generation
             self._entries = {name: Entry.from_meta(m) for name, m in self.index.fingerprints().items()}
             if self.settings.watch:
                 from .watch import watch
@@ -144,6 +147,10 @@ class AnchorLayer(Layer):
 
     def maybe_sync(self) -> None:
         """Cheap check before reads: the watch's events (or the folder's mtime), then the files named."""
+        if self.index.generation != self._generation:  # a fresh index process: re-read what it holds
+            self._entries = {name: Entry.from_meta(m) for name, m in self.index.fingerprints().items()}
+            self._generation = self.index.generation
+            self._last_scan, self._last_listing = 0.0, {}
         now = time.monotonic()
         if self._watch is not None:
             try:
@@ -381,6 +388,8 @@ class AnchorLayer(Layer):
     async def health(self) -> LayerHealth:
         if self.index is None:
             return LayerHealth(layer=self.name, available=False, detail="index is closed")
+        if self.index.fault:  # answered without waiting for the index (it may be the thing that hangs)
+            return LayerHealth(layer=self.name, available=False, detail=f"word-photo index: {self.index.fault}")
 
         def run():
             with self._lock:

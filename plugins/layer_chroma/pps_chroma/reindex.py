@@ -18,12 +18,13 @@ def reindex(layer, progress, full: bool) -> dict[str, Any]:
 
     with layer._lock:
         if full:
-            path, embedder = layer.index.path, layer.index.embedder
+            path, embedder, timeout = layer.index.path, layer.index.embedder, layer.index.timeout_s
             layer.index.close()
             layer.index = None
             shutil.rmtree(path, ignore_errors=True)
-            layer.index = ChromaIndex(path, embedder)
+            layer.index = ChromaIndex(path, embedder, timeout)
             layer.index.open()
+            layer._generation = layer.index.generation
             layer._entries, layer._problems, layer._last_listing = {}, {}, {}
         listing = sorted(layer._listing())
         gone = sorted(set(layer._entries) - set(listing))

@@ -16,3 +16,6 @@ class ChromaSettings(PluginSettings, env_prefix="PPS_CHROMA_"):
                                "search; a file added, removed or replaced is noticed on every search anyway). "
                                "With a watch: how often every file is still checked, as a safety net (0 = 60 s)")
     chunk_chars: int = Field(1200, ge=200, le=20_000, description="a long word-photo is indexed in pieces")
+    timeout_s: float = Field(30.0, gt=0, le=3600, description="a call into the Chroma index that takes longer "
+                                                              "(a full disk can hang it) answers 503; the index "
+                                                              "process is restarted")

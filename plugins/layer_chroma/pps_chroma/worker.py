@@ -1,0 +1,153 @@
+"""The process that owns an entity's Chroma index (``serve``, started by ``pps_chroma.index``).
+
+Chroma's native calls can hang while holding the GIL (a compaction that failed on a full disk leaves
+the next ``add`` blocked for ever). In the server's own process that froze the event loop, ``/health``
+and every entity; here the server waits on a socket with a timeout, then kills this process and starts
+another. Requests are ``(method, args)`` tuples over a ``multiprocessing.connection.Connection``;
+answers are ``(True, value)`` or ``(False, exception)``. Vectors come from the server (the entity's
+embedder lives there), so this process never loads a model.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from pathlib import Path
+from typing import Any
+
+COLLECTION = "word_photos"
+EF_NAME = "pps_embedder"
+
+
+def _die_with_parent() -> None:
+    """SIGKILL when the process that forked this one ends (the fork server, which ends with the PPS server):
+    a hung index process never outlives its server to hold the index against the next one."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the EOF on the connection still ends the loop
+        pass
+
+
+def _embedding_function():
+    from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
+    from chromadb.utils.embedding_functions import register_embedding_function
+
+    @register_embedding_function
+    class PPSEmbeddingFunction(EmbeddingFunction[Documents]):
+        """Names the entity's embedder in the collection's config; vectors are always given, never asked for."""
+
+        def __init__(self, embedder_name: str | None = None, dimension: int | None = None) -> None:
+            self.embedder_name, self.dimension = embedder_name, dimension
+
+        def __call__(self, input: Documents) -> Embeddings:
+            raise RuntimeError("the index process embeds nothing: vectors come from the server")
+
+        @staticmethod
+        def name() -> str:
+            return EF_NAME
+
+        def get_config(self) -> dict[str, Any]:
+            return {"embedder": self.embedder_name, "dimension": self.dimension}
+
+        @staticmethod
+        def build_from_config(config: dict[str, Any]) -> PPSEmbeddingFunction:
+            return PPSEmbeddingFunction(config.get("embedder"), config.get("dimension"))
+
+        def default_space(self) -> str:
+            return "cosine"
+
+        def supported_spaces(self) -> list[str]:
+            return ["cosine"]
+
+    return PPSEmbeddingFunction
+
+
+class Store:
+    """One collection of word-photo chunks; every chunk carries its file's name and fingerprint."""
+
+    def __init__(self, path: str, embedder_name: str, dimension: int) -> None:
+        import chromadb
+        from chromadb.config import Settings
+
+        Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False,
+                                                                             allow_reset=False))
+        ef = _embedding_function()(embedder_name, dimension)
+        want = {"pps_embedder": embedder_name, "pps_dimension": dimension}
+        self.rebuilt = False
+        if COLLECTION in {c.name for c in self.client.list_collections()}:
+            meta = self.client.get_collection(COLLECTION, embedding_function=ef).metadata or {}
+            if {k: meta.get(k) for k in want} != want:  # another embedder's vectors: rebuild from the files
+                self.client.delete_collection(COLLECTION)
+                self.rebuilt = True
+        self.collection = self.client.get_or_create_collection(
+            COLLECTION, embedding_function=ef, metadata=want, configuration={"hnsw": {"space": "cosine"}})
+
+    def count(self) -> int:
+        return self.collection.count()
+
+    def files(self) -> set[str]:
+        return {i.rsplit("#", 1)[0] for i in self.collection.get(include=[])["ids"]}
+
+    def first_chunks(self) -> list[dict[str, Any]]:
+        return list(self.collection.get(where={"chunk": 0}, include=["metadatas"])["metadatas"] or [])
+
+    def add(self, ids, docs, metas, vectors) -> int:
+        step = max(1, min(self.client.get_max_batch_size(), 512))
+        for start in range(0, len(ids), step):
+            end = start + step
+            self.collection.add(ids=ids[start:end], documents=docs[start:end], metadatas=metas[start:end],
+                                embeddings=vectors[start:end])
+        return len(ids)
+
+    def remove(self, names: list[str]) -> None:
+        for start in range(0, len(names), 500):
+            self.collection.delete(where={"file": {"$in": names[start:start + 500]}})
+
+    def query(self, vector, n: int) -> list[tuple[str, float]]:
+        got = self.collection.query(query_embeddings=[vector], n_results=n, include=["metadatas", "distances"])
+        return [(m["file"], float(d)) for m, d in zip(got["metadatas"][0], got["distances"][0], strict=True)]
+
+    def close(self) -> None:
+        if hasattr(self.client, "close"):
+            self.client.close()
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """The exception as the server can unpickle it (errno kept, so a full disk is still a 503 there)."""
+    if isinstance(exc, OSError):
+        return OSError(exc.errno, exc.strerror or str(exc))
+    try:
+        return pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+def serve(conn) -> None:
+    """Answer requests on ``conn`` until it closes."""
+    os.umask(0o077)  # the entity's index is the owner's alone: files 0600, folders 0700
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which closes the index
+    _die_with_parent()
+    store: Store | None = None
+    while True:
+        try:
+            method, args = conn.recv()
+        except (EOFError, OSError):
+            break
+        try:
+            if method == "open":
+                store = Store(*args)
+                value: Any = store.rebuilt
+            else:
+                value = getattr(store, method)(*args)
+            reply: tuple[bool, Any] = (True, value)
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
+            reply = (False, _portable(exc))
+        conn.send(reply)
+        if method == "close":
+            break
+
