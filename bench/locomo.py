@@ -132,6 +132,8 @@ def variants(retrieval) -> dict[str, object]:
         "episode score 0": r(d, episode=0.0),
         "bm25 0.7 / dense 0.3": r(d, w_bm25=0.7, w_dense=0.3),
         "bm25 0.3 / dense 0.7": r(d, w_bm25=0.3, w_dense=0.7),
+        # every conversation is under the default budget; this makes the bounded lexical pass run on all of them
+        "lexical budget 50 (bounded pass)": r(d, lexical_budget=50),
     }
 
 

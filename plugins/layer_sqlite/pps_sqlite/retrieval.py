@@ -64,6 +64,7 @@ class FusionConfig:
     episode: float = 0.2           # weight of the turn's episode (session_id, else channel and day) score
     use_bm25: bool = True
     use_dense: bool = True
+    lexical_budget: int = 8_000    # turns BM25 may rank per query before the bounded pass (0: no bound)
 
 
 DEFAULT = FusionConfig()
@@ -147,14 +148,18 @@ def author_tokens(conn: sqlite3.Connection) -> dict[str, str]:
 
 
 def bm25_scores(conn: sqlite3.Connection, terms: list[str], n: int,
-                channel: str | None = None) -> dict[int, float]:
-    """Top ``n`` turns by BM25 over their content for an OR of ``terms`` (higher is better)."""
+                channel: str | None = None, *, mode: str = "OR", after: int = 0) -> dict[int, float]:
+    """Top ``n`` turns by BM25 over their content for an OR (or AND) of ``terms`` (higher is better);
+    ``after``: only turns with a higher id."""
     if not terms:
         return {}
-    match = "content : (" + " OR ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
+    match = "content : (" + f" {mode} ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
     sql = ("SELECT messages_fts.rowid AS id, bm25(messages_fts, 1.0, 0.0, 0.0) AS rank FROM messages_fts "
            "WHERE messages_fts MATCH ?")
     args: list[Any] = [match]
+    if after > 0:
+        sql += " AND messages_fts.rowid > ?"
+        args.append(after)
     if channel:
         sql = sql.replace("FROM messages_fts", "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid")
         sql += " AND m.channel = ?"
@@ -162,6 +167,71 @@ def bm25_scores(conn: sqlite3.Connection, terms: list[str], n: int,
     sql += " ORDER BY rank LIMIT ?"
     args.append(n)
     return {row[0]: -row[1] for row in conn.execute(sql, args)}
+
+
+def _phrase(t: str) -> str:
+    return '"' + t.replace('"', '""') + '"'
+
+
+class DocFreq:
+    """How many turns hold each term, counted up to a cap (enough to order terms by selectivity) and cached
+    until the table grows by a tenth. A count costs at most ``cap`` postings."""
+
+    def __init__(self, size: int = 20_000) -> None:
+        self.size = size
+        self._seen: dict[tuple[str, int], int] = {}
+        self._epoch = -1
+
+    def __call__(self, conn: sqlite3.Connection, term: str, cap: int, total: int) -> int:
+        epoch = int(math.log(max(total, 1), 1.1))
+        if epoch != self._epoch or len(self._seen) > self.size:
+            self._seen.clear()
+            self._epoch = epoch
+        key = (term, cap)
+        if key not in self._seen:
+            self._seen[key] = conn.execute(
+                "SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
+                ("content : " + _phrase(term), cap)).fetchone()[0]
+        return self._seen[key]
+
+
+def bm25_bounded(conn: sqlite3.Connection, terms: list[str], n: int, channel: str | None, budget: int,
+                 df: DocFreq) -> dict[int, float]:
+    """:func:`bm25_scores`, ranking at most about ``budget`` postings however long the history.
+
+    FTS5 scores every turn an OR query matches before it can sort, so a question with a common word ranks a
+    large share of history. When the terms' turns add up to more than ``budget``, the pass is bounded: the most
+    selective terms whose postings fit the budget are ranked over all history (their BM25 contributions are
+    exact), every term together (AND) adds the turns holding all of them with their full score, and when even
+    the rarest term is common, the OR of all terms is ranked over the newest slice of history that fits the
+    budget. Below the budget (every LoCoMo conversation, any entity's first months) the result is the
+    exhaustive one.
+    """
+    if not terms:
+        return {}
+    if not budget:
+        return bm25_scores(conn, terms, n, channel)
+    total = conn.execute("SELECT n FROM counters WHERE name = 'messages'").fetchone()[0]
+    if total <= budget:
+        return bm25_scores(conn, terms, n, channel)
+    counts = {t: df(conn, t, budget + 1, total) for t in terms}
+    if sum(counts.values()) <= budget:
+        return bm25_scores(conn, terms, n, channel)
+    chosen, used = [], 0
+    for t in sorted(terms, key=lambda t: counts[t]):
+        if used + counts[t] > budget:
+            break
+        chosen.append(t)
+        used += counts[t]
+    if chosen:
+        out = bm25_scores(conn, chosen, n, channel)
+    else:  # every term is common: the newest turns that fit the budget
+        top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
+        out = bm25_scores(conn, terms, n, channel, after=top - max(budget // len(terms), n))
+    if len(terms) > 1:
+        for i, s in bm25_scores(conn, terms, n, channel, mode="AND").items():
+            out[i] = max(out.get(i, 0.0), s)
+    return out
 
 
 def fuse(conn: sqlite3.Connection, query: Query, lexical: dict[int, float], dense: dict[int, float],

@@ -182,6 +182,7 @@ class Retriever:
         self.ann = None  # ann.TurnANN past the threshold
         self._ann_checked: str | None = None  # the model whose saved index was looked for
         self.ann_threshold = _threshold(memory)
+        self._df = retrieval.DocFreq()
 
     @property
     def derived_paths(self) -> tuple[str, ...]:
@@ -346,7 +347,8 @@ class Retriever:
         if self._authors is None:
             self._authors = retrieval.author_tokens(conn)
         q = retrieval.parse_query(query, self._authors, cfg)
-        lexical = retrieval.bm25_scores(conn, q.terms, cfg.candidates, channel) if cfg.use_bm25 else {}
+        lexical = (retrieval.bm25_bounded(conn, q.terms, cfg.candidates, channel, cfg.lexical_budget, self._df)
+                   if cfg.use_bm25 else {})
         dense, floor = {}, 0.0
         if qvec is not None:
             index = self._prepare(conn, model)

@@ -141,3 +141,56 @@ def test_migration_3_counts_match_and_triggers_keep_them(tmp_path):
     conn.execute("DELETE FROM message_summaries WHERE id = 2")
     check()
     assert "Caia" in {r[0] for r in conn.execute("SELECT name FROM authors")}
+
+
+def _fts_db(path, common_turns: int):
+    """Turns about the garden (common), a few about a rare violin, one about both."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    schema.migrate(conn)
+    rows = [(f"the garden needs water {i}", "Lyra", "c", "2026-01-01T00:00:00.000Z") for i in range(common_turns)]
+    rows[len(rows) // 2] = ("the violin sounds lovely", "Jeff", "c", "2026-01-01T00:00:00.000Z")
+    rows[len(rows) // 3] = ("a violin in the garden at dusk", "Jeff", "c", "2026-01-01T00:00:00.000Z")
+    rows[len(rows) // 4] = ("violin strings again", "Jeff", "c", "2026-01-01T00:00:00.000Z")
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO messages (content, author_name, channel, created_at) VALUES (?, ?, ?, ?)", rows)
+    conn.execute("COMMIT")
+    return conn
+
+
+def _vm_steps(conn, fn) -> int:
+    ticks = [0]
+
+    def tick():
+        ticks[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 100)
+    try:
+        fn()
+    finally:
+        conn.set_progress_handler(None, 100)
+    return ticks[0] * 100
+
+
+def test_bounded_lexical_pass_finds_the_selective_turns_and_its_work_does_not_grow(tmp_path):
+    from pps_sqlite import retrieval
+
+    terms = ["garden", "violin"]
+    work = {}
+    for n in (1_000, 10_000):
+        conn = _fts_db(tmp_path / f"{n}.db", n)
+        exhaustive = retrieval.bm25_scores(conn, terms, 10)
+        df = retrieval.DocFreq()
+        bounded = retrieval.bm25_bounded(conn, terms, 10, None, 200, df)
+        assert max(bounded, key=bounded.get) == max(exhaustive, key=exhaustive.get)
+        both = conn.execute("SELECT id FROM messages WHERE content LIKE 'a violin in the garden%'").fetchone()[0]
+        assert bounded[both] == pytest.approx(exhaustive[both])  # the turn with every term keeps its full score
+        violins = {r[0] for r in conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'violin'")}
+        assert violins <= set(bounded)  # every turn with the selective term is a candidate
+        assert retrieval.bm25_bounded(conn, terms, 10, None, 100_000, df) == exhaustive  # under budget: exhaustive
+        work[n] = (_vm_steps(conn, lambda c=conn: retrieval.bm25_scores(c, terms, 10)),
+                   _vm_steps(conn, lambda c=conn, d=df: retrieval.bm25_bounded(c, terms, 10, None, 200, d)))
+        conn.close()
+    (ex_small, ours_small), (ex_large, ours_large) = work[1_000], work[10_000]
+    assert ex_large > 5 * ex_small  # the exhaustive OR ranks every garden turn
+    assert ours_large < 1.5 * ours_small, work  # the bounded pass does not
