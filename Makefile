@@ -1,8 +1,9 @@
-# One task runner for README and CI. `make install` sets up .venv with core and every plugin (editable).
+# One task runner for README and CI. `make install` sets up .venv with core, every plugin and the example
+# plugins in examples/ (all editable).
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
+PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml examples/*/pyproject.toml)))
 STAMP := $(VENV)/.pps-installed
 # Quiet the build backend's advice about editable installs; real errors still fail the build.
 PIP := PYTHONWARNINGS=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/pip
@@ -13,7 +14,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-$(STAMP): $(BIN)/python requirements-dev.txt pyproject.toml $(wildcard plugins/*/pyproject.toml)
+$(STAMP): $(BIN)/python requirements-dev.txt pyproject.toml $(wildcard plugins/*/pyproject.toml examples/*/pyproject.toml)
 	$(PIP) install -q -r requirements-dev.txt
 	$(PIP) install -q --no-build-isolation -e . $(foreach p,$(PLUGINS),-e $(p))
 	touch $(STAMP)
@@ -48,7 +49,7 @@ demo: install
 # ruff everywhere; mypy (strict) over the kernel, as configured in pyproject.toml; the import contracts
 # (layers, no cycles, no plugin imported by the kernel) with import-linter.
 lint: install
-	$(BIN)/ruff check pps_core plugins tests bench packaging
+	$(BIN)/ruff check pps_core plugins examples tests bench packaging
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
 

@@ -39,6 +39,8 @@ from .models import (
 from .params import NoParams, Params, Text
 from .ranking import Ranker
 from .settings import EntitySettings, PluginSettings, load_settings
+from .textsearch import lexical_scores
+from .timeutil import now_utc, to_storage
 from .transport import Transport
 
 __version__ = "0.1.0"
@@ -49,5 +51,6 @@ __all__ = [
     "NotFound", "Operation", "PPSError", "Params", "PluginSettings", "Pointer", "Ranker", "SearchResult",
     "SectionConfig", "StartupItems", "StorageError", "SummarizableStore", "Summary", "SummaryBatch",
     "SummaryReceipt", "Text", "TooLarge", "Transport", "Unauthorized", "Unavailable", "UnknownOperation",
-    "UnreadSource", "atomic_create", "atomic_write", "hookimpl", "load_settings",
+    "UnreadSource", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings", "now_utc",
+    "to_storage",
 ]

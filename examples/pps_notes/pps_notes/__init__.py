@@ -1,0 +1,1 @@
+"""pps-notes: an example PPS layer plugin (see CONTRIBUTING.md, "Write a plugin")."""
