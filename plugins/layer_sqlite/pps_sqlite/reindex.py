@@ -63,6 +63,7 @@ async def summary_vectors(layer, progress, full: bool) -> dict[str, Any] | None:
     model = f"{emb.name}|summary"
     dropped = await db.run(_drop, db.conn, "summary_vectors") if full else 0
     index._ids = None
+    index._floor = ("", 0)
     total = await db.run(_count_missing_summaries, db.conn, model)
     done = 0
     progress(0, total)

@@ -25,10 +25,17 @@ CANDIDATES = 50
 EMBED_BATCH = 32
 
 
-def _missing(conn: sqlite3.Connection, model: str, limit: int) -> list[tuple[int, str]]:
-    return conn.execute("SELECT s.id, s.summary_text FROM message_summaries s WHERE NOT EXISTS "
+def _missing(conn: sqlite3.Connection, model: str, limit: int, after: int = 0) -> list[tuple[int, str]]:
+    return conn.execute("SELECT s.id, s.summary_text FROM message_summaries s WHERE s.id > ? AND NOT EXISTS "
                         "(SELECT 1 FROM summary_vectors v WHERE v.summary_id = s.id AND v.model = ?) "
-                        "ORDER BY s.id LIMIT ?", (model, limit)).fetchall()
+                        "ORDER BY s.id LIMIT ?", (after, model, limit)).fetchall()
+
+
+def _missing_upto(conn: sqlite3.Connection, model: str, limit: int, after: int) -> tuple[list[tuple[int, str]], int]:
+    """:func:`_missing` above ``after``, and the highest summary id when it looked (every summary up to it has a
+    vector when fewer than ``limit`` come back), so a search does not re-check every summary each time."""
+    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM message_summaries").fetchone()[0]
+    return _missing(conn, model, limit, after), top
 
 
 def _write(conn: sqlite3.Connection, model: str, rows: list[tuple[int, bytes]]) -> None:
@@ -50,6 +57,7 @@ class SummaryIndex:
         self._ids = None
         self._matrix = None
         self._warned = False
+        self._floor: tuple[str, int] = ("", 0)  # (model, every summary up to this id has its vector)
 
     def _embedder(self):
         try:
@@ -68,8 +76,10 @@ class SummaryIndex:
 
         model = f"{emb.name}|summary"
         while True:
-            todo = await self.db.run(_missing, self.db.conn, model, EMBED_BATCH)
+            after = self._floor[1] if self._floor[0] == model else 0
+            todo, top = await self.db.run(_missing_upto, self.db.conn, model, EMBED_BATCH, after)
             if not todo:
+                self._floor = (model, max(after, top))
                 break
             vecs = await asyncio.to_thread(emb.embed, [text for _i, text in todo])
             blobs = [np.asarray(v, dtype=np.float32).tobytes() for v in vecs]

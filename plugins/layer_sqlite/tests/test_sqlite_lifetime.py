@@ -194,3 +194,19 @@ def test_bounded_lexical_pass_finds_the_selective_turns_and_its_work_does_not_gr
     (ex_small, ours_small), (ex_large, ours_large) = work[1_000], work[10_000]
     assert ex_large > 5 * ex_small  # the exhaustive OR ranks every garden turn
     assert ours_large < 1.5 * ours_small, work  # the bounded pass does not
+
+
+async def test_summary_search_does_not_recheck_every_summary_for_a_vector(make_memory):
+    """A summary search looks for summaries without a vector above the last one known to have one."""
+    m = await make_memory(plugins=["sqlite", "embeddings"])
+    await grow(m, 4_300, keep_unsummarized=10)  # 86 summaries, embedded at the first search
+    index = m.layer("raw_capture").backend.index
+    await m.call("search_summaries", {"query": "turns onwards"})
+    conn = m.layer("raw_capture").db.conn
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    await m.call("search_summaries", {"query": "turns onwards"})
+    conn.set_trace_callback(None)
+    looks = [s for s in seen if "NOT EXISTS" in s]
+    assert looks and all(f"s.id > {index._floor[1]}" in s for s in looks), looks
+    assert index._floor[1] == (await m.call("summary_stats"))["summary_count"]
