@@ -26,6 +26,10 @@ class Layer(abc.ABC):
     min_recall_score: float | None = None
     #: What this layer's ``uningested`` backlog feeds, as the startup health line names it (e.g. "graphiti").
     backlog_target: str | None = None
+    #: Whether this layer's store belongs to one process at a time (an embedded file database). When no
+    #: layer of an entity is exclusive (every store is a server), no owner lock is taken and any number of
+    #: PPS processes serve the entity at once.
+    exclusive: bool = True
     #: Home-relative paths this layer derives from its source of truth (an index): backups skip them and
     #: :meth:`reindex` rebuilds them after a restore.
     derived_paths: tuple[str, ...] = ()

@@ -114,14 +114,16 @@ class Memory:
         if self.opened:
             return self
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if self._own:
-            try:
-                self.lock.acquire()
-            except OSError as exc:
-                raise (storage_error(exc) or exc) from exc
         try:
             self.pm = pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
-            await self._open_layers(pm)
+            built = self._build_layers(pm)
+            # Stores on a server (every layer non-exclusive) are shared by any number of processes: no lock.
+            if self._own and any(layer.exclusive for layer in built):
+                try:
+                    self.lock.acquire()
+                except OSError as exc:
+                    raise (storage_error(exc) or exc) from exc
+            await self._open_layers(built)
             self._collect_rankers(pm)
             ops: list[Operation] = []
             for batch in pm.hook.pps_operations(memory=self):
@@ -138,23 +140,31 @@ class Memory:
         self.events.memory_opened()
         return self
 
-    async def _open_layers(self, pm: pluggy.PluginManager) -> None:
+    def _build_layers(self, pm: pluggy.PluginManager) -> list[Layer]:
+        built: list[Layer] = []
+        names: set[str] = set()
         for batch in pm.hook.pps_layers(memory=self):
             for layer in batch or []:
                 if not layer.name:
                     raise ConfigError(f"layer {type(layer).__name__} has no name")
-                if layer.name in self.layers:
+                if layer.name in names:
                     raise ConfigError(f"two plugins provide a layer named {layer.name!r}")
-                try:
-                    await layer.open()
-                except Exception as exc:  # a down backend is reported, not fatal
-                    log.warning("layer %s could not open: %s", layer.name, exc)
-                    try:  # release whatever it opened before failing (threads, files)
-                        await layer.close()
-                    except Exception:
-                        pass
-                    layer = FailedLayer(layer.name, f"{type(exc).__name__}: {exc}")
-                self.layers[layer.name] = layer
+                names.add(layer.name)
+                built.append(layer)
+        return built
+
+    async def _open_layers(self, built: list[Layer]) -> None:
+        for layer in built:
+            try:
+                await layer.open()
+            except Exception as exc:  # a down backend is reported, not fatal
+                log.warning("layer %s could not open: %s", layer.name, exc)
+                try:  # release whatever it opened before failing (threads, files)
+                    await layer.close()
+                except Exception:
+                    pass
+                layer = FailedLayer(layer.name, f"{type(exc).__name__}: {exc}")
+            self.layers[layer.name] = layer
 
     def _collect_rankers(self, pm: pluggy.PluginManager) -> None:
         for batch in pm.hook.pps_rankers(memory=self):

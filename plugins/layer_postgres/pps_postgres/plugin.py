@@ -14,7 +14,7 @@ def pps_layers(memory):
     raw = RawCaptureLayer(memory, PostgresStore(memory))
     layers = [raw, SummariesLayer(memory, raw)]
     for layer in layers:
-        # TODO(kernel): a typed ``Layer.exclusive: bool = True``; Memory.open would build the layers first and
+        # ``Layer.exclusive`` (pps_core): Memory.open builds the layers first and
         # take the owner lock only if one of them is exclusive. These are not: any number of PPS processes
         # may serve them at once (unique message_id, advisory locks). Until then the lock is per home, so
         # servers of one entity run with a home each (as on separate machines).

@@ -132,6 +132,7 @@ class RecapLayer(Layer):
 
     name = "session_recap"
     title = "Last session"
+    exclusive = False  # _recap.md is replaced atomically: any number of processes may write it
 
     def default_sections(self) -> list[SectionConfig]:
         """The last session's recap comes first in the startup package (``[startup] omit = ["Last session"]``
