@@ -23,19 +23,26 @@ def main(argv: list[str] | None = None) -> int:
     entity = args.entity
     if not (entity or args.home or os.environ.get("PPS_ENTITY") or os.environ.get("PPS_HOME")):
         entity = default_entity()  # the Claude Code plugin's hooks name no entity: `pps setup` chose one
+    raw = sys.stdin.read()
+    from .fastpath import try_run
+
+    if try_run(args.event, entity, args.home, raw, recall=args.recall, stdout=sys.stdout):
+        return 0  # a server owns the entity: done without importing the kernel
+    import io
+
     from .hooks import run
 
-    return run(args.event, entity, args.home, recall=args.recall)
+    return run(args.event, entity, args.home, recall=args.recall, stdin=io.StringIO(raw))
 
 
 def default_entity() -> str | None:
     """The entity ``pps setup claude-code`` chose (``$PPS_ROOT/claude-code.json``), or None."""
     import json
+    from pathlib import Path
 
-    from pps_core.settings import pps_root
-
+    root = Path(os.environ.get("PPS_ROOT") or Path.home() / ".pps").expanduser()
     try:
-        value = json.loads((pps_root() / CHOICE_FILE).read_text()).get("entity")
+        value = json.loads((root / CHOICE_FILE).read_text()).get("entity")
     except (OSError, ValueError, AttributeError):
         return None
     return value if isinstance(value, str) and value else None

@@ -27,7 +27,8 @@ from typing import Any
 
 from .config import ClaudeCodeSettings, assistant_name, cc_settings, user_name
 from .install import normalize_event
-from .logbook import log, log_path, read_status, record
+from .logbook import failure_notice, log, log_path, record
+from .recall_view import relevant_memories
 
 _BATCH = 200
 #: Events whose job is to put memory into the conversation: a failure there is shown to the user.
@@ -106,50 +107,6 @@ def notice(message: str) -> dict[str, Any]:
     return {"systemMessage": f"PPS: {message}"}
 
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'-]*")
-_STOP = frozenset("the a an and or but if then than that this these those is are was were be been to of in on at "
-                  "by for with from as it its into about so not no do does did have has had you we they he she "
-                  "me my our your their what which who how when where why can could would should will just also "
-                  "there here all any some more other only own same too very let please i i'm it's".split())
-
-
-def content_words(text: str) -> set[str]:
-    return {w for w in (m.group(0).lower().strip("'") for m in _WORD.finditer(text)) if len(w) > 2 and w not in _STOP}
-
-
-def relevant_memories(answer: dict[str, Any], prompt: str, cc: ClaudeCodeSettings, channel: str,
-                      budget: int) -> str:
-    """Only the memories relevant to the prompt, from ambient_recall's ranked results: nothing archived,
-    nothing under a floor, not the prompt itself, no clock, manifest or reminders. Empty when nothing
-    qualifies."""
-    asked = content_words(prompt)
-    lines: list[str] = []
-    used = 0
-    for r in answer.get("results") or []:
-        meta = r.get("metadata") or {}
-        if meta.get("archived") or r.get("archived"):
-            continue
-        floor = cc.prompt_recall_min_score.get(r.get("layer", ""))
-        if floor is not None and float(meta.get("layer_score", r.get("score", 0.0))) < floor:
-            continue
-        content = " ".join(str(r.get("content", "")).split())
-        if not content or content == " ".join(prompt.split()):
-            continue
-        if cc.prompt_recall_overlap and not (asked & content_words(content)):
-            continue
-        who = r.get("author_name") or meta.get("author_name")
-        when = str(r.get("timestamp") or r.get("created_at") or "")[:16].replace("T", " ")
-        label = ", ".join(x for x in (r.get("layer"), when, who) if x)
-        line = f"- [{label}] {content[:600] + ('...' if len(content) > 600 else '')}"
-        if used + len(line) + 1 > budget - 60:
-            break
-        lines.append(line)
-        used += len(line) + 1
-    if not lines:
-        return ""
-    return "Memories relevant to this prompt (PPS):\n" + "\n".join(lines)
-
-
 def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings, *, recall: bool = False,
            deadline: float) -> dict[str, Any] | None:
     """Do the work of one hook; returns the JSON to print for Claude Code, or None."""
@@ -183,7 +140,8 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
             prompt = str(payload["prompt"])[:20_000]
             answer = client.call("ambient_recall", {"context": prompt, "limit_per_layer": cc.prompt_recall_limit,
                                                     "channel": channel})
-            text = relevant_memories(answer, prompt, cc, channel, cc.prompt_recall_budget)
+            text = relevant_memories(answer, prompt, cc.prompt_recall_min_score, cc.prompt_recall_overlap,
+                                     cc.prompt_recall_budget)
             if text:
                 out = context_output(event, text)
                 record(settings.home, "injection", event=event, chars=len(text))
@@ -223,23 +181,8 @@ def _fallback_log(message: str) -> None:
 
 
 def _failure_notice(event: str, settings, session: str, reason: str, *, injecting: bool) -> dict[str, Any] | None:
-    """What the user sees when a hook failed: always where memory was to be injected, else once a session."""
-    if injecting or settings is None:
-        return notice(f"memory not loaded ({event}): {reason}. Details: `pps hooks status`")
-    from pps_core.atomic import atomic_write
-
-    from .logbook import status_path
-
-    data = read_status(settings.home)
-    warned = [s for s in data.get("warned_sessions") or [] if isinstance(s, str)]
-    if session in warned:
-        return None
-    data["warned_sessions"] = (warned + [session])[-20:]
-    try:
-        atomic_write(status_path(settings.home), json.dumps(data, indent=1))
-    except OSError:
-        pass
-    return notice(f"turns not saved ({event}): {reason}. Details: `pps hooks status`")
+    return failure_notice(settings.home if settings is not None else None, event, session, reason,
+                          injecting=injecting)
 
 
 def run(event_name: str, entity: str | None, home: str | None, *, recall: bool = False,

@@ -55,15 +55,42 @@ def read_status(home: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def replace_private(path: Path, text: str) -> None:
+    """Replace ``path`` atomically with a 0600 file (no fsync: status and cursors are rebuilt if lost)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
 def record(home: Path, key: str, **fields: Any) -> None:
     """Set ``status[key]`` to ``fields`` plus the time (``capture``, ``injection``, ``error``). Never raises."""
-    from pps_core.atomic import atomic_write
-
     try:
         data = read_status(home)
         data[key] = {"at": time.time(), **fields}
         path = status_path(home)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        atomic_write(path, json.dumps(data, indent=1))
+        replace_private(path, json.dumps(data, indent=1))
     except OSError:
         pass
+
+
+def failure_notice(home: Path | None, event: str, session: str, reason: str, *, injecting: bool) -> dict[str, Any] | None:
+    """What the user sees when a hook failed (the hook output's ``systemMessage``): always where memory
+    was to be injected, else once a session (a failing capture is not repeated on every turn)."""
+    if injecting or home is None:
+        return {"systemMessage": f"PPS: memory not loaded ({event}): {reason}. Details: `pps hooks status`"}
+    data = read_status(home)
+    warned = [s for s in data.get("warned_sessions") or [] if isinstance(s, str)]
+    if session in warned:
+        return None
+    data["warned_sessions"] = (warned + [session])[-20:]
+    try:
+        replace_private(status_path(home), json.dumps(data, indent=1))
+    except OSError:
+        pass
+    return {"systemMessage": f"PPS: turns not saved ({event}): {reason}. Details: `pps hooks status`"}

@@ -128,3 +128,41 @@ def test_prompt_recall_is_only_the_relevant_memories(root, tmp_path):
     floored = run_hook(root, "UserPromptSubmit", body, "--recall",
                        PPS_CLAUDE_CODE_PROMPT_RECALL_MIN_SCORE='{"crystallization": 1000000}')
     assert "repainted red" not in floored.stdout  # under the configured floor: not injected
+
+
+def test_the_fast_path_reads_settings_as_the_full_loader_does(tmp_path, monkeypatch):
+    """The hooks' fast path (no kernel import) must resolve names and budgets exactly as the settings do."""
+    from pps_claude_code.config import ClaudeCodeSettings, assistant_name, cc_settings, user_name
+    from pps_claude_code.fastpath import DEFAULTS, light_settings
+
+    from pps_core.settings import load_settings
+
+    for key in list(os.environ):
+        if key.startswith("PPS_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("USER", "someone")
+    assert DEFAULTS == {k: ClaudeCodeSettings.model_fields[k].default if k != "prompt_recall_min_score" else {}
+                        for k in DEFAULTS}
+    home = tmp_path / "lyra"
+    home.mkdir()
+    cases = [
+        ('entity = "lyra"\nplugins = ["sqlite"]\n', {}),
+        ('entity = "lyra"\nplugins = ["sqlite"]\nuser_name = "Jeff"\ndisplay_name = "Lyra Vale"\n', {}),
+        ('entity = "lyra"\nplugins = ["sqlite"]\n[claude_code]\nuser_name = "Ana"\nstartup_budget = 4000\n'
+         'prompt_recall = true\nprompt_recall_min_score = {chroma = 0.5}\n', {}),
+        ('entity = "lyra"\nplugins = ["sqlite"]\n[claude_code]\nuser_name = "Ana"\n',
+         {"PPS_CLAUDE_CODE_USER_NAME": "Env", "PPS_CLAUDE_CODE_PROMPT_RECALL": "1",
+          "PPS_CLAUDE_CODE_TIMEOUT_S": "2.5", "PPS_CLAUDE_CODE_PROMPT_RECALL_MIN_SCORE": '{"x": 2}'}),
+    ]
+    for toml, env in cases:
+        (home / "pps.toml").write_text(toml)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        full = load_settings(None, home, must_exist=True)
+        cc = cc_settings(full)
+        light = light_settings(None, str(home))
+        assert (light.user_name, light.assistant_name) == (user_name(full), assistant_name(full)), toml
+        assert light.cc == {k: getattr(cc, k) for k in DEFAULTS}, toml
+        assert light.plugins == full.plugins and light.entity == full.entity
+        for k in env:
+            monkeypatch.delenv(k)

@@ -1,0 +1,356 @@
+"""The hooks' fast path: standard library only, taken when a server already owns the entity.
+
+Importing the PPS kernel (pydantic models, pluggy, the plugin list) costs more than the whole hook
+should; with a server running the hook only has to read its settings (``pps.toml`` with tomllib, the
+``PPS_CLAUDE_CODE_*`` environment), read the new lines of the transcript and make two HTTP calls. When
+anything is unusual (no server, no ``pps.toml``, settings only the full loader can resolve, input that
+is not JSON), :func:`try_run` declines and the full path in :mod:`.hooks` runs instead, with the same
+behaviour: the same logs, status, cursors and user-visible messages.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import glob
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from .logbook import failure_notice, log, log_path, private_append, record, replace_private
+from .recall_view import relevant_memories
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
+INJECTING = ("SessionStart", "PreCompact")
+BATCH = 200
+#: ``[claude_code]`` fields the hooks read, with ClaudeCodeSettings' defaults (a test keeps them equal).
+DEFAULTS: dict[str, Any] = {
+    "user_name": None, "assistant_name": None, "startup_budget": 9_000, "prompt_recall": False,
+    "prompt_recall_budget": 2_000, "prompt_recall_limit": 3, "prompt_recall_min_score": {},
+    "prompt_recall_overlap": True, "timeout_s": 8.0, "recap_on_end": True,
+}
+#: Environment variables only the full settings loader resolves: with one set, the fast path declines.
+_FULL_ONLY = ("PPS_PLUGINS", "PPS_USER_NAME", "PPS_DISPLAY_NAME")
+
+
+class Light:
+    """What a hook needs of the entity's settings, read without the kernel."""
+
+    def __init__(self, home: Path, entity: str, toml: dict[str, Any], cc: dict[str, Any]) -> None:
+        self.home = home
+        self.entity = entity
+        self.plugins = list(toml.get("plugins") or [])
+        self.recap_logs = list((toml.get("recap") or {}).get("logs") or [])
+        self.cc = cc
+        user = cc["user_name"] or _text(toml.get("user_name")) or os.environ.get("USER") or "user"
+        self.user_name = user.strip()
+        self.assistant_name = (cc["assistant_name"] or _text(toml.get("display_name"))
+                               or entity[:1].upper() + entity[1:]).strip()
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _coerce(default: Any, raw: str) -> Any:
+    if isinstance(default, bool):
+        low = raw.strip().lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(raw)
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, float):
+        return float(raw)
+    if isinstance(default, dict):
+        value = json.loads(raw)
+        if not isinstance(value, dict):
+            raise ValueError(raw)
+        return value
+    return raw
+
+
+def light_settings(entity: str | None, home: str | None) -> Light | None:
+    if any(k in os.environ for k in _FULL_ONLY):
+        return None
+    if home:
+        path = Path(home).expanduser().resolve()
+    elif os.environ.get("PPS_HOME"):
+        path = Path(os.environ["PPS_HOME"]).expanduser().resolve()
+    else:
+        root = Path(os.environ.get("PPS_ROOT") or Path.home() / ".pps").expanduser()
+        path = (root / (entity or os.environ.get("PPS_ENTITY") or "default")).resolve()
+    try:
+        with (path / "pps.toml").open("rb") as fh:
+            toml = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    if "plugins" not in toml:
+        return None
+    name = entity or os.environ.get("PPS_ENTITY") or toml.get("entity") or path.name
+    section = toml.get("claude_code") or {}
+    cc: dict[str, Any] = {}
+    for key, default in DEFAULTS.items():
+        raw = os.environ.get("PPS_CLAUDE_CODE_" + key.upper())
+        try:
+            cc[key] = _coerce(default if default is not None else "", raw) if raw is not None else section.get(key, default)
+        except ValueError:
+            return None  # the full loader names the bad value
+        if raw is not None and default is None:
+            cc[key] = raw
+    if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", name):
+        return None
+    return Light(path, name, toml, cc)
+
+
+def owner_address(home: Path) -> str | None:
+    """The address in the entity's owner lock while its holder lives (as ``pps_core.owner.read_owner``)."""
+    path = home / "owner.lock"
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                return (json.loads(path.read_text() or "{}") or {}).get("address") or None
+            except (OSError, ValueError):
+                return None
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+class Remote:
+    def __init__(self, address: str, token: str | None, timeout: float) -> None:
+        self.url = urlsplit(address)
+        self.token = token
+        self.timeout = timeout
+        self.address = address
+
+    def call(self, operation: str, params: dict[str, Any]) -> Any:
+        conn = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=self.timeout)
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            conn.request("POST", self.url.path.rstrip("/") + f"/tools/{quote(operation, safe='')}",
+                         body=json.dumps(params).encode(), headers=headers)
+            resp = conn.getresponse()
+            status, raw = resp.status, resp.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise RuntimeError(f"the server at {self.address} owns this entity but did not answer "
+                               f"({type(exc).__name__}: {exc})") from None
+        finally:
+            conn.close()
+        try:
+            answer = json.loads(raw) if raw else None
+        except ValueError:
+            answer = None
+        if status >= 400:
+            message = answer.get("message") if isinstance(answer, dict) else None
+            raise RuntimeError(message or f"{self.address} answered HTTP {status}")
+        return answer
+
+
+def _state_path(home: Path, session: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session)[:120] or "unknown"
+    return home / "hooks" / "claude-code" / f"{safe}.json"
+
+
+def sync(remote: Remote, light: Light, payload: dict[str, Any]) -> int:
+    """Send the turns the transcript gained since the last hook of this session (as hooks.sync_transcript)."""
+    from .transcripts import transcript_turns
+
+    transcript = payload.get("transcript_path")
+    session = str(payload.get("session_id") or "unknown")
+    if not transcript or not Path(transcript).expanduser().is_file():
+        return 0
+    transcript = str(Path(transcript).expanduser())
+    state_file = _state_path(light.home, session)
+    state_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    lock = os.open(state_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            state = json.loads(state_file.read_text())
+            state = state if isinstance(state, dict) else {}
+        except (OSError, ValueError):
+            state = {}
+        offset = state.get("offset", 0) if state.get("transcript") == transcript else 0
+        if offset > Path(transcript).stat().st_size:
+            offset = 0
+        turns, end = transcript_turns(Path(transcript), entity=light.assistant_name, user_name=light.user_name,
+                                      offset=offset, session_id=session)
+        for i in range(0, len(turns), BATCH):
+            remote.call("store_messages", {"messages": turns[i:i + BATCH]})
+        if end != offset or not state_file.exists():
+            replace_private(state_file, json.dumps({**state, "transcript": transcript, "offset": end,
+                                                    "session_id": session, "updated": time.time()}))
+        return len(turns)
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        os.close(lock)
+
+
+def _newest_log(light: Light, exclude_session: str) -> Path | None:
+    """The newest session log (hook transcripts and ``[recap] logs``), as ``pps_recap.store.newest_log``."""
+    found: dict[str, Path] = {}
+    for pattern in light.recap_logs:
+        for name in glob.glob(os.path.expanduser(str(pattern)), recursive=True):
+            if os.path.isfile(name):
+                found[str(Path(name).resolve())] = Path(name).resolve()
+    for state_file in (light.home / "hooks" / "claude-code").glob("*.json"):
+        try:
+            state = json.loads(state_file.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(state, dict) or state.get("session_id") == exclude_session:
+            continue
+        path = Path(str(state.get("transcript") or ""))
+        if state.get("transcript") and path.is_file():
+            found[str(path.resolve())] = path.resolve()
+    logs = [p for p in found.values() if p.stem != exclude_session]
+    return max(logs, key=lambda p: (p.stat().st_mtime, str(p))) if logs else None
+
+
+def _recap_stale(home: Path, log_file: Path) -> bool:
+    """As ``pps_recap.store.is_stale``: no recap, its own log grew, or a later log left none."""
+    if not (home / "_recap.md").is_file():
+        return True
+    try:
+        meta = json.loads((home / "_recap.json").read_text())
+    except (OSError, ValueError):
+        meta = {}
+    st = log_file.stat()
+    if meta.get("source") == str(log_file.resolve()):
+        return meta.get("source_size") != st.st_size or (meta.get("source_mtime") or 0) < st.st_mtime
+    return st.st_mtime > (meta.get("generated") or 0)
+
+
+def _refresh_recap(remote: Remote, light: Light, session: str) -> None:
+    if "recap" not in light.plugins:
+        return
+    try:
+        newest = _newest_log(light, session)
+        if newest is not None and _recap_stale(light.home, newest):
+            remote.call("session_recap", {"log": str(newest), "fast": True, "write": True})
+            log(light.home, f"SessionStart: recap regenerated from {newest}")
+    except Exception as exc:  # noqa: BLE001 - the startup package matters more than the recap
+        log(light.home, f"SessionStart: recap not regenerated: {type(exc).__name__}: {exc}")
+
+
+def _spawn_recap(light: Light, transcript: str) -> None:
+    import importlib.util
+
+    if "recap" not in light.plugins or importlib.util.find_spec("pps_recap") is None:
+        return
+    private_append(log_path(light.home), "")
+    err = os.open(log_path(light.home), os.O_WRONLY | os.O_APPEND)
+    try:
+        subprocess.Popen([sys.executable, "-m", "pps_core.cli", "recap", transcript, "--entity", light.entity,
+                          "--home", str(light.home), "--save", "--quiet"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=err, start_new_session=True, close_fds=True)
+    finally:
+        os.close(err)
+
+
+def _handle(remote: Remote, light: Light, event: str, payload: dict[str, Any], recall: bool) -> dict | None:
+    cc = light.cc
+    session = str(payload.get("session_id") or "unknown")
+    channel = f"terminal:{session}"
+    out = None
+    stored = sync(remote, light, payload)
+    if stored or event in ("Stop", "PreCompact", "SessionEnd"):
+        record(light.home, "capture", event=event, session=session, turns=stored, via="server")
+    if event == "SessionStart":
+        _refresh_recap(remote, light, session)
+        answer = remote.call("ambient_recall", {"context": "startup", "budget": cc["startup_budget"],
+                                                "channel": channel})
+        text = answer.get("text", "")
+        out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+        record(light.home, "injection", event=event, source=payload.get("source"), chars=len(text))
+    elif event == "UserPromptSubmit" and (recall or cc["prompt_recall"]) and str(payload.get("prompt", "")).strip():
+        prompt = str(payload["prompt"])[:20_000]
+        answer = remote.call("ambient_recall", {"context": prompt, "limit_per_layer": cc["prompt_recall_limit"],
+                                                "channel": channel})
+        text = relevant_memories(answer, prompt, cc["prompt_recall_min_score"], cc["prompt_recall_overlap"],
+                                 cc["prompt_recall_budget"])
+        if text:
+            out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+            record(light.home, "injection", event=event, chars=len(text))
+    log(light.home, f"{event} session={session} new_turns={stored} via=server")
+    if event == "SessionEnd" and cc["recap_on_end"] and payload.get("transcript_path"):
+        _spawn_recap(light, str(payload["transcript_path"]))
+    return out
+
+
+def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, recall: bool, stdout) -> bool:
+    """Run the hook here if a server owns the entity; False (nothing done) when the full path must run."""
+    started = time.monotonic()
+    try:
+        payload = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return False
+    if not isinstance(payload, dict):
+        return False
+    name = (event_name or str(payload.get("hook_event_name", ""))).replace("-", "").replace("_", "").lower()
+    event = next((e for e in EVENTS if e.lower() == name), None)
+    light = light_settings(entity, home) if event else None
+    if light is None:
+        return False
+    address = owner_address(light.home)
+    if not address or not address.startswith("http://"):
+        return False
+    try:
+        token = (light.home / "token").read_text().strip() or None
+    except OSError:
+        token = None
+    timeout = float(light.cc["timeout_s"])
+    remote = Remote(address, token, timeout)
+    session = str(payload.get("session_id") or "unknown")
+    injecting = event in INJECTING or (event == "UserPromptSubmit" and (recall or light.cc["prompt_recall"]))
+    result: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            result["out"] = _handle(remote, light, event, payload, recall)
+        except BaseException as exc:  # noqa: BLE001 - logged, recorded, shown where it matters
+            result["error"] = f"{type(exc).__name__}: {exc}"
+            result["reason"] = str(exc)
+
+    def emit(obj: dict[str, Any] | None) -> None:
+        if obj:
+            stdout.write(json.dumps(obj) + "\n")
+            stdout.flush()
+
+    worker = threading.Thread(target=work, name="pps-hook", daemon=True)
+    worker.start()
+    worker.join(max(0.0, started + timeout - time.monotonic()))
+    if worker.is_alive():
+        reason = f"PPS did not answer within {timeout:g}s"
+        log(light.home, f"{event}: gave up after {timeout:g}s (PPS slow or stuck); nothing injected")
+        record(light.home, "error", event=event, message=reason)
+        emit(failure_notice(light.home, event, session, reason, injecting=injecting))
+        stdout.flush()
+        os._exit(0)
+    if "error" in result:
+        log(light.home, f"{event}: failed: {result['error']}")
+        record(light.home, "error", event=event, message=result["reason"])
+        emit(failure_notice(light.home, event, session, result["reason"], injecting=injecting))
+    else:
+        emit(result.get("out"))
+    return True
