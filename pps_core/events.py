@@ -6,6 +6,7 @@ a :class:`~pps_core.errors.PPSError` from a listener is meant for the caller and
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -47,6 +48,32 @@ class Events:
     def message_stored(self, message: Message) -> None:
         """A turn is durably stored (not for an idempotent repeat)."""
         self._fire("pps_message_stored", message=message)
+
+    async def messages_forgotten(self, ids: list[int]) -> list[str]:
+        """Turns were forgotten: every listener deletes what it derived from them. Awaits what listeners return;
+        answers the failures (``"plugin: error"``, never content), so the caller can say what is incomplete."""
+        pm = self._pm()
+        if pm is None or not ids:
+            return []
+        problems: list[str] = []
+        results = []
+        hook = "pps_messages_forgotten"
+        for impl in getattr(pm.hook, hook).get_hookimpls():  # each on its own: a failing one never stops the rest
+            try:
+                results.append((impl.plugin_name, impl.function(memory=self._memory, ids=list(ids))))
+            except PPSError:
+                raise
+            except Exception as exc:
+                problems.append(f"{impl.plugin_name}: {type(exc).__name__}: {exc}")
+        for name, result in results:
+            if inspect.isawaitable(result):
+                try:
+                    await result
+                except Exception as exc:
+                    problems.append(f"{name}: {type(exc).__name__}: {exc}")
+        for problem in problems:
+            log.warning("forgetting turns: a plugin failed: %s", problem)
+        return problems
 
     def summary_stored(self, summary: Summary) -> None:
         """A summary is stored and its turns are marked."""

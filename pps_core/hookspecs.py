@@ -118,6 +118,16 @@ def pps_message_stored(memory: Memory, message: Message) -> None:
 
 
 @hookspec
+def pps_messages_forgotten(memory: Memory, ids: list[int]) -> Any:
+    """Called after turns were forgotten (deleted for good) from the store that captured them.
+
+    A plugin that keeps anything derived from those turns (graph episodes and the facts extracted only from
+    them, an index) deletes it here. It may return an awaitable: all results that are awaitable are awaited
+    before the forget operation answers, so what it reports is complete. Log nothing of the turns' content.
+    """
+
+
+@hookspec
 def pps_summary_stored(memory: Memory, summary: Summary) -> None:
     """Called after a summary is stored and its turns are marked."""
 

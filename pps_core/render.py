@@ -47,12 +47,15 @@ def uningested_status(n: int) -> str:
     return "(HIGH - ingest soon!)"
 
 
-def health_line(unsummarized: int | None, uningested: list[tuple[str, int]]) -> str:
+def health_line(unsummarized: int | None, uningested: list[tuple[str, int]],
+                other: list[tuple[str, int]] = ()) -> str:
     parts = []
     if unsummarized is not None:
         parts.append(f"{unsummarized} unsummarized messages {unsummarized_status(unsummarized)}")
     for target, n in uningested:
         parts.append(f"{n} uningested to {target} {uningested_status(n)}")
+    for key, n in other:  # e.g. summaries_to_rewrite -> "1 summaries to rewrite"
+        parts.append(f"{n} {key.replace('_', ' ')}")
     return "**Memory Health**: " + (" | ".join(parts) if parts else "no backlog reported")
 
 

@@ -59,3 +59,14 @@ def pps_memory_closing(memory):
     novelty = memory.rankers.get("novelty")
     if novelty is not None and hasattr(novelty, "flush"):
         novelty.flush()
+
+
+@hookimpl
+def pps_messages_forgotten(memory, ids):
+    """Forgotten turns: their episodes go, and the facts and entities only they gave the graph."""
+    layer = _layer(memory)
+    if layer is None:
+        return None
+    from .writes import forget_turns
+
+    return forget_turns(layer, list(ids))

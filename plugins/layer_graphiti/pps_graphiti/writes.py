@@ -194,3 +194,48 @@ async def merge_nodes(layer: GraphitiLayer, canonical: str, duplicates: list[str
         await node.delete(graph.driver)
     layer._distances = None
     return moved
+
+
+async def forget_turns(layer: GraphitiLayer, ids: list[int]) -> dict[str, int]:
+    """Delete the episodes of forgotten turns (named ``turn <id>`` by ingestion), the facts extracted only from
+    them (a fact another episode also supports keeps that episode) and the entities only they mentioned."""
+    from graphiti_core.nodes import EpisodicNode
+
+    graph = layer.require()
+    names = [f"turn {i}" for i in ids]
+    out = {"episodes": 0, "facts": 0, "entities": 0}
+    async with layer.write_lock:
+        rows = await graph.query("MATCH (ep:Episodic) WHERE ep.group_id = $group_id AND ep.name IN $names "
+                                 "RETURN ep.uuid AS uuid", group_id=layer.group_id, names=names)
+        for row in rows:
+            episode = await EpisodicNode.get_by_uuid(graph.driver, row["uuid"])
+            mentioned = await graph.query("MATCH (ep:Episodic {uuid: $uuid})-[:MENTIONS]->(n:Entity) "
+                                          "RETURN n.uuid AS uuid", uuid=episode.uuid)
+            edges = await EntityEdge.get_by_uuids(graph.driver, list(episode.entity_edges or []))
+            for edge in edges:
+                rest = [e for e in (edge.episodes or []) if e != episode.uuid]
+                if rest:  # another turn says it too: it stays, without this one
+                    await edge.load_fact_embedding(graph.driver)
+                    edge.episodes = rest
+                    await edge.save(graph.driver)
+                    continue
+                await edge.delete(graph.driver)
+                out["facts"] += 1
+                novelty = layer.memory.rankers.get("novelty")
+                if novelty is not None and hasattr(novelty, "forget"):
+                    novelty.forget(layer.name, edge.uuid)
+            await episode.delete(graph.driver)
+            out["episodes"] += 1
+            for m in mentioned:
+                others = await graph.query("MATCH (ep:Episodic)-[:MENTIONS]->(n:Entity {uuid: $uuid}) "
+                                           "RETURN count(*) AS c", uuid=m["uuid"])
+                facts = await graph.query(f"MATCH (n:Entity {{uuid: $uuid}}){graph.hop}(x:Entity) RETURN count(*) AS c",
+                                          uuid=m["uuid"])
+                if int(others[0]["c"]) == 0 and int(facts[0]["c"]) == 0:
+                    node = await EntityNode.get_by_uuid(graph.driver, m["uuid"])
+                    await node.delete(graph.driver)
+                    out["entities"] += 1
+        if rows:
+            layer._focal = (None, 0.0)
+            layer.changed()
+    return out

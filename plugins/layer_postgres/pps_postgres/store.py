@@ -325,6 +325,40 @@ class PostgresStore:
                                      "AND id = ANY(%s)", (list(ids),))
             return cur.rowcount
 
+    # -- forgetting -----------------------------------------------------------------------------
+
+    async def in_range(self, channel, since, until):
+        rows = await self.fetch(
+            "SELECT id FROM messages WHERE created_at >= %s AND created_at < %s AND (channel = %s OR "
+            "left(channel, %s) = %s) ORDER BY created_at, id",
+            (from_storage(since), from_storage(until), channel, len(channel) + 1, channel + ":"))
+        return [r["id"] for r in rows]
+
+    async def forget(self, ids, who, how):
+        from pps_sqlite.store import forget_vectors
+
+        ids = sorted(set(ids))
+        async with self.connection() as conn, conn.transaction():
+            rows = await (await conn.execute("DELETE FROM messages WHERE id = ANY(%s) RETURNING id, summary_id",
+                                             (ids,))).fetchall()
+            found = sorted(r["id"] for r in rows)
+            flagged = sorted({r["summary_id"] for r in rows if r["summary_id"] is not None})
+            if flagged:
+                await conn.execute("UPDATE message_summaries SET rewrite = 'forgotten' WHERE id = ANY(%s)", (flagged,))
+            if found:
+                await conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (%s, %s, %s, %s)",
+                                   (who, how, json.dumps(found), json.dumps(flagged)))
+        await forget_vectors(self.retriever, found)
+        return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_flagged": flagged}
+
+    async def forget_log(self, limit, offset=0):
+        total = (await self.fetch("SELECT count(*) AS n FROM forget_log"))[0]["n"]
+        rows = await self.fetch("SELECT id, forgotten_at, who, how, turn_ids, summary_ids FROM forget_log "
+                                "ORDER BY id DESC LIMIT %s OFFSET %s", (limit, offset))
+        return total, [{"id": r["id"], "forgotten_at": ts(r["forgotten_at"]), "who": r["who"], "how": r["how"],
+                        "turn_ids": json.loads(r["turn_ids"]), "summaries_flagged": json.loads(r["summary_ids"])}
+                       for r in rows]
+
     # -- summaries ------------------------------------------------------------------------------
 
     async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):

@@ -9,6 +9,7 @@ from pps_core import Operation
 from pps_core.errors import InvalidParams
 from pps_core.timeutil import now_utc, parse_timestamp, render_iso_local, to_storage
 
+from .forget import drop_private
 from .params import (
     ConversationContextParams,
     LimitParams,
@@ -57,7 +58,7 @@ def _prepare(memory, turn: TurnIn, where: str) -> dict[str, Any]:
                             param=f"{where}content")
     created = (to_storage(parse_timestamp(turn.created_at, memory.tz, f"{where}created_at"))
                if turn.created_at else to_storage(now_utc()))
-    return {**turn.model_dump(), "created_at": created}
+    return {**turn.model_dump(), "content": drop_private(turn.content), "created_at": created}
 
 
 # -- capture -----------------------------------------------------------------------------------
@@ -188,6 +189,7 @@ async def poll_channels(memory, p: PollParams):
 
 def operations() -> list[Operation]:
     from .browse import operations as browsing
+    from .forget import operations as forgetting
 
     ro = {"read_only": True, "idempotent": True}
     return [
@@ -226,4 +228,4 @@ def operations() -> list[Operation]:
                               "summaries that overlap it. Default limit 1000."),
         Operation("get_turns_around", TurnsAroundParams, get_turns_around, group="navigation", **ro,
                   description="A window of turns around a moment: count turns, before_ratio of them before it."),
-    ] + browsing()
+    ] + browsing() + forgetting()

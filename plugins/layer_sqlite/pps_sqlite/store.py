@@ -72,6 +72,18 @@ class TurnStore(Protocol):
     async def pending_ingestion(self, limit: int) -> list[dict[str, Any]]: ...
     async def mark_ingested(self, ids: list[int]) -> int: ...
 
+    # forgetting
+    async def in_range(self, channel: str, since: str, until: str) -> list[int]:
+        """Ids of turns in ``channel`` (or under it) with since <= created_at < until, in time order."""
+        ...
+
+    async def forget(self, ids: list[int], who: str, how: str) -> dict[str, Any]:
+        """Delete turns, their full text and vectors for good; flag the summaries that covered them; log ids,
+        time and who (never content). ``{"forgotten", "not_found", "summaries_flagged"}``."""
+        ...
+
+    async def forget_log(self, limit: int, offset: int = 0) -> tuple[int, list[dict[str, Any]]]: ...
+
     # summaries
     async def store_summary(self, text: str, *, start_id: int | None, end_id: int | None,
                             message_ids: list[int] | None, channels: list[str] | None,
@@ -94,6 +106,18 @@ class TurnStore(Protocol):
     async def reindex_turns(self, progress: Callable[[int, int], None], full: bool) -> dict[str, Any] | None: ...
     async def reindex_summaries(self, progress: Callable[[int, int], None],
                                 full: bool) -> dict[str, Any] | None: ...
+
+
+async def forget_vectors(retriever: Any, ids: list[int]) -> None:
+    """Forgotten turns leave the retriever's in-memory vectors and author names: the matrix is dropped and
+    reloaded from the (now smaller) vector table at the next search."""
+    if not ids:
+        return
+    if hasattr(retriever, "forget"):
+        await retriever.forget(ids)
+        return
+    retriever.vectors = None
+    retriever._authors = None
 
 
 class SQLiteStore:
@@ -169,6 +193,17 @@ class SQLiteStore:
 
     async def mark_ingested(self, ids):
         return await self._run(turns.mark_ingested, list(ids))
+
+    async def in_range(self, channel, since, until):
+        return await self._run(turns.in_range, channel, since, until)
+
+    async def forget(self, ids, who, how):
+        out = await self._run(turns.forget, list(ids), who, how)
+        await forget_vectors(self.retriever, out["forgotten"])
+        return out
+
+    async def forget_log(self, limit, offset=0):
+        return await self._run(turns.forget_log, limit, offset)
 
     async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):
         return await self._run(lambda c: summaries.store(c, text, start_id=start_id, end_id=end_id,

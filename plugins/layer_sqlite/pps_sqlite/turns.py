@@ -234,3 +234,56 @@ def poll(conn: sqlite3.Connection, consumer: str, channel: str | None, limit: in
     return {"consumer_key": consumer, "new_consumer": False, "unread_total": total, "turns": turns,
             "remaining": total - len(turns) if not newest_first_preview else 0, "cursor": cursor,
             "oldest_unread_at": oldest}
+
+
+# -- forgetting (ids, time, who are logged; never content) --------------------------------------
+
+
+def in_range(conn: sqlite3.Connection, channel: str, since: str, until: str) -> list[int]:
+    """Ids of turns in ``channel`` (or under it: 'terminal' = 'terminal:*') with since <= created_at < until."""
+    rows = conn.execute("SELECT id FROM messages WHERE created_at >= ? AND created_at < ? AND "
+                        "(channel = ? OR substr(channel, 1, ?) = ?) ORDER BY created_at, id",
+                        (since, until, channel, len(channel) + 1, channel + ":")).fetchall()
+    return [r[0] for r in rows]
+
+
+def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict[str, Any]:
+    """Delete turns for good: the row, its FTS entry and vector (trigger, cascade), in one transaction; the
+    summaries that covered them are flagged ``rewrite = 'forgotten'``; a forget_log row records ids, time and
+    who. Then the full-text index is merged (old segments still held the words) and, with secure_delete,
+    every freed page is zeroed and the WAL checkpointed, so no copy of the file (a backup) holds the text."""
+    ids = sorted(set(ids))
+    found: list[int] = []
+    flagged: list[int] = []
+    previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        with Tx(conn):
+            for k in range(0, len(ids), 500):
+                chunk = ids[k:k + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = conn.execute(f"SELECT id, summary_id FROM messages WHERE id IN ({marks})", chunk).fetchall()
+                found += [r[0] for r in rows]
+                flagged += [r[1] for r in rows if r[1] is not None]
+                conn.execute(f"DELETE FROM messages WHERE id IN ({marks})", chunk)
+            flagged = sorted(set(flagged))
+            if flagged:
+                conn.execute(f"UPDATE message_summaries SET rewrite = 'forgotten' WHERE id IN "
+                             f"({','.join('?' * len(flagged))})", flagged)
+            if found:
+                conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (?, ?, ?, ?)",
+                             (who, how, json.dumps(sorted(found)), json.dumps(flagged)))
+        if found:
+            conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(previous)}")
+    return {"forgotten": sorted(found), "not_found": sorted(set(ids) - set(found)), "summaries_flagged": flagged}
+
+
+def forget_log(conn: sqlite3.Connection, limit: int, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
+    total = conn.execute("SELECT COUNT(*) FROM forget_log").fetchone()[0]
+    rows = conn.execute("SELECT id, forgotten_at, who, how, turn_ids, summary_ids FROM forget_log "
+                        "ORDER BY id DESC LIMIT ? OFFSET ?", (limit, offset)).fetchall()
+    return total, [{"id": r[0], "forgotten_at": r[1], "who": r[2], "how": r[3], "turn_ids": json.loads(r[4]),
+                    "summaries_flagged": json.loads(r[5])} for r in rows]
