@@ -28,7 +28,7 @@ async def home(ctx: Ctx):
     stats, _ = await ctx.part("summary_stats") if ctx.has("summary_stats") else (None, None)
     last: list[dict[str, Any]] = []
     if ctx.has("turn_activity") and ctx.has("list_turns"):
-        activity, _ = await ctx.part("turn_activity", {"days": 30})
+        activity, _ = await ctx.part("turn_activity", {"days": 366})
         families: list[str] = []
         for name in (activity or {}).get("channels", {}):
             if svg.family(name) not in families:
@@ -134,17 +134,24 @@ async def crystals(ctx: Ctx):
 
 
 async def plots(ctx: Ctx):
-    days = ctx.int_arg("days", 30, 7, 366)
-    activity, err = await ctx.part("turn_activity", {"days": days})
-    values: dict[str, Any] = {"days": days, "err": err, "turns_svg": None, "legend": [], "backlog_svg": None}
+    days, until = ctx.int_arg("days", 30, 7, 366), ctx.arg("until")
+    params: dict[str, Any] = {"days": days}
+    if until:
+        try:
+            params["until"] = f"{date.fromisoformat(until).isoformat()}T12:00:00"
+        except ValueError:
+            from pps_core.errors import InvalidParams
+
+            raise InvalidParams(f"until: {until!r} is not a date (YYYY-MM-DD)", param="until") from None
+    activity, err = await ctx.part("turn_activity", params)
+    values: dict[str, Any] = {"days": days, "until": until, "err": err, "turns_svg": None, "legend": [],
+                              "backlog_svg": None, "span": activity and f"{activity['first']} – {activity['last']}"}
     if activity:
         values["turns_svg"], values["legend"] = svg.turns_per_day(activity)
         values["backlog_svg"] = svg.backlog(activity)
     samples = recall_latencies(ctx.memory)
-    health, _ = await ctx.part("pps_health")
     values["latency_svg"] = svg.latencies(samples) if samples else None
     values["samples"] = len(samples)
-    values["layers"] = (health or {}).get("layers", {})
     return "plots.html", values
 
 

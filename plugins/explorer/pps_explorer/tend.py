@@ -95,7 +95,7 @@ async def graph(ctx: Ctx):
     q, offset = ctx.arg("q"), ctx.int_arg("offset", 0, 0, 10_000)
     values: dict[str, Any] = {"name": name, "focal": focal, "depth": depth, "q": q, "explored": None,
                               "drawing": None, "err": None, "facts": None, "page": None, "search_err": None}
-    if ctx.has("texture_explore"):
+    if not q and ctx.has("texture_explore"):  # a search shows facts; each entity links to its neighbourhood
         try:
             explored = await ctx.call("texture_explore", {"entity_name": name, "depth": depth, "limit": 60})
             values.update(explored=explored, drawing=svg.graph(explored, ctx.url("/graph", depth=depth) + "&entity="))
@@ -103,7 +103,7 @@ async def graph(ctx: Ctx):
             values["err"] = f"no entity named {name!r} in the graph yet"
         except PPSError as exc:  # an unavailable graph says why; the rest of the page stands
             values["err"] = exc.message
-    else:
+    elif not q:
         values["err"] = "not available: this entity does not load the operation texture_explore (plugin graphiti)"
     if q:
         found, err = await ctx.part("texture_search", {"query": q, "limit": 20, "offset": offset, "node_limit": 0})
@@ -194,7 +194,10 @@ async def forget_do(ctx: Ctx):
     if op is None or param is None:
         return await forget(ctx)
     ids = _ids(await _form(ctx))
-    result = await ctx.call(op, {param: ids})
+    params: dict[str, Any] = {param: ids}
+    if "requested_by" in getattr(ctx.memory.catalog.get(op).params, "model_fields", {}):
+        params["requested_by"] = "the memory explorer (web UI)"  # for the forget log; never the content
+    result = await ctx.call(op, params)
     return "forget_done.html", {"op": op, "ids": ids, "result": result}
 
 

@@ -1,0 +1,233 @@
+"""The explorer in a real browser: Debian's headless Chromium driven by Playwright (no browser download).
+
+One server and one browser for the module. Each page is visited, checked for Content-Security-Policy
+violations and console errors, and photographed under test-artefacts/explorer/.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+ARTEFACTS = Path(__file__).resolve().parents[3] / "test-artefacts" / "explorer"
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+pytestmark = pytest.mark.skipif(chromium_path() is None,
+                                reason="chromium is not installed (`make install` installs it as root or with sudo)")
+
+PAGES = [("home", "/", "memory at a glance"), ("startup", "/startup", "would wake up with"),
+         ("timeline", "/timeline?day=2026-03-02", "Timeline: 2026-03-02"), ("summaries", "/summaries", "Summaries"),
+         ("crystals", "/crystals", "Crystals"), ("photos", "/photos", "Word-photos"),
+         ("photo", "/photos/first-snow.md", "First snow"), ("graph", "/graph?depth=2", "Graph: Lyra"),
+         ("plots", "/plots?days=14&until=2026-03-04", "Plots"), ("forget", "/forget", "Forget turns")]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser, explorer_server):
+    """One logged-in tab; every dialog is recorded (and 'Delete…' confirmations accepted)."""
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    tab.problems, tab.dialogs = [], []
+    tab.on("console", lambda m: tab.problems.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: tab.problems.append(str(e)))
+
+    def on_dialog(d):
+        tab.dialogs.append(d.message)
+        d.accept() if d.message.startswith("Delete") else d.dismiss()
+
+    tab.on("dialog", on_dialog)
+    base = f"{explorer_server.url}/ui/lyra"
+    tab.goto(f"{base}/")
+    assert tab.url == f"{base}/login"
+    tab.fill("input[name=token]", "wrong")
+    tab.click("button[type=submit]")
+    assert "does not grant access" in tab.inner_text(".notice")
+    tab.fill("input[name=token]", explorer_server.token("lyra"))
+    tab.click("button[type=submit]")
+    tab.wait_for_url(f"{base}/")
+    tab.base = base
+    yield tab
+    context.close()
+
+
+def _visit(page, path: str):
+    page.problems.clear()
+    page.goto(page.base + path)
+    page.wait_for_load_state("networkidle")
+
+
+def test_login_sets_an_httponly_strict_cookie(page):
+    cookie = next(c for c in page.context.cookies() if c["name"] == "pps_ui_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/ui/lyra"
+    assert page.evaluate("document.cookie") == ""  # scripts cannot read it
+
+
+@pytest.mark.parametrize(("name", "path", "heading"), PAGES)
+def test_each_page_renders_without_csp_violations(page, name, path, heading):
+    _visit(page, path)
+    assert heading in page.inner_text("h1") or heading in page.inner_text("main")
+    assert page.problems == [], page.problems  # a blocked inline script or style would be logged here
+    assert page.evaluate("typeof htmx") == "object"  # the vendored htmx loaded under the CSP
+    page.screenshot(path=str(ARTEFACTS / f"{name}.png"), full_page=True)
+
+
+def test_home_shows_health_and_the_last_capture_per_channel(page):
+    _visit(page, "/")
+    main = page.inner_text("main")
+    assert "raw_capture" in main and "rich_texture" in main and "backlog: unsummarized" in main
+    assert re.search(r"discord\s+2026-03-03 09:00", main) and re.search(r"terminal\s+2026-03-02 08:29", main)
+    _visit(page, "/startup")
+    assert "=== AMBIENT RECALL MANIFEST ===" in page.inner_text("pre.package")
+
+
+def test_timeline_filters_pages_and_jumps_to_a_moment(page):
+    _visit(page, "/timeline?day=2026-03-02&channel=discord")
+    assert page.locator("article.turn").count() == 8
+    _visit(page, "/timeline?day=2026-03-02")
+    assert page.locator("article.turn").count() == 38 and "38 in all" in page.inner_text(".muted >> nth=-1")
+    assert page.locator("article.turn .badge:not(.open)").count() == 20  # covered by the summary
+    page.locator("article.turn >> nth=5").locator("a.jump").click()
+    expect(page.locator("article.turn.centre")).to_contain_text("Morning 5")
+    assert "/around?" in page.url
+
+
+def test_search_as_you_type_highlights_matches(page):
+    _visit(page, "/timeline?day=2026-03-02")
+    page.fill("input[name=q]", "owls")
+    expect(page.locator("#turns mark").first).to_have_text(re.compile("owls", re.I))
+    assert "q=owls" in page.url  # the search is in the address bar (back button, sharing)
+    marks = page.locator("#turns mark").all_inner_texts()
+    assert marks and all(m.lower() == "owls" for m in marks)
+    assert "Evening" in page.inner_text("#turns article.turn >> nth=0")
+
+
+def test_edit_a_word_photo_and_the_file_changes(page, explorer_server):
+    path = explorer_server.root / "lyra" / "word_photos" / "first-snow.md"
+    before = path.read_text()
+    _visit(page, "/photos/first-snow.md")
+    page.click("text=Edit")
+    page.fill("textarea[name=content]", "The harbour froze; *we skated*.")
+    page.click("button:has-text('Save')")
+    expect(page.locator(".photo-body em")).to_have_text("we skated")
+    assert page.url == page.base + "/photos/first-snow.md"
+    after = path.read_text()
+    assert after != before and "The harbour froze; *we skated*." in after and "location: balcony" in after
+    found = explorer_server.call("anchor_search", {"query": "skating on the frozen harbour", "limit": 1},
+                                 entity="lyra").json()
+    assert found["results"][0]["source"] == "first-snow.md"
+
+
+def test_new_word_photo_and_delete_it(page, explorer_server):
+    _visit(page, "/photos/new")
+    page.fill("input[name=title]", "Kitchen light")
+    page.fill("textarea[name=content]", "Morning light in the kitchen.")
+    page.click("button:has-text('Save')")
+    expect(page.locator("h1")).to_have_text("Kitchen light")
+    page.click("button:has-text('Delete')")
+    expect(page.locator("h1")).to_have_text("Word-photos")
+    assert any(d.startswith("Delete kitchen-light.md") for d in page.dialogs)
+    home = explorer_server.root / "lyra" / "word_photos"
+    assert not (home / "kitchen-light.md").exists() and (home / ".deleted" / "kitchen-light.md").exists()
+
+
+def test_delete_a_graph_fact(page, explorer_server):
+    fact = explorer_server.seeded["facts"][2]  # Lyra WATCHES Snow
+    _visit(page, "/graph")
+    row = page.locator(f"#fact-{fact['uuid']}")
+    assert row.count() == 1 and page.locator("svg.graph circle").count() >= 3
+    row.locator("button:has-text('Delete')").click()
+    expect(page.locator(f"#fact-{fact['uuid']}")).to_have_count(0)
+    assert any(d.startswith("Delete this fact") for d in page.dialogs)
+    explored = explorer_server.call("texture_explore", {"entity_name": "Lyra", "depth": 1}, entity="lyra").json()
+    assert fact["uuid"] not in {f["uuid"] for f in explored["facts"]}
+    assert {f["object"] for f in explored["facts"]} == {"Jeff"}
+
+
+def test_graph_search_and_open_an_entity(page):
+    _visit(page, "/graph?q=Chicago")
+    assert "LIVES_IN" in page.inner_text("table.facts >> nth=0")
+    page.click("table.facts a:has-text('Jeff')")
+    expect(page.locator("h1")).to_have_text("Graph: Jeff")
+    page.click("svg.graph a:has-text('Lyra')")  # the drawing is a way around: each entity centres itself
+    expect(page.locator("h1")).to_have_text("Graph: Lyra")
+
+
+def test_an_xss_payload_stored_as_a_turn_renders_inert(page):
+    page.dialogs.clear()
+    for path in ("/timeline?day=2026-03-03", "/timeline?q=tea", "/forget", "/startup"):
+        _visit(page, path)
+        assert page.evaluate("window.__pwned === undefined"), path
+    _visit(page, "/timeline?day=2026-03-03")
+    turn = page.locator("article.turn").first
+    assert turn.locator("img, script").count() == 0
+    assert '<img src=x onerror="window.__pwned=2;alert(2)">' in turn.inner_text()
+    assert "Mallory<b>" in turn.inner_text()
+    _visit(page, "/photos/hostile.md")
+    assert page.locator(".photo-body img, .photo-body a[href^='javascript']").count() == 0
+    assert page.dialogs == []
+
+
+def test_plots_are_svg_drawn_on_the_server(page):
+    _visit(page, "/plots?days=7&until=2026-03-04")
+    assert page.locator("svg.plot").count() == 3  # turns per day, backlog, recall latency
+    assert page.locator("svg.plot rect").count() >= 2
+    assert "terminal (30)" in page.inner_text(".legend") and "discord (9)" in page.inner_text(".legend")
+
+
+def test_logout_ends_the_session(browser, explorer_server):
+    context = browser.new_context()
+    tab = context.new_page()
+    base = f"{explorer_server.url}/ui/lyra"
+    tab.goto(f"{base}/login")
+    tab.fill("input[name=token]", explorer_server.token("lyra"))
+    tab.click("button[type=submit]")
+    tab.wait_for_url(f"{base}/")
+    cookie = next(c for c in context.cookies() if c["name"] == "pps_ui_session")
+    tab.click("header button:has-text('Log out')")
+    expect(tab.locator("input[name=token]")).to_be_visible()
+    stale = httpx.get(f"{base}/", cookies={"pps_ui_session": cookie["value"]})
+    assert stale.status_code == 303
+    context.close()
+
+
+def test_forget_selected_turns_after_confirming(page, explorer_server):
+    """Select turns, confirm, gone (runs last: it removes two turns from the shared server)."""
+    ops = {t["name"] for t in httpx.get(f"{explorer_server.url}/entities/lyra/tools",
+                                         headers=explorer_server.headers("lyra")).json()["tools"]}
+    _visit(page, "/forget?day=2026-03-02&channel=discord")
+    if "forget_turns" not in ops:  # forgetting is issue 13's; the page must say it is missing
+        assert "not available" in page.inner_text(".notice")
+        pytest.skip("this checkout has no forget_turns operation: only the 'not available' notice was checked")
+    boxes = page.locator("article.turn input[type=checkbox]")
+    assert boxes.count() == 8
+    chosen = [boxes.nth(i).get_attribute("value") for i in (0, 1)]
+    boxes.nth(0).check()
+    boxes.nth(1).check()
+    page.click("button:has-text('Forget the selected turns')")
+    expect(page.locator("h1")).to_have_text("Forget 2 turns?")
+    page.click("button:has-text('Yes, forget them')")
+    expect(page.locator("h1")).to_have_text("Forgotten")
+    left = explorer_server.call("list_turns", {"since": "2026-03-02", "until": "2026-03-03", "channel": "discord"},
+                                entity="lyra").json()
+    assert left["total"] == 6 and not {str(t["id"]) for t in left["turns"]} & set(chosen)
