@@ -31,13 +31,16 @@ class Events:
         pm = self._pm()
         if pm is None:
             return
-        caller = getattr(pm.hook, hook)
-        try:
-            caller(memory=self._memory, **kwargs)
-        except PPSError:
-            raise
-        except Exception as exc:  # an observer must not fail the write it observes
-            log.warning("a plugin failed in %s: %s", hook, exc)
+        given = {"memory": self._memory, **kwargs}
+        # Each listener on its own, in pluggy's call order: one that raises must not silence the others
+        # (pluggy's own call stops at the first exception).
+        for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
+            try:
+                impl.function(**{name: given[name] for name in impl.argnames})
+            except PPSError:
+                raise
+            except Exception as exc:  # an observer must not fail the write it observes
+                log.warning("a plugin failed in %s: %s", hook, exc)
 
     def memory_opened(self) -> None:
         self._fire("pps_memory_opened")
