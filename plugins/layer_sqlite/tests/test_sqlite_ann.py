@@ -122,3 +122,21 @@ async def test_below_the_threshold_search_stays_exact_and_writes_no_index(make_m
     await m.call("raw_search", {"query": "garden", "limit": 1})
     assert raw.retriever.ann is None and len(raw.retriever.vectors) == 30
     assert not ann.paths(raw.db.path)[0].exists()
+
+
+async def test_embedding_new_turns_does_not_rescan_history(make_memory, pps_home):
+    """After a drain finds nothing more to embed, the next one looks only above the highest id it saw."""
+    first = await filled(make_memory, 30, home=pps_home / "floor")
+    await first.close()
+    m = await filled(make_memory, 0, home=pps_home / "floor")  # a new process: every turn already has its vector
+    raw = m.require_layer("raw_capture")
+    assert raw.retriever._floor == 30
+    conn = raw.db.conn
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    await m.call("store_message", {"content": "one more about the violin", "author_name": "Jeff", "channel": "x"})
+    await raw.retriever.drain()
+    conn.set_trace_callback(None)
+    looks = [s for s in seen if "NOT EXISTS" in s]
+    assert looks and all("WHERE id > 30 " in s or "WHERE id > 31 " in s for s in looks), looks
+    assert raw.retriever._floor == 31
