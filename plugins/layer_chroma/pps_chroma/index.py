@@ -41,9 +41,11 @@ class ChromaIndex:
     """Chunks of word-photos in one collection, kept by the index process; every chunk carries its file's
     name and fingerprint."""
 
-    def __init__(self, path: Path, embedder: Any, timeout_s: float = 30.0) -> None:
+    def __init__(self, path: Path, embedder: Any, timeout_s: float = 30.0, server: dict | None = None) -> None:
         self.path = Path(path)
         self.embedder = embedder
+        #: A ``chroma run`` server ({host, port, ssl, token, collection}); None: embedded under ``path``.
+        self.server = server
         self.timeout_s = timeout_s
         self.rebuilt = False
         self.generation = 0
@@ -76,7 +78,8 @@ class ChromaIndex:
         self._conn = ours
         self.generation += 1
         self._count = None
-        self.rebuilt = self._exchange("open", (str(self.path), self.embedder.name, self.embedder.dimension),
+        self.rebuilt = self._exchange("open", (str(self.path), self.embedder.name, self.embedder.dimension,
+                                               self.server),
                                       max(self.timeout_s, OPEN_TIMEOUT_S))
 
     def _stop(self) -> None:

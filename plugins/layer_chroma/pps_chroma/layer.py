@@ -102,7 +102,7 @@ class AnchorLayer(Layer):
         clean_stale_tmp(self.dir)
         with self._lock:
             self.index = ChromaIndex(Path(self.memory.home) / self.settings.index_dir, embedder,
-                                     self.settings.timeout_s)
+                                     self.settings.timeout_s, self.settings.server(self.memory.settings.entity))
             self.index.open()
             self._generation = self.index.generation
             self._entries = {name: Entry.from_meta(m) for name, m in self.index.fingerprints().items()}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Literal
+
+from pydantic import Field, SecretStr
 
 from pps_core import PluginSettings
 
@@ -19,3 +21,21 @@ class ChromaSettings(PluginSettings, env_prefix="PPS_CHROMA_"):
     timeout_s: float = Field(30.0, gt=0, le=3600, description="a call into the Chroma index that takes longer "
                                                               "(a full disk can hang it) answers 503; the index "
                                                               "process is restarted")
+    mode: Literal["embedded", "http"] = Field(
+        "embedded", description="embedded: the index is a folder in the home; http: a `chroma run` server")
+    host: str = Field("127.0.0.1", description="(mode http) the Chroma server's host")
+    port: int = Field(8000, ge=1, le=65535, description="(mode http) its port")
+    ssl: bool = Field(False, description="(mode http) https")
+    token: SecretStr | None = Field(None, description="(mode http) sent as 'Authorization: Bearer <token>'")
+    collection: str = Field("", max_length=63, description="(mode http) collection name; default "
+                                                           "word_photos_<entity> (entities share a server)")
+
+    def server(self, entity: str) -> dict | None:
+        """The index process's server spec, or None when embedded."""
+        if self.mode != "http":
+            return None
+        import re
+
+        name = self.collection or "word_photos_" + re.sub(r"[^A-Za-z0-9_-]", "_", entity)
+        return {"host": self.host, "port": self.port, "ssl": self.ssl, "collection": name[:63],
+                "token": self.token.get_secret_value() if self.token else None}

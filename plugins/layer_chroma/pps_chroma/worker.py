@@ -68,23 +68,35 @@ def _embedding_function():
 class Store:
     """One collection of word-photo chunks; every chunk carries its file's name and fingerprint."""
 
-    def __init__(self, path: str, embedder_name: str, dimension: int) -> None:
+    def __init__(self, path: str, embedder_name: str, dimension: int, server: dict | None = None) -> None:
+        """Embedded at ``path``; or, with ``server`` ({host, port, ssl, token, collection}), a ``chroma run``
+        server reached over HTTP (the token goes as ``Authorization: Bearer``)."""
         import chromadb
         from chromadb.config import Settings
 
-        Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False,
-                                                                             allow_reset=False))
+        name = COLLECTION
+        Path(path).mkdir(parents=True, exist_ok=True, mode=0o700)  # the index (embedded) or its state file
+        if server:
+            headers = {"Authorization": f"Bearer {server['token']}"} if server.get("token") else None
+            try:
+                self.client = chromadb.HttpClient(host=server["host"], port=server["port"], ssl=server.get("ssl", False),
+                                                  headers=headers, settings=Settings(anonymized_telemetry=False))
+            except Exception as exc:  # name the server: the layer reports it unavailable with this
+                raise ConnectionError(f"Chroma server at {server['host']}:{server['port']}: {exc}") from None
+            name = server["collection"]
+        else:
+            self.client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False,
+                                                                                 allow_reset=False))
         ef = _embedding_function()(embedder_name, dimension)
         want = {"pps_embedder": embedder_name, "pps_dimension": dimension}
         self.rebuilt = False
-        if COLLECTION in {c.name for c in self.client.list_collections()}:
-            meta = self.client.get_collection(COLLECTION, embedding_function=ef).metadata or {}
+        if name in {c.name for c in self.client.list_collections()}:
+            meta = self.client.get_collection(name, embedding_function=ef).metadata or {}
             if {k: meta.get(k) for k in want} != want:  # another embedder's vectors: rebuild from the files
-                self.client.delete_collection(COLLECTION)
+                self.client.delete_collection(name)
                 self.rebuilt = True
         self.collection = self.client.get_or_create_collection(
-            COLLECTION, embedding_function=ef, metadata=want, configuration={"hnsw": {"space": "cosine"}})
+            name, embedding_function=ef, metadata=want, configuration={"hnsw": {"space": "cosine"}})
 
     def count(self) -> int:
         return self.collection.count()
