@@ -76,10 +76,15 @@ def chunk_turns(turns: list[Turn], max_tokens: int = 350) -> list[Chunk]:
 
 
 def compact_chunks(chunks: list[Chunk], min_tokens: int = 60) -> list[Chunk]:
-    """Fold chunks smaller than ``min_tokens`` into the one before (the first into the next)."""
+    """Fold chunks smaller than ``min_tokens`` into the one before, until that one reaches ``min_tokens``.
+
+    A small chunk joins the previous one only while the previous is itself small (or the pair stays
+    under twice ``min_tokens``), so a session of many short exchanges becomes several chunks, never one.
+    """
     out: list[Chunk] = []
     for c in chunks:
-        if out and (c.tokens < min_tokens or out[-1].tokens < min_tokens):
+        if out and (out[-1].tokens < min_tokens or
+                    (c.tokens < min_tokens and out[-1].tokens + c.tokens <= 2 * min_tokens)):
             out[-1] = Chunk(out[-1].turns + c.turns)
         else:
             out.append(c)
@@ -118,19 +123,28 @@ def _mean(a, b, wa: int, wb: int):
     return [v / norm for v in vec]
 
 
+#: A merged chunk holds at most this share of the session, so merging never swallows the whole of it.
+MAX_SHARE = 0.25
+
+
 def merge_chunks(chunks: list[Chunk], vectors: list, threshold: float, max_tokens: int = 1500) -> list[Chunk]:
     """Merge each chunk into the one before while they are similar and the merge stays small.
 
     The merged chunk's vector is the size-weighted mean of its parts, so a run of chunks on one
-    subject keeps absorbing its neighbours and a change of subject starts a new chunk.
+    subject keeps absorbing its neighbours and a change of subject starts a new chunk. A merge stays
+    under ``max_tokens`` and under a quarter of the session, and the session's last chunk is never
+    merged into the one before: where the session ended is always a summary of its own.
     """
     if not chunks:
         return []
+    total = sum(c.tokens for c in chunks)
+    cap = min(max_tokens, max(int(total * MAX_SHARE), max((c.tokens for c in chunks), default=0)))
     out = [chunks[0]]
     vecs = [vectors[0]]
-    for chunk, vec in zip(chunks[1:], vectors[1:], strict=True):
+    last = len(chunks) - 1
+    for i, (chunk, vec) in enumerate(zip(chunks[1:], vectors[1:], strict=True), start=1):
         prev = out[-1]
-        if cosine(vecs[-1], vec) >= threshold and prev.tokens + chunk.tokens <= max_tokens:
+        if i != last and cosine(vecs[-1], vec) >= threshold and prev.tokens + chunk.tokens <= cap:
             vecs[-1] = _mean(vecs[-1], vec, prev.tokens, chunk.tokens)
             out[-1] = Chunk(prev.turns + chunk.turns)
         else:

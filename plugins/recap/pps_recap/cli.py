@@ -40,10 +40,16 @@ def cmd_recap(args) -> int:
               "model": args.model, "summarizer": args.summarizer, "novelty": True if args.novelty else None,
               "write": args.save}
     params = {k: v for k, v in params.items() if v is not None}
-    with _client(args, settings) as client:
-        if client.mode == "server" or args.novelty:  # novelty searches the layers: run as the operation
+    from pps_core.forward import server_address
+
+    serving = bool(server_address(settings.home)) and not args.local
+    if serving and args.novelty:  # novelty searches the layers: the server runs it (its own logs only)
+        with _client(args, settings) as client:
             answer = client.call("session_recap", params)
-        else:
+    elif serving:  # the log is read here, by the user who runs the command: any file they can read
+        answer = _recap_beside_server(settings, params)
+    else:
+        with _client(args, settings) as client:
             answer = _recap_here(client.memory, client._loop, params)
     if args.output:
         Path(args.output).expanduser().write_text(answer["text"] + "\n", encoding="utf-8")
@@ -58,6 +64,54 @@ def cmd_recap(args) -> int:
               f"{stats.get('similarity')} merge){'; saved ' + answer['written'] if answer.get('written') else ''}",
               file=sys.stderr)
     return 0
+
+
+def _answer(recap, path: Path, budget: int, written: str | None) -> dict:
+    items = [{"start": i.start.isoformat() if i.start else None, "end": i.end.isoformat() if i.end else None,
+              "summary": i.summary, "score": i.score} for i in recap.items]
+    return {"text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
+            "summarizer": recap.stats.get("summarizer"), "stats": recap.stats, "items": items}
+
+
+def _recap_beside_server(settings, params: dict) -> dict:
+    """A server owns the stores: recap here without them (lexical merge, the configured LLM or extractive),
+    reading the log as the invoking user, and save ``_recap.md`` atomically beside the server."""
+    from zoneinfo import ZoneInfo
+
+    from pps_core.progress import progress
+
+    from . import service, store
+    from .pipeline import generate
+    from .summarize import make_summarizer
+
+    p = service.SessionRecapParams.model_validate(params)
+    path = service.resolve_log(_SettingsOnly(settings), p, trusted=True)
+    rs = store.recap_settings(settings)
+    budget = p.budget or rs.budget
+    bar = progress(None, "recap", unit="chunk")
+
+    def tick(_stage: str, done: int, total: int) -> None:
+        bar.total = total
+        bar.n = done
+        bar.refresh()
+
+    try:
+        recap = generate(path, budget=budget, summarizer=make_summarizer(settings.llm, p.summarizer or rs.summarizer,
+                                                                         p.model or rs.model),
+                         tz=ZoneInfo(settings.timezone), chunk_tokens=rs.chunk_tokens,
+                         merge_threshold=rs.merge_threshold, progress=tick)
+    finally:
+        bar.close()
+    written = str(store.save(settings.home, recap.text, path, recap.stats)) if p.write and recap.text else None
+    return _answer(recap, path, budget, written)
+
+
+class _SettingsOnly:
+    """What ``resolve_log`` reads of a memory: its settings and home."""
+
+    def __init__(self, settings) -> None:
+        self.settings = settings
+        self.home = settings.home
 
 
 def _recap_here(memory, loop, params: dict) -> dict:
@@ -83,7 +137,4 @@ def _recap_here(memory, loop, params: dict) -> dict:
     finally:
         bar.close()
     written = str(store.save(memory.home, recap.text, path, recap.stats)) if p.write and recap.text else None
-    items = [{"start": i.start.isoformat() if i.start else None, "end": i.end.isoformat() if i.end else None,
-              "summary": i.summary, "score": i.score} for i in recap.items]
-    return {"text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
-            "summarizer": recap.stats.get("summarizer"), "stats": recap.stats, "items": items}
+    return _answer(recap, path, budget, written)

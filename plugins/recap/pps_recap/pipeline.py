@@ -2,8 +2,10 @@
 
 Scoring is recency (``(i + 1) / n``, biased toward the end of the session, where unfinished work
 is), optionally multiplied by novelty against existing memories (``0.5 + 0.5 * novelty``, novelty in
-[0, 1] from a caller-supplied function). Selection takes the best-scored summaries while the whole
-rendered recap stays within the token budget, then puts them back in chronological order.
+[0, 1] from a caller-supplied function). Selection takes the session's last summary first, then the
+best-scored ones while the whole rendered recap stays within the token budget, and puts them back in
+chronological order. The recap ends with where the session ended (the agent's last words, the last
+failure, the next step it stated; written by the LLM when there is one): ``**Where I left off**``.
 """
 
 from __future__ import annotations
@@ -58,8 +60,10 @@ def _when(item: RecapItem, tz: ZoneInfo, day_shown: set[str]) -> str:
     return f"**[{label}]** "
 
 
-def render(items: list[RecapItem], tz: ZoneInfo, source: str, turns: int, tools: int) -> str:
-    """The markdown of ``_recap.md``: a header line, then one bullet per summary, oldest first."""
+def render(items: list[RecapItem], tz: ZoneInfo, source: str, turns: int, tools: int,
+           end_state: str = "", ended: datetime | None = None) -> str:
+    """The markdown of ``_recap.md``: a header line, one bullet per summary, oldest first, and last where
+    the session ended (``end_state``)."""
     starts = [i.start for i in items if i.start]
     ends = [i.end or i.start for i in items if i.start]
     span = ""
@@ -69,18 +73,27 @@ def render(items: list[RecapItem], tz: ZoneInfo, source: str, turns: int, tools:
     lines = [f"# Last session recap\n_{source}{span}; {turns} turns, {tools} tool calls_\n"]
     shown: set[str] = set()
     lines += [f"- {_when(i, tz, shown)}{i.summary}" for i in items]
+    if end_state:
+        when = f" ({ended.astimezone(tz).strftime('%H:%M')})" if ended else ""
+        lines.append(f"- **Where I left off**{when}: {end_state}")
     return "\n".join(lines)
 
 
 def select(items: list[RecapItem], budget: int, compose: Callable[[list[RecapItem]], str]) -> list[RecapItem]:
-    """Best-scored items whose rendering fits ``budget`` tokens, in chronological order."""
+    """Best-scored items whose rendering fits ``budget`` tokens, in chronological order; the session's
+    last item first of all (where it ended is the unfinished work), cut to fit if it must be."""
     chosen: list[RecapItem] = []
+    newest = max(items, key=lambda i: i.index, default=None)
+    if newest is not None and tokens(compose([newest])) <= budget:
+        chosen = [newest]
     for item in sorted(items, key=lambda i: (-i.score, -i.index)):
+        if item in chosen:
+            continue
         trial = sorted(chosen + [item], key=lambda i: i.index)
         if tokens(compose(trial)) <= budget:
             chosen = trial
     if not chosen and items:  # not even one fits: the newest, cut to the budget
-        best = max(items, key=lambda i: (i.score, i.index))
+        best = max(items, key=lambda i: i.index)
         room = max(0, budget * 4 - len(compose([dataclasses.replace(best, summary="")])) - 4)
         chosen = [dataclasses.replace(best, summary=best.summary[:room].rstrip() + "...")] if room > 20 else []
     return chosen
@@ -123,10 +136,23 @@ def generate(source: Path | list[Turn], *, budget: int = 1000, summarizer, embed
     items = [RecapItem(i, s, c.start, c.end, round(sc, 4), c.tool_counts.get("consequential", 0))
              for i, (s, c, sc) in enumerate(zip(summaries, chunks, scores, strict=True)) if s.strip()]
 
+    end_state = ""
+    if turns and hasattr(summarizer, "end_state"):
+        end_state = summarizer.end_state(turns)
+        stats["end_state"] = getattr(summarizer, "end_state_kind", "extractive")
+        room = budget * 4 // 2  # the end state never takes more than half the budget
+        if len(end_state) > room:
+            end_state = end_state[:max(0, room - 3)].rstrip() + "..."
+    ended = next((t.ts for t in reversed(turns) if t.ts), None)
+
     def compose(chosen: list[RecapItem]) -> str:
-        return render(chosen, tz, name, len(turns), tools)
+        return render(chosen, tz, name, len(turns), tools, end_state, ended)
 
     chosen = select(items, budget, compose)
+    if not chosen and end_state:  # a budget too small for both: the summaries win
+        end_state = ""
+        stats.pop("end_state", None)
+        chosen = select(items, budget, compose)
     text = compose(chosen) if chosen else ""
     stats.update(selected=len(chosen), summaries=n, tokens=tokens(text), budget=budget)
     return Recap(text, chosen, stats)

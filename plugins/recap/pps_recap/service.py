@@ -56,7 +56,7 @@ def resolve_log(memory: Memory, p: SessionRecapParams, *, trusted: bool = False)
         if not trusted and not _entity_log(memory, path):
             raise InvalidParams("log: not one of this entity's session logs (allowed: files matching [recap] logs, "
                                 "transcripts its Claude Code hooks saw, files under its home); add its folder to "
-                                "[recap] logs in pps.toml, or recap it with `pps recap LOG` while no server runs", param="log")
+                                "[recap] logs in pps.toml, or recap it with `pps recap LOG` (the CLI reads any file you can read)", param="log")
         return path
     newest = store.newest_log(memory.settings, p.exclude_session)
     if newest is None:

@@ -22,6 +22,48 @@ PROMPT = (
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(\[])")
 
 
+END_PROMPT = (
+    "You write the WHERE I LEFT OFF line of the recap an AI agent reads when its next session starts. From "
+    "the end of its previous session below, say in at most two sentences, in the first person (the agent is "
+    "'I', the human is 'the user'): what I was doing when the session ended, what failed or is unfinished, "
+    "and the next step if the session states one. Answer with the line only.")
+#: Cues of a stated next step or of unfinished work, in the agent's own words.
+_NEXT = re.compile(r"\b(next( step)?|todo|to do|still|remaining|left to|need to|will|then I|follow[- ]up)\b", re.I)
+#: How much of the session's end the end state is drawn from.
+END_TURNS = 12
+
+
+def _sentences(text: str) -> list[str]:
+    return [p.strip() for p in _SENTENCE.split(" ".join(text.split())) if p.strip()]
+
+
+def extractive_end_state(turns) -> str:
+    """Where the session ended, from its last turns: the agent's last words, the last failure, the stated next step."""
+    tail = list(turns)[-END_TURNS:]
+    said = [t for t in tail if t.role == "Assistant" and t.text.strip()]
+    failure = next((t.text for t in reversed(tail) if t.role == "Tool" and "(failed)" in t.text), None)
+    parts: list[str] = []
+    if said:
+        final = _sentences(said[-1].text)
+        parts.append(" ".join(final[-3:]) if final else said[-1].text.strip())
+    if failure and failure not in " ".join(parts):
+        parts.append(f"Last failure: {failure.rstrip('.')}.")
+    stated = " ".join(parts)
+    for t in reversed(said[:-1]):  # a next step said a little earlier, when the last words do not state one
+        if _NEXT.search(stated):
+            break
+        cue = next((x for x in reversed(_sentences(t.text)) if _NEXT.search(x)), None)
+        if cue:
+            parts.append(cue)
+            break
+    if not parts:
+        asked = next((t.text for t in reversed(tail) if t.role == "User"), "")
+        if asked:
+            parts.append(f"The user had asked: {' '.join(asked.split())[:200]}")
+    text = " ".join(parts)
+    return text if len(text) <= 600 else text[:597].rstrip() + "..."
+
+
 class ExtractiveSummarizer:
     """The chunk's most central sentences, in their original order (TF-IDF weight per sentence).
 
@@ -34,6 +76,9 @@ class ExtractiveSummarizer:
     def __init__(self, max_sentences: int = 3, max_chars: int = 420) -> None:
         self.max_sentences = max_sentences
         self.max_chars = max_chars
+
+    def end_state(self, turns) -> str:
+        return extractive_end_state(turns)
 
     def summarize(self, chunk: Chunk) -> str:
         sentences: list[tuple[str, str, float]] = []  # (role, sentence, bonus)
@@ -94,6 +139,22 @@ class LLMSummarizer:
         self.max_input_chars = max_input_chars
         self.fallback = ExtractiveSummarizer()
         self.failures: list[str] = []
+
+    def end_state(self, turns) -> str:
+        """The WHERE I LEFT OFF line from the session's last turns; extractive when the LLM fails."""
+        from pps_core.errors import Unavailable
+
+        tail = Chunk(list(turns)[-END_TURNS * 2:]).text[-self.max_input_chars:]
+        try:
+            answer = " ".join(self.client.complete(END_PROMPT, tail).split())
+        except Unavailable as exc:
+            self.failures.append(exc.message)
+            answer = ""
+        if answer:
+            self.end_state_kind = "llm"
+            return answer
+        self.end_state_kind = "extractive"
+        return extractive_end_state(turns)
 
     def summarize(self, chunk: Chunk) -> str:
         from pps_core.errors import Unavailable
