@@ -128,7 +128,11 @@ def serve(settings, idle_s: float) -> int:
 
     from pps_core import Memory
 
+    import logging
+
     os.umask(0o077)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,  # tracebacks of failed calls: the server log
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     address = f"http://127.0.0.1:{sock.getsockname()[1]}"
