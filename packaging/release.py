@@ -20,10 +20,12 @@ Each plugin says in its pyproject.toml how the user-facing `pps` distribution sh
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
 import tomllib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -237,7 +239,8 @@ def sync() -> list[str]:
 
 # ---------------------------------------------------------------- build
 
-def build(outdir: Path, isolation: bool = True, wheel_only: bool = False, quiet: bool = True) -> list[Path]:
+def build(outdir: Path, isolation: bool = True, wheel_only: bool = False, quiet: bool = True,
+          jobs: int | None = None) -> list[Path]:
     """`python -m build` for pps-core, every plugin and packaging/pps; returns the wheels written.
 
     Without --wheel each wheel is built from its sdist (as an index would), so a file the sdist
@@ -249,15 +252,22 @@ def build(outdir: Path, isolation: bool = True, wheel_only: bool = False, quiet:
     outdir.mkdir(parents=True, exist_ok=True)
     core, plugins = packages()
     dirs = [core.dir, *(p.dir for p in plugins), _meta_dir()]
-    for i, directory in enumerate(dirs, 1):
+    done = 0
+
+    def one(directory: Path) -> None:
+        nonlocal done
         cmd = [sys.executable, "-m", "build", "--outdir", str(outdir), str(directory)]
         cmd += [] if isolation else ["--no-isolation"]
         cmd += ["--wheel"] if wheel_only else []
-        if quiet:
-            print(f"[{i}/{len(dirs)}] {_rel(directory) if directory != ROOT else '.'}", file=sys.stderr)
         proc = subprocess.run(cmd + (["-q"] if quiet else []), capture_output=quiet, text=True)
         if proc.returncode:
             raise ReleaseError(f"building {directory} failed:\n{proc.stdout}{proc.stderr}")
+        done += 1
+        print(f"[{done}/{len(dirs)}] built {_rel(directory) if directory != ROOT else '.'}", file=sys.stderr)
+
+    # Each build is a separate process with its own temporary directory; a few at once use the cores.
+    with ThreadPoolExecutor(max_workers=jobs or min(4, os.cpu_count() or 1)) as pool:
+        list(pool.map(one, dirs))
     version = read_version()
     wheels = sorted(outdir.glob(f"*-{version}-py3-none-any.whl"))
     if len(wheels) != len(dirs):
