@@ -14,6 +14,7 @@ from .plugin import recall_latencies
 from .web import Ctx
 
 PAGE = 50
+RECENT = 500  # the home page's 'last capture per channel' looks at this many newest turns
 
 
 def pager(ctx: Ctx, offset: int, size: int, shown: int, total: int | None, path: str, **query: Any) -> dict:
@@ -27,16 +28,13 @@ async def home(ctx: Ctx):
     health, health_err = await ctx.part("pps_health")
     stats, _ = await ctx.part("summary_stats") if ctx.has("summary_stats") else (None, None)
     last: list[dict[str, Any]] = []
-    if ctx.has("turn_activity") and ctx.has("list_turns"):
-        activity, _ = await ctx.part("turn_activity", {"days": 366})
-        families: list[str] = []
-        for name in (activity or {}).get("channels", {}):
-            if svg.family(name) not in families:
-                families.append(svg.family(name))
-        for fam in families[:6]:
-            newest, _ = await ctx.part("list_turns", {"channel": fam, "newest_first": True, "limit": 1})
-            if newest and newest["turns"]:
-                last.append({"channel": fam, "turn": newest["turns"][0]})
+    newest, _ = await ctx.part("list_turns", {"newest_first": True, "limit": RECENT}) if ctx.has("list_turns") \
+        else (None, None)
+    seen: set[str] = set()
+    for turn in (newest or {}).get("turns", []):  # the newest turn of each channel family among them
+        if svg.family(turn["channel"]) not in seen:
+            seen.add(svg.family(turn["channel"]))
+            last.append({"channel": svg.family(turn["channel"]), "turn": turn})
     samples = recall_latencies(ctx.memory)
     recall_ms = sorted(ms for _t, ms in samples)
     return "home.html", {"health": health, "health_err": health_err, "stats": stats, "last": last,

@@ -67,14 +67,12 @@ def _activity(conn: sqlite3.Connection, start: str, end: str, minute: bool):
     width = 16 if minute else 13  # 'YYYY-MM-DDTHH:MM' for zones off the hour, else 'YYYY-MM-DDTHH'
     turns = conn.execute(f"SELECT substr(created_at, 1, {width}), channel, COUNT(*) FROM messages "
                          "WHERE created_at >= ? AND created_at < ? GROUP BY 1, 2", (start, end)).fetchall()
-    stored_before = conn.execute("SELECT COUNT(*) FROM messages WHERE stored_at < ?", (start,)).fetchone()[0]
+    before = conn.execute("SELECT COUNT(*) FROM messages WHERE created_at < ?", (start,)).fetchone()[0]
     summed_before = conn.execute(
         "SELECT COALESCE(SUM(message_count), 0) FROM message_summaries WHERE created_at < ?", (start,)).fetchone()[0]
-    stored = conn.execute(f"SELECT substr(stored_at, 1, {width}), COUNT(*) FROM messages "
-                          "WHERE stored_at >= ? AND stored_at < ? GROUP BY 1", (start, end)).fetchall()
     summed = conn.execute(f"SELECT substr(created_at, 1, {width}), SUM(message_count) FROM message_summaries "
                           "WHERE created_at >= ? AND created_at < ? GROUP BY 1", (start, end)).fetchall()
-    return turns, stored_before - summed_before, stored, summed
+    return turns, before - summed_before, summed
 
 
 def _store(memory):
@@ -109,23 +107,22 @@ async def turn_activity(memory, p: ActivityParams):
         raise InvalidParams("until: too near the edge of the calendar", param="until") from None
     minute = any(datetime.combine(d, time(), tz).utcoffset().total_seconds() % 3600 for d in days)
     pad = ":00.000Z" if minute else ":00:00.000Z"
-    turns, backlog, stored, summed = await _store(memory)._run(_activity, starts[0], starts[-1], minute)
+    turns, backlog, summed = await _store(memory)._run(_activity, starts[0], starts[-1], minute)
 
     def day_of(bucket: str) -> int:
         return max(0, bisect_right(starts, bucket + pad) - 1)
 
-    out = [{"date": d.isoformat(), "turns": {}, "total": 0, "stored": 0, "summarized": 0} for d in days[:-1]]
+    out = [{"date": d.isoformat(), "turns": {}, "total": 0, "summarized": 0} for d in days[:-1]]
     channels: dict[str, int] = {}
     for bucket, channel, n in turns:
         day = out[min(day_of(bucket), p.days - 1)]
         day["turns"][channel] = day["turns"].get(channel, 0) + n
         day["total"] += n
         channels[channel] = channels.get(channel, 0) + n
-    for rows, key in ((stored, "stored"), (summed, "summarized")):
-        for bucket, n in rows:
-            out[min(day_of(bucket), p.days - 1)][key] += n
-    for day in out:  # unsummarized turns at the end of each day: stored so far minus summarized so far
-        backlog += day.pop("stored") - day.pop("summarized")
+    for bucket, n in summed:
+        out[min(day_of(bucket), p.days - 1)]["summarized"] += n
+    for day in out:  # at the end of each day: turns dated up to then minus turns summarized by then
+        backlog += day["total"] - day.pop("summarized")
         day["backlog"] = max(0, backlog)
     return {"zone": str(tz), "first": days[0].isoformat(), "last": days[-2].isoformat(),
             "channels": dict(sorted(channels.items(), key=lambda kv: -kv[1])), "days": out}
@@ -140,5 +137,6 @@ def operations() -> list[Operation]:
                               "covering each (summary_id)."),
         Operation("turn_activity", ActivityParams, turn_activity, group="navigation", **ro,
                   description="Per day (in the entity's zone): turns per channel, and the unsummarized backlog at "
-                              "the end of the day (turns stored by then minus turns summarized by then)."),
+                              "the end of the day (turns dated up to then minus turns summarized by then; an "
+                              "imported history counts from its own dates)."),
     ]
