@@ -85,6 +85,8 @@ def test_the_first_hooks_start_one_server_and_it_stops_when_idle(root, tmp_path)
     server_log = (root / "lyra" / "logs" / "server.log").read_text()
     assert server_log.count(" serving lyra at ") == 1  # three hooks at once, one server
     assert oct((root / "lyra" / "logs" / "server.log").stat().st_mode & 0o777) == "0o600"
+    starts = [ln for ln in (root / "lyra" / "logs" / "hooks.log").read_text().splitlines() if " SessionStart " in ln]
+    assert sum(int(ln.split("new_turns=")[1].split()[0]) for ln in starts) == 12  # each turn read and sent once
     stop = run_hook(root, "Stop", payload("Stop", transcript), **env)
     assert stop.returncode == 0 and stop.stdout == ""
     log = (root / "lyra" / "logs" / "hooks.log").read_text()
