@@ -61,9 +61,10 @@ class Events:
         problems: list[str] = []
         results = []
         hook = "pps_messages_forgotten"
-        for impl in getattr(pm.hook, hook).get_hookimpls():  # each on its own: a failing one never stops the rest
+        given = {"memory": self._memory, "ids": list(ids)}
+        for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):  # each on its own, in pluggy's order
             try:
-                results.append((impl.plugin_name, impl.function(memory=self._memory, ids=list(ids))))
+                results.append((impl.plugin_name, impl.function(**{n: given[n] for n in impl.argnames})))
             except PPSError:
                 raise
             except Exception as exc:

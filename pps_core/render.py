@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -13,7 +14,7 @@ from .settings import LateNight
 
 if TYPE_CHECKING:  # pragma: no cover
     from .layer import Layer
-from .timeutil import render_day, render_minute
+from .timeutil import local, render_day, render_minute
 
 SEPARATOR = "\n\n---\n"
 
@@ -48,7 +49,7 @@ def uningested_status(n: int) -> str:
 
 
 def health_line(unsummarized: int | None, uningested: list[tuple[str, int]],
-                other: list[tuple[str, int]] = ()) -> str:
+                other: Sequence[tuple[str, int]] = ()) -> str:
     parts = []
     if unsummarized is not None:
         parts.append(f"{unsummarized} unsummarized messages {unsummarized_status(unsummarized)}")
@@ -97,6 +98,8 @@ class Block:
     #: A fused search block: the layer of each item, and each layer's title.
     item_layers: list[str] | None = None
     titles: dict[str, str] | None = None
+    #: Turns: each item's day; a ``[day]`` line goes before the first shown item of each day.
+    days: list[str] | None = None
 
     @property
     def char_count(self) -> int:
@@ -115,7 +118,17 @@ class Block:
         idx = self.chosen(n)
         if not idx:
             return ""
-        body = self.joiner.join(self.items[i] for i in idx)
+        if self.days is not None:
+            lines: list[str] = []
+            previous = None
+            for i in idx:
+                if self.days[i] != previous:
+                    lines.append(f"[{self.days[i]}]")
+                    previous = self.days[i]
+                lines.append(self.items[i])
+            body = self.joiner.join(lines)
+        else:
+            body = self.joiner.join(self.items[i] for i in idx)
         head = header if header is not None else self.header
         return f"{head}\n{body}" if head else body
 
@@ -125,26 +138,61 @@ def document_item(r: SearchResult, max_chars: int | None) -> tuple[str, int]:
     return f"[{r.layer}]\nSource: {r.source}\n{body}", shown_chars(r.content, max_chars)
 
 
-def summary_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None) -> tuple[str, int]:
+def summary_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *,
+                 labels: dict[str, str] | None = None) -> tuple[str, int]:
     body = truncate(r.content, max_chars)
     day = render_day(r.timestamp, tz) if r.timestamp else "????-??-??"
-    channels = ", ".join(r.metadata.get("channels") or []) or "unknown"
+    channels = ", ".join((labels or {}).get(c, c) for c in r.metadata.get("channels") or []) or "unknown"
     return f"[{day}] [{channels}]\n{body}", shown_chars(r.content, max_chars)
 
 
-def turn_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None) -> tuple[str, int]:
+def turn_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *, labels: dict[str, str] | None = None,
+              with_day: bool = True) -> tuple[str, int]:
+    """``[2026-01-26 14:24] [terminal:dddd] Jeff: text``; the channel by its short label (``labels``, from
+    :func:`channel_labels`), the time alone when the day goes on a line of its own (``with_day=False``)."""
     body = truncate(r.content, max_chars)
-    when = render_minute(r.timestamp, tz) if r.timestamp else "?"
+    if not r.timestamp:
+        when = "?"
+    else:
+        when = render_minute(r.timestamp, tz) if with_day else local(r.timestamp, tz).strftime("%H:%M")
     md = r.metadata
-    return f"[{when}] [{md.get('channel', '?')}] {md.get('author_name', '?')}: {body}", shown_chars(r.content, max_chars)
+    channel = str(md.get("channel", "?"))
+    channel = (labels or {}).get(channel, channel)
+    return f"[{when}] [{channel}] {md.get('author_name', '?')}: {body}", shown_chars(r.content, max_chars)
 
 
-def manifest(blocks: list[Block], extra_lines: Sequence[str] = ()) -> str:
+def turn_day(r: SearchResult, tz: ZoneInfo) -> str:
+    return render_day(r.timestamp, tz) if r.timestamp else "????-??-??"
+
+
+_LONG_ID = re.compile(r"[0-9A-Za-z_-]{12,}")
+
+
+def channel_labels(channels: Sequence[str], shortest: int = 4) -> dict[str, str]:
+    """Short labels for channels whose part after the first ':' is a long id (a session UUID): the shortest
+    prefix of it, at least ``shortest`` characters, that no other channel of the same package shares
+    (``terminal:dddd1111-...`` -> ``terminal:dddd``). Other channels keep their name. The full channel stays in
+    the structured results."""
+    out: dict[str, str] = {}
+    ids: dict[str, set[str]] = {}
+    for ch in set(channels):
+        family, sep, rest = ch.partition(":")
+        if sep and _LONG_ID.fullmatch(rest):
+            ids.setdefault(family, set()).add(rest)
+    for family, rests in ids.items():
+        for rest in rests:
+            n = shortest
+            while n < len(rest) and any(o != rest and o[:n] == rest[:n] for o in rests):
+                n += 1
+            out[f"{family}:{rest}"] = f"{family}:{rest[:n]}"
+    return out
+
+
+def manifest(rows: Sequence[tuple[str, int, int]], extra_lines: Sequence[str] = (), total: int = 0) -> str:
+    """The manifest: per section (name, characters it emitted, items), then ``TOTAL``: every character of the
+    package, this manifest included (the caller finds the fixed point)."""
     lines = ["=== AMBIENT RECALL MANIFEST ==="]
-    total = 0
-    for b in blocks:
-        lines.append(f"{b.name}: {b.char_count} chars ({len(b.items)} items)")
-        total += b.char_count
+    lines += [f"{name}: {chars} chars ({items} items)" for name, chars, items in rows]
     lines.extend(extra_lines)
     lines.append(f"TOTAL: {total} chars")
     return "\n".join(lines)

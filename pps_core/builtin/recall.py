@@ -61,18 +61,16 @@ async def ambient_recall(memory: Memory, p: AmbientRecallParams) -> dict[str, An
         header.insert(0, memory.settings.identity)
 
     is_startup = p.context.strip().lower() == "startup"
-    extra_blocks: list[Block] = []
-    if p.consumer_key:
-        unread = await _unread_block(memory, p)
-        if unread is not None:
-            extra_blocks.append(unread)
+    unread = await _unread_items(memory, p) if p.consumer_key else None
+    seen = _channels(unread[1].items) if unread else []
     if is_startup:
-        blocks, statuses, results = await _startup_blocks(memory, p)
+        blocks, statuses, results, labels = await _startup_blocks(memory, p, seen)
     else:
-        blocks, statuses, results = await _search_blocks(memory, p)
-    blocks = extra_blocks + blocks
+        blocks, statuses, results, labels = await _search_blocks(memory, p, seen)
+    if unread is not None:
+        blocks = [_unread_block(memory, unread[0], unread[1], labels)] + blocks
 
-    text, shown, left_out = _assemble(header, blocks, statuses, p.budget, st.manifest)
+    text, shown, left_out, emitted = _assemble(header, blocks, statuses, p.budget, st.manifest)
     return {
         "context": p.context,
         "startup": is_startup,
@@ -81,10 +79,10 @@ async def ambient_recall(memory: Memory, p: AmbientRecallParams) -> dict[str, An
             timespec="seconds"), "timezone": memory.tz.key},
         "health": {name: h.model_dump() for name, h in health.items()},
         "manifest": {
-            "sections": [{"name": b.name, "layer": b.layer, "chars": b.shown_chars(shown[i]), "items": shown[i],
+            "sections": [{"name": b.name, "layer": b.layer, "chars": emitted[i], "items": shown[i],
                           "total": b.total if b.total is not None else len(b.items)}
                          for i, b in enumerate(blocks)],
-            "total_chars": sum(b.shown_chars(shown[i]) for i, b in enumerate(blocks)),
+            "total_chars": len(text),  # every character of the package, as the manifest's TOTAL says
             "left_out": left_out,
         },
         "layers": [s.model_dump() for s in statuses],
@@ -144,10 +142,19 @@ def startup_sections(memory: Memory) -> list[SectionConfig]:
             and sec.name not in omit and sec.layer not in omit]
 
 
-Blocks = tuple[list[Block], list[LayerStatus], list[dict[str, Any]]]
+Blocks = tuple[list[Block], list[LayerStatus], list[dict[str, Any]], dict[str, str]]
 
 
-async def _startup_blocks(memory: Memory, p: AmbientRecallParams) -> Blocks:
+def _channels(items: list[SearchResult]) -> list[str]:
+    """Every channel the items name (a turn's, a summary's), for the package's short channel labels."""
+    out: list[str] = []
+    for r in items:
+        md = r.metadata
+        out += [str(md["channel"])] if md.get("channel") else [str(c) for c in md.get("channels") or []]
+    return out
+
+
+async def _startup_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]) -> Blocks:
     sections = startup_sections(memory)
 
     async def one(sec: SectionConfig) -> tuple[StartupItems | None, LayerStatus]:
@@ -159,19 +166,20 @@ async def _startup_blocks(memory: Memory, p: AmbientRecallParams) -> Blocks:
     blocks: list[Block] = []
     statuses: list[LayerStatus] = []
     results: list[dict[str, Any]] = []
+    labels = render.channel_labels(seen + [c for items, _s in outcomes if items for c in _channels(items.items)])
     for sec, (items, status) in zip(sections, outcomes, strict=True):
         statuses.append(status)
         if items is None:
             continue
         assert isinstance(items, StartupItems)
         status.count = len(items.items)
-        block = _section_block(memory, sec, items)
+        block = _section_block(memory, sec, items, labels)
         blocks.append(block)
         results.extend(r.model_dump(mode="json") for r in items.items)
-    return blocks, statuses, results
+    return blocks, statuses, results, labels
 
 
-def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems) -> Block:
+def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems, labels: dict[str, str]) -> Block:
     items = list(found.items)
     total = found.total if found.total is not None else len(items)
     keep = None
@@ -186,9 +194,9 @@ def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems) -> B
     rendered = []
     for r in items:
         if sec.style == "turns":
-            rendered.append(render.turn_item(r, memory.tz, sec.max_chars))
+            rendered.append(render.turn_item(r, memory.tz, sec.max_chars, labels=labels, with_day=False))
         elif sec.style == "summaries":
-            rendered.append(render.summary_item(r, memory.tz, sec.max_chars))
+            rendered.append(render.summary_item(r, memory.tz, sec.max_chars, labels=labels))
         else:
             rendered.append(render.document_item(r, sec.max_chars))
     if sec.style == "turns":
@@ -199,7 +207,8 @@ def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems) -> B
         header, joiner = None, SEPARATOR
     return Block(name=sec.name, layer=sec.layer, header=header, items=[t for t, _ in rendered],
                  chars=[c for _, c in rendered], joiner=joiner, total=total, style=sec.style, keep=keep,
-                 quotas=bool(sec.quotas), section=sec, source=memory.layer(sec.layer), more=found.more)
+                 quotas=bool(sec.quotas), section=sec, source=memory.layer(sec.layer), more=found.more,
+                 days=[render.turn_day(r, memory.tz) for r in items] if sec.style == "turns" else None)
 
 
 def _channel_group(channel: str, quotas: dict[str, int]) -> str:
@@ -228,7 +237,7 @@ def _quota_order(items: list[SearchResult], quotas: dict[str, int]) -> list[int]
 # -- search ------------------------------------------------------------------------------------
 
 
-async def _search_blocks(memory: Memory, p: AmbientRecallParams) -> Blocks:
+async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]) -> Blocks:
     names = memory.settings.recall.layers or list(memory.layers)
     names = [n for n in names if memory.layer(n) is not None]
     limit = p.limit_per_layer
@@ -255,6 +264,7 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams) -> Blocks:
     merged = Block(name="Results", layer="*", header=None, items=[], chars=[], item_layers=item_layers,
                    titles={n: _title(memory.layer(n), n) for n in names},
                    more=Pointer(operation="ambient_recall", params={"context": p.context}))
+    labels = render.channel_labels(seen + _channels([r for _s, _o, r in fused]))
     for score, _order, r in fused:
         item = r.model_dump(mode="json")
         item["fused_score"] = round(score, 6)
@@ -262,90 +272,65 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams) -> Blocks:
         results.append(item)
         if r.layer in hidden:
             continue
-        text, chars = _search_item(memory, r)
+        text, chars = _search_item(memory, r, labels)
         merged.items.append(text)
         merged.chars.append(chars)
         item_layers.append(r.layer)
-    return [merged], statuses, results
+    return [merged], statuses, results, labels
 
 
 def _title(layer: Layer | None, name: str) -> str:
     return (layer.title if layer is not None else "") or name
 
 
-def _search_item(memory: Memory, r: SearchResult) -> tuple[str, int]:
+def _search_item(memory: Memory, r: SearchResult, labels: dict[str, str]) -> tuple[str, int]:
     kind = r.metadata.get("kind")
     if kind == "turn":
-        line, chars = render.turn_item(r, memory.tz, TURN_CHARS)
+        line, chars = render.turn_item(r, memory.tz, TURN_CHARS, labels=labels)
         return f"[{r.layer}] (turn {r.source})\n{line}", chars
     if kind == "summary":
-        line, chars = render.summary_item(r, memory.tz, 500)
+        line, chars = render.summary_item(r, memory.tz, 500, labels=labels)
         return f"[{r.layer}]\n{line}", chars
     return render.document_item(r, TURN_CHARS)
 
 
-async def _unread_block(memory: Memory, p: AmbientRecallParams) -> Block | None:
+async def _unread_items(memory: Memory, p: AmbientRecallParams) -> tuple[str, StartupItems] | None:
     """Unread turns from other channels, from the first layer that is an :class:`UnreadSource`."""
     assert p.consumer_key is not None
     for source in memory.find(UnreadSource):
         name = source.name  # type: ignore[attr-defined]
         found, _status = await _guarded(memory, name, source.unread_for_recall(p.consumer_key, p.channel))
-        if not found:
-            return None
-        items: StartupItems = found
-        rendered = [render.turn_item(r, memory.tz, TURN_CHARS) for r in items.items]
-        total = items.total if items.total is not None else len(rendered)
-        header = f"[unread_from_other_channels] (showing newest {len(rendered)} of {total}"
-        if items.older:  # the cursor has moved past all of them: this is the way back
-            header += f" - older: {items.older.operation} {json.dumps(items.older.params)}"
-        return Block(name="Unread", layer=name, header=header + ")", items=[t for t, _ in rendered],
-                     chars=[c for _, c in rendered], joiner="\n", total=total, more=items.older or items.more)
+        return (name, found) if found else None
     return None
+
+
+def _unread_block(memory: Memory, name: str, items: StartupItems, labels: dict[str, str]) -> Block:
+    rendered = [render.turn_item(r, memory.tz, TURN_CHARS, labels=labels, with_day=False) for r in items.items]
+    total = items.total if items.total is not None else len(rendered)
+    header = f"[unread_from_other_channels] (showing newest {len(rendered)} of {total}"
+    if items.older:  # the cursor has moved past all of them: this is the way back
+        header += f" - older: {items.older.operation} {json.dumps(items.older.params)}"
+    return Block(name="Unread", layer=name, header=header + ")", items=[t for t, _ in rendered],
+                 chars=[c for _, c in rendered], joiner="\n", total=total, more=items.older or items.more,
+                 days=[render.turn_day(r, memory.tz) for r in items.items])
 
 
 # -- assembly and budget -----------------------------------------------------------------------
 
 
 def _assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus], budget: int | None,
-              with_manifest: bool) -> tuple[str, list[int], list[dict[str, Any]]]:
+              with_manifest: bool) -> tuple[str, list[int], list[dict[str, Any]], list[int]]:
+    """(text, items shown per block, what was left out, characters each block emitted)."""
     problems = [f"{s.layer}: {s.status} ({s.detail})" for s in statuses if s.status != "ok"]
     problem_lines = [f"Unavailable: {p}" for p in problems]
     shown = [len(b.items) for b in blocks]
 
     def compose(counts: list[int], left: list[dict[str, Any]]) -> str:
-        parts = ["\n\n".join(header)] if header else []
-        if with_manifest:
-            display: list[Block] = []
-            for b, n in zip(blocks, counts, strict=True):
-                item_layers = b.item_layers
-                if item_layers is not None:
-                    rows: dict[str, Block] = {}
-                    for i in b.chosen(n):
-                        name = item_layers[i]
-                        title = (b.titles or {}).get(name, name)
-                        row = rows.setdefault(name, Block(name=title, layer=name, header=None, items=[], chars=[]))
-                        row.items.append(b.items[i])
-                        row.chars.append(b.chars[i])
-                    display.extend(rows.values())
-                else:
-                    idx = b.chosen(n)
-                    display.append(Block(name=b.name, layer=b.layer, header=None, items=[b.items[i] for i in idx],
-                                         chars=[b.chars[i] for i in idx]))
-            lines = list(problem_lines)
-            for item in left:
-                lines.append(f"Left out: {item['section']} {item['left_out']} of {item['total']} items"
-                             f" - call {item['operation']} {json.dumps(item['params'])}")
-            parts.append(render.manifest(display, lines))
-        body = [_block_text(b, n) for b, n in zip(blocks, counts, strict=True)]
-        body = [t for t in body if t]
-        text = "\n\n".join(parts)
-        if body:
-            text = (text + "\n\n" if text else "") + SEPARATOR.join(body)
-        return text
+        return _compose(header, blocks, counts, left, problem_lines, with_manifest)[0]
 
-    full = compose(shown, [])
+    full, emitted = _compose(header, blocks, shown, [], problem_lines, with_manifest)
     if budget is None or len(full) <= budget:
-        return full, shown, []
+        return full, shown, [], emitted
 
     counts = [0] * len(blocks)
     left = [x for x in (_left_out(b, 0) for b in blocks) if x]
@@ -366,10 +351,53 @@ def _assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus
                 hi = mid - 1
         counts[i] = lo
         left = fits(counts)[1]
-    text = compose(counts, left)
+    text, emitted = _compose(header, blocks, counts, left, problem_lines, with_manifest)
     if len(text) > budget:  # even the header does not fit: keep its start, say so
         text = text[: max(0, budget - 40)].rstrip() + "\n[... cut to the budget]"
-    return text, counts, left
+    return text, counts, left, emitted
+
+
+def _compose(header: list[str], blocks: list[Block], counts: list[int], left: list[dict[str, Any]],
+             problem_lines: list[str], with_manifest: bool) -> tuple[str, list[int]]:
+    """The package with ``counts`` items of each block, and the characters each block emitted.
+
+    The manifest's figures are characters emitted: a section's whole text (its header line, day lines and turn
+    prefixes included; in a fused search, each layer's items), and TOTAL every character of the package, the
+    manifest's own included (found as a fixed point: the figure's digits are part of what it counts)."""
+    body = [_block_text(b, n) for b, n in zip(blocks, counts, strict=True)]
+    emitted = []
+    rows: list[tuple[str, int, int]] = []
+    for b, n, text in zip(blocks, counts, body, strict=True):
+        if b.item_layers is not None:
+            per: dict[str, list[int]] = {}
+            for i in b.chosen(n):
+                per.setdefault(b.item_layers[i], []).append(len(b.items[i]))
+            rows += [((b.titles or {}).get(name, name), sum(sizes), len(sizes)) for name, sizes in per.items()]
+            emitted.append(sum(sum(sizes) for sizes in per.values()))
+        else:
+            rows.append((b.name, len(text), len(b.chosen(n))))
+            emitted.append(len(text))
+    lines = list(problem_lines)
+    for item in left:
+        lines.append(f"Left out: {item['section']} {item['left_out']} of {item['total']} items"
+                     f" - call {item['operation']} {json.dumps(item['params'])}")
+    joined = SEPARATOR.join(t for t in body if t)
+
+    def package(total: int) -> str:
+        parts = ["\n\n".join(header)] if header else []
+        if with_manifest:
+            parts.append(render.manifest(rows, lines, total))
+        text = "\n\n".join(parts)
+        return (text + "\n\n" if text and joined else text) + joined
+
+    total = 0
+    text = package(total)
+    for _ in range(6):  # converges in two or three rounds (only the figure's digits move)
+        if len(text) == total:
+            break
+        total = len(text)
+        text = package(total)
+    return text, emitted
 
 
 def _block_text(b: Block, n: int) -> str:

@@ -198,14 +198,12 @@ def audit_rows(rows: list, summaries: list, tally: Tally) -> dict:
     known = {s[0] for s in summaries}
     if set(marked) - known:
         problems.append(f"turns marked with missing summaries: {sorted(set(marked) - known)[:5]}")
-    last_end = 0
+    # Each turn carries one summary_id, so no turn is in two summaries. Id ranges may interleave: summaries are
+    # made oldest-first by time (created_at, id), and concurrent captures can commit out of time order.
     for sid, start, end, count in summaries:
         ids = sorted(marked.get(sid, []))
         if len(ids) != count or (ids and (ids[0] != start or ids[-1] != end)):
             problems.append(f"summary {sid} says {count} turns {start}..{end}, marks {len(ids)}")
-        if start <= last_end:
-            problems.append(f"summary {sid} ({start}..{end}) overlaps the previous range (ends {last_end})")
-        last_end = max(last_end, end)
     return {"turns": len(rows), "acknowledged": len(tally.acked), "summaries": len(summaries),
             "summarized_turns": sum(len(v) for v in marked.values()), "problems": problems}
 
