@@ -182,7 +182,11 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     from .plugins import build_plugin_manager, describe, installed_plugins
+    from .settings import entity_home
 
+    chosen = args.entity or args.home or os.environ.get("PPS_ENTITY") or os.environ.get("PPS_HOME")
+    if not chosen and not (entity_home() / "pps.toml").exists():
+        return _print_installed(args.json)  # a fresh install: what is there, before any `pps init`
     settings = _settings(args)
     pm = build_plugin_manager(settings.plugins)
     loaded = describe(pm)
@@ -195,6 +199,24 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     others = sorted(set(installed_plugins()) - {p["name"] for p in loaded})
     if others:
         print("installed, not loaded: " + ", ".join(others))
+    return 0
+
+
+def _print_installed(as_json: bool) -> int:
+    """Installed plugins with their distributions and versions, read from metadata (nothing imported)."""
+    from importlib.metadata import entry_points
+
+    eps = entry_points(group="pps.plugins")
+    found = sorted((ep.name, ep.dist.name if ep.dist else None, ep.dist.version if ep.dist else None)
+                   for ep in eps)
+    if as_json:  # the keys of the entity's listing, plus each plugin's distribution and version
+        print(json.dumps({"installed": {ep.name: ep.value for ep in eps}, "loaded": [],
+                          "distributions": {n: {"distribution": d, "version": v} for n, d, v in found}},
+                         indent=2))
+        return 0
+    print(f"installed plugins (pps {_version()}; no entity yet: `pps init --entity NAME` creates one):")
+    for name, dist, ver in found:
+        print(f"  {name:<12} {dist or '-'} {ver or ''}")
     return 0
 
 

@@ -142,6 +142,12 @@ def test_pps_installs_from_the_wheels_alone_as_a_user_would(wheels, installed):
     out = _run(["pps", "--version"], env=env, cwd=cwd).stdout
     assert out.strip() == f"pps {version}"
 
+    fresh = _run(["pps", "plugins"], env=env, cwd=cwd).stdout  # before any entity: what is installed
+    for p in plugins:
+        if p.bundle == "default":
+            for ep in tomllib_entry_points(p):
+                assert f"{ep:<12} {p.name} {version}" in fresh, fresh
+
     out = _run(["pps", "init", "--entity", "lyra", "--timezone", "UTC"], env=env, cwd=cwd).stdout
     assert "entity 'lyra'" in out
     listing = _run(["pps", "plugins", "--entity", "lyra"], env=env, cwd=cwd).stdout
