@@ -53,7 +53,11 @@ class GraphitiLayer(Layer):
         self.graph: Graph | None = None
         self._focal: tuple[str | None, float] = (None, 0.0)  # uuid, expires (monotonic)
         self._distances: tuple[dict[str, int], float] | None = None
-        self.write_lock = asyncio.Lock()
+        from .guard import WriteGuard
+
+        self.write_lock = WriteGuard(self)
+        #: Why the last write failed in the store (the graph is reopened before the next write); None if fine.
+        self.fault: str | None = None
         from .ingest import Ingestor
 
         self.ingestor = Ingestor(self)
@@ -65,20 +69,33 @@ class GraphitiLayer(Layer):
         if embedder is None:
             raise RuntimeError("rich_texture needs an embedder: add the 'embeddings' plugin to the entity's plugins")
         from .graph import Graph
+        from .guard import drop_orphans
 
         self.graph = await asyncio.to_thread(Graph, self.settings, self.memory.home, self.group_id, embedder,
                                              self.memory.settings.llm)
         try:
             await self.graph.ensure_indexes()
+            if self.settings.driver == "kuzu":  # one owner: nobody is half-way through a write
+                await drop_orphans(self)
         except BaseException:
             await self.graph.close()
             self.graph = None
             raise
 
+    async def ready_to_write(self) -> None:
+        from .guard import ready_to_write
+
+        await ready_to_write(self)
+
     async def close(self) -> None:
         await self.ingestor.stop()
         if self.graph is not None:
             graph, self.graph = self.graph, None
+            if self.fault:  # closing checkpoints, and a graph that failed a write aborts the process there
+                from .guard import FAILED
+
+                FAILED.append(graph)
+                return
             await graph.close()
 
     def require(self) -> Graph:
@@ -245,6 +262,29 @@ class GraphitiLayer(Layer):
             await asyncio.to_thread(_copy_db, db, dest / rel)
         return [str(rel), f"{rel}.wal"]  # the live WAL is left behind: the checkpoint folded it in
 
+    async def after_restore(self, manifest: dict[str, Any]) -> None:
+        """Restored under another entity name: the graph's partition (group id, derived from the name) moves from
+        the archive's name to this one, so every entity, fact and episode is found again. A graph on a server
+        (Neo4j, FalkorDB) is not in the archive: its partition is left alone."""
+        old_entity = manifest.get("entity")
+        if not old_entity or self.graph is None or self.settings.driver != "kuzu":
+            return
+        old = self.settings.resolved_group_id(str(old_entity))
+        if old == self.group_id:
+            return
+        graph = self.graph
+        async with self.write_lock:
+            for label in ("Entity", "Episodic", "Community", "RelatesToNode_", "Saga"):
+                await _move_group(graph, f"MATCH (n:{label}) WHERE n.group_id = $old SET n.group_id = $new",
+                                  old, self.group_id)
+            for rel in ("MENTIONS", "HAS_MEMBER", "HAS_EPISODE", "NEXT_EPISODE"):
+                await _move_group(graph, f"MATCH ()-[r:{rel}]->() WHERE r.group_id = $old SET r.group_id = $new",
+                                  old, self.group_id)
+            await graph.query("CHECKPOINT;")
+            self._focal = (None, 0.0)
+            self.changed()
+        log.info("moved the graph partition %r to %r after a restore", old, self.group_id)
+
     async def health(self) -> LayerHealth:
         backlog = {}
         queues = self.memory.find(IngestionQueue)
@@ -256,6 +296,9 @@ class GraphitiLayer(Layer):
                 log.debug("count_uningested failed: %s", exc)
         if self.graph is None:
             return LayerHealth(layer=self.name, available=False, detail="graph not open", backlog=backlog)
+        if self.fault:
+            return LayerHealth(layer=self.name, available=False, backlog=backlog,
+                               detail=f"a write failed ({self.fault}); writes are refused until the server restarts")
         try:
             counts = await self.graph.counts()
         except Exception as exc:
@@ -265,6 +308,14 @@ class GraphitiLayer(Layer):
         return LayerHealth(layer=self.name, available=True, counts=counts, backlog=backlog,
                            detail=f"{self.settings.driver} graph '{self.group_id}'; {llm}",
                            latency_ms=self.recent_latency_ms)
+
+
+async def _move_group(graph: Graph, cypher: str, old: str, new: str) -> None:
+    try:
+        await graph.query(cypher, old=old, new=new)
+    except RuntimeError as exc:  # a table this graphiti version does not create
+        if "does not exist" not in str(exc):
+            raise
 
 
 def _copy_db(db: Path, target: Path) -> None:
