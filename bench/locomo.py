@@ -172,7 +172,7 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
                 t0 = time.perf_counter()
                 found = await memory.search_layer("raw_capture", q["question"], K)
                 lat.append((time.perf_counter() - t0) * 1000)
-                ranked = [r.metadata.get("turn_dia_id") for r in found]
+                ranked = [(r.metadata.get("metadata") or {}).get("dia_id") for r in found]
                 out.setdefault("PPS fused (default)", []).append((q["category"], score(ranked, q["evidence"])))
                 base = await raw.backend.lexical_search(q["question"], K)
                 out.setdefault("FTS5 BM25 alone" if raw.db is not None else "tsvector BM25 alone", []).append(

@@ -34,9 +34,10 @@ def open_layers(memory) -> list[Layer]:
 
 
 def turn_result(t: dict[str, Any], layer: str = "raw_capture", score: float = 0.0) -> SearchResult:
+    # derived fields at the top; the caller's own metadata under "metadata", with the keys it was stored with
     md = {"kind": "turn", "author_name": t["author_name"], "channel": t["channel"],
-          "session_id": t.get("session_id"), "message_id": t.get("message_id"), "summary_id": t.get("summary_id")}
-    md.update({f"turn_{k}": v for k, v in (t.get("metadata") or {}).items() if k not in md})
+          "session_id": t.get("session_id"), "message_id": t.get("message_id"), "summary_id": t.get("summary_id"),
+          "metadata": t.get("metadata") or {}}
     return SearchResult(layer=layer, content=t["content"], source=str(t["id"]), score=score,
                         timestamp=t["created_at"], metadata=md)
 

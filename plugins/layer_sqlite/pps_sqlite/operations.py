@@ -84,9 +84,11 @@ async def raw_search(memory, p: SearchParams):
     results = await memory.search_layer("raw_capture", p.query, p.limit, p.offset)
     return {"query": p.query, "count": len(results), "offset": p.offset,
             "results": [{"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
-                         "channel": r.metadata.get("channel"), "created_at": r.timestamp,
-                         "local_time": render_iso_local(r.timestamp, memory.tz), "score": r.score,
-                         "metadata": r.metadata} for r in results]}
+                         "channel": r.metadata.get("channel"), "session_id": r.metadata.get("session_id"),
+                         "message_id": r.metadata.get("message_id"), "summary_id": r.metadata.get("summary_id"),
+                         "created_at": r.timestamp, "local_time": render_iso_local(r.timestamp, memory.tz),
+                         "score": r.score, "scores": r.metadata.get("scores"),
+                         "metadata": r.metadata.get("metadata") or {}} for r in results]}
 
 
 # -- summaries ---------------------------------------------------------------------------------
@@ -193,11 +195,14 @@ def operations() -> list[Operation]:
 
     ro = {"read_only": True, "idempotent": True}
     return [
-        Operation("store_message", TurnIn, store_message, group="capture", idempotent=True,
-                  description="Store one turn verbatim. With message_id, a repeat stores nothing new and answers "
-                              "as the first did."),
-        Operation("store_messages", StoreMessagesParams, store_messages, group="capture", idempotent=True,
-                  description="Store a batch of turns ({\"messages\": [...]}) in one transaction: all or nothing."),
+        # not idempotent: without message_id a repeat stores a second turn (MCP's idempotentHint must hold for
+        # every call); with message_id a repeat stores nothing and answers as the first did
+        Operation("store_message", TurnIn, store_message, group="capture",
+                  description="Store one turn verbatim (<private>...</private> spans dropped). With message_id, a "
+                              "repeat stores nothing new and answers as the first did; without it, it stores again."),
+        Operation("store_messages", StoreMessagesParams, store_messages, group="capture",
+                  description="Store a batch of turns ({\"messages\": [...]}) in one transaction: all or nothing. "
+                              "Turns with a message_id already stored are not stored again."),
         Operation("raw_search", SearchParams, raw_search, group="raw", **ro,
                   description="Search every stored turn (full text, ranked). Plain language; no query syntax."),
         Operation("poll_channels", PollParams, poll_channels, group="channels",
