@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
-W, H, PAD_L, PAD_B, PAD_T = 720, 220, 44, 28, 10
+W, H, PAD_L, PAD_B, PAD_T = 720, 230, 44, 28, 24
 SERIES = 6  # channel families drawn; the rest are 'other'
 
 
@@ -41,7 +41,7 @@ def _axes(top: float, days: list[str], unit: str) -> list[str]:
         for i in sorted({0, n // 2, n - 1}):
             x = PAD_L + (i + 0.5) * (W - PAD_L) / n
             out.append(f'<text class="tick" x="{x:.1f}" y="{H - 8}" text-anchor="middle">{_e(days[i][5:])}</text>')
-    out.append(f'<text class="tick" x="4" y="{PAD_T + 4}">{_e(unit)}</text>')
+    out.append(f'<text class="tick" x="4" y="12">{_e(unit)}</text>')
     return out
 
 
@@ -113,21 +113,40 @@ def _svg(parts: list[str], title: str) -> Markup:
 
 def graph(explored: dict[str, Any], link: str) -> Markup:
     """The neighbourhood of one entity: it in the centre, each hop on a ring; a node links to its own view."""
-    gw, gh = 760, 520
+    gw, gh = 760, 480
     cx, cy = gw / 2, gh / 2
-    rings: dict[int, list[dict[str, Any]]] = {}
+    r1, r2 = 120, 215
+    by_dist: dict[int, list[dict[str, Any]]] = {}
     for ent in explored["entities"]:
-        rings.setdefault(ent["distance"], []).append(ent)
+        by_dist.setdefault(min(ent["distance"], 2), []).append(ent)
+    uuid_of = {e["name"]: e["uuid"] for e in explored["entities"]}
+    near: dict[str, set[str]] = {}
+    for fact in explored["facts"]:
+        a, b = uuid_of.get(fact["subject"]), uuid_of.get(fact["object"])
+        if a and b:
+            near.setdefault(a, set()).add(b)
+            near.setdefault(b, set()).add(a)
     pos: dict[str, tuple[float, float]] = {}
-    for dist, ents in rings.items():
-        r = 0 if dist == 0 else min(gw, gh) / 2 * (0.45 if dist == 1 else 0.88)
-        for i, ent in enumerate(ents):
-            a = 2 * math.pi * i / max(1, len(ents)) + (0.3 if dist == 2 else 0)
-            pos[ent["uuid"]] = (cx + r * math.cos(a), cy + r * math.sin(a) * 0.9)
-    names = {e["name"]: e["uuid"] for e in explored["entities"]}
+    angle: dict[str, float] = {}
+    for ent in by_dist.get(0, []):
+        pos[ent["uuid"]] = (cx, cy)
+    ring1 = by_dist.get(1, [])
+    width = 2 * math.pi / max(1, len(ring1))
+    for i, ent in enumerate(ring1):  # the first ring evenly, starting off the horizontal
+        angle[ent["uuid"]] = a = -math.pi / 2 + width * i + 0.6
+        pos[ent["uuid"]] = (cx + r1 * math.cos(a), cy + r1 * math.sin(a) * 0.85)
+    children: dict[str, list[str]] = {}
+    for ent in by_dist.get(2, []):  # each outer entity near the inner one it hangs from
+        parent = next((u for u in near.get(ent["uuid"], ()) if u in angle), None)
+        children.setdefault(parent or "", []).append(ent["uuid"])
+    for parent, kids in children.items():
+        base, span = (angle[parent], width * 0.8) if parent else (0.0, 2 * math.pi)
+        for j, uuid in enumerate(kids):
+            a = base - span / 2 + span * (j + 0.5) / len(kids)
+            pos[uuid] = (cx + r2 * math.cos(a), cy + r2 * math.sin(a) * 0.85)
     parts = []
     for fact in explored["facts"]:
-        a, b = pos.get(names.get(fact["subject"], "")), pos.get(names.get(fact["object"], ""))
+        a, b = pos.get(uuid_of.get(fact["subject"], "")), pos.get(uuid_of.get(fact["object"], ""))
         if not a or not b:
             continue
         cls = "edge expired" if fact.get("invalid_at") else "edge"
@@ -138,6 +157,8 @@ def graph(explored: dict[str, Any], link: str) -> Markup:
         parts.append(f'<text class="edge-label" x="{mx:.1f}" y="{my:.1f}" text-anchor="middle">'
                      f'{_e(fact["predicate"][:24])}</text>')
     for ent in explored["entities"]:
+        if ent["uuid"] not in pos:
+            continue
         x, y = pos[ent["uuid"]]
         cls = "node focal" if ent["distance"] == 0 else f"node d{min(ent['distance'], 2)}"
         href = f"{link}{quote(ent['name'], safe='')}"

@@ -3,22 +3,13 @@ only (pages whose operations are missing), 'nova' without a token (loopback rule
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import httpx
 import pytest
 
 from pps_core.testing.server import init_entity, start_server
 
-ROOT = Path(__file__).resolve().parents[3]
-ARTEFACTS = ROOT / "test-artefacts" / "explorer"
 FULL = "sqlite,crystals,chroma,embeddings,graphiti,http,explorer"
 XSS = '<script>window.__pwned=1;alert("xss")</script><img src=x onerror="window.__pwned=2;alert(2)"> tea?'
-
-
-def chromium_path() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _seed(srv) -> dict:
@@ -42,7 +33,9 @@ def _seed(srv) -> dict:
                          "tags": ["winter"], "location": "balcony"})
     call("anchor_save", {"title": "Hostile", "content": "<img src=x onerror=alert(4)> [click](javascript:alert(5))"})
     facts = [call("texture_add_triplet", {"source": s, "relationship": r, "target": t})
-             for s, r, t in (("Lyra", "LOVES", "Jeff"), ("Jeff", "LIVES_IN", "Chicago"), ("Lyra", "WATCHES", "Snow"))]
+             for s, r, t in (("Lyra", "LOVES", "Jeff"), ("Jeff", "LIVES_IN", "Chicago"), ("Lyra", "WATCHES", "Snow"),
+                             ("Lyra", "WRITES_IN", "Journal"), ("Brandi", "VISITS", "Lyra"),
+                             ("Jeff", "REPAIRS", "Kitchen lamp"), ("Brandi", "PAINTS", "Harbour"))]
     call("ambient_recall", {"context": "the first snow"})
     return {"turn_ids": stored["ids"], "facts": facts}
 
