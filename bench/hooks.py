@@ -9,8 +9,9 @@ JSON on stdin) against a throwaway entity with the default plugins:
   waits for it), measured a few times, the server stopped in between;
 - warm: SessionStart and capture (a Stop whose transcript grew by one prompt and one reply) once that
   server runs;
-- baselines in the same run: the interpreter starting and exiting (the floor of any Python hook), and
-  the same hooks with the server autostart off (each hook opens the stores itself: the old behaviour).
+- baselines in the same run: the interpreter starting and exiting, with and without ``site`` (the floor
+  of any Python hook; ours runs ``python -S``), and the same hooks with the server autostart off (each
+  hook opens the stores itself: the old behaviour).
 
 Targets: warm SessionStart p95 < 500 ms, warm capture p95 < 300 ms; cold start reported.
 """
@@ -47,6 +48,12 @@ def main() -> int:
     from pps_core.settings import DEFAULT_PLUGINS
 
     plugins = args.plugins or ",".join(p for p in DEFAULT_PLUGINS if p in installed_plugins())
+    import compileall
+
+    import pps_claude_code
+
+    # bytecode as `pip install` leaves it (PYTHONDONTWRITEBYTECODE would otherwise recompile every run)
+    compileall.compile_dir(str(Path(pps_claude_code.__file__).parent), quiet=1)
     root = Path(tempfile.mkdtemp(prefix="pps-bench-hooks-"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
     env.update(PPS_ROOT=str(root), PPS_CLAUDE_CODE_USER_NAME="Jeff", PPS_CLAUDE_CODE_SERVER_START_S="120",
@@ -91,12 +98,14 @@ def main() -> int:
                 time.sleep(0.05)
 
     rows = []
-    floor = []
-    for _ in range(args.runs):
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        floor.append((time.perf_counter() - started) * 1000)
-    rows.append(("baseline: python -c pass", floor))
+    for label, flags in (("baseline: python -c pass", []), ("baseline: python -S -c pass", ["-S"])):
+        floor = []
+        for _ in range(args.runs):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, *flags, "-c", "pass"], check=True)
+            floor.append((time.perf_counter() - started) * 1000)
+        rows.append((label, floor))
+    floor = rows[0][1]
 
     direct = {"PPS_CLAUDE_CODE_AUTOSTART": "false"}
     n_direct = max(3, args.runs // 6)
@@ -130,7 +139,7 @@ def main() -> int:
     for name, values in rows:
         print(f"{name:<44}{statistics.median(values):>9.0f}{pct(values, 0.95):>9.0f}{max(values):>9.0f}   "
               f"{targets.get(name, '')}")
-    base = statistics.median(rows[1][1])
+    base = statistics.median(rows[2][1])
     print(f"\nwarm SessionStart is {base / statistics.median(warm):.1f}x faster than without a server (p50); "
           f"interpreter floor p50 {statistics.median(floor):.0f} ms")
     return 0

@@ -256,6 +256,10 @@ def _refresh_recap(remote: Remote, light: Light, session: str) -> None:
 def _spawn_recap(light: Light, transcript: str) -> None:
     import importlib.util
 
+    if sys.flags.no_site:  # started with -S: the installed packages are found through site
+        import site
+
+        site.main()
     if "recap" not in light.plugins or importlib.util.find_spec("pps_recap") is None:
         return
     private_append(log_path(light.home), "")

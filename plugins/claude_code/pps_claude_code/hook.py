@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0  # a server owns the entity: done without importing the kernel
     import io
 
+    if sys.flags.no_site:  # started with -S for speed: the full path needs the installed packages
+        import site
+
+        site.main()
     from .hooks import run
 
     return run(args.event, entity, args.home, recall=args.recall, stdin=io.StringIO(raw))

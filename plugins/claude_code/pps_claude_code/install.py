@@ -1,7 +1,7 @@
 """The ``hooks`` table of a Claude Code settings.json: write ours, remove ours, find ours.
 
 Claude Code runs each hook's ``command`` through a shell with the event's JSON on stdin. Ours run
-``python -m pps_claude_code.hook <Event> --entity NAME --home DIR`` with the interpreter PPS is
+:func:`pps_claude_code.hook.main` (``<Event> --entity NAME --home DIR``) with the interpreter PPS is
 installed in, so they work without ``pps`` on PATH. Other hooks in the file are never touched.
 """
 
@@ -34,7 +34,13 @@ def normalize_event(name: str) -> str:
 
 
 def hook_command(event: str, entity: str, home: Path, *, prompt_recall: bool = False) -> str:
-    parts = [sys.executable, "-m", "pps_claude_code.hook", event, "--entity", entity, "--home", str(home)]
+    """``python -S -c <run pps_claude_code.hook> EVENT --entity NAME --home DIR``: without ``site`` (its
+    .pth processing costs more than the hook's own work when a server runs); the hook loads ``site`` itself
+    when it needs the full path."""
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    code = (f"import sys; sys.path.insert(0, {package_parent!r}); "
+            "from pps_claude_code.hook import main; sys.exit(main())")
+    parts = [sys.executable, "-S", "-c", code, event, "--entity", entity, "--home", str(home)]
     if prompt_recall and event == "UserPromptSubmit":
         parts.append("--recall")
     return " ".join(shlex.quote(p) for p in parts)

@@ -120,6 +120,7 @@ def spawn(settings) -> subprocess.Popen:
 
 def serve(settings, idle_s: float) -> int:
     """Own the entity and answer REST on a free loopback port until ``idle_s`` pass without a request."""
+    import logging
     import socket
     import threading
 
@@ -127,8 +128,6 @@ def serve(settings, idle_s: float) -> int:
     from pps_http.app import create_app
 
     from pps_core import Memory
-
-    import logging
 
     os.umask(0o077)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,  # tracebacks of failed calls: the server log

@@ -75,7 +75,7 @@ def test_install_prints_and_merges_without_touching_other_hooks(tmp_path):
     for event, groups in printed.items():
         hook = groups[0]["hooks"][0]
         assert hook["type"] == "command" and hook["timeout"] > 0
-        assert f"pps_claude_code.hook {event} --entity lyra" in hook["command"]
+        assert "pps_claude_code.hook" in hook["command"] and f" {event} --entity lyra " in hook["command"]
     settings = tmp_path / ".claude" / "settings.json"
     settings.parent.mkdir()
     mine = {"type": "command", "command": "notify-send done"}
