@@ -128,3 +128,15 @@ def test_an_entity_without_a_token_answers_only_on_loopback(explorer_server):
         token = _csrf(client.get(f"{base}/crystals").text)
         assert client.post(f"{base}/forget/confirm", data={"id": "1"}).status_code == 403
         assert client.post(f"{base}/forget/confirm", data={"id": "1", "csrf": token}).status_code == 200
+
+
+def test_lists_are_paged_not_loaded_whole(ui):
+    first = ui.get("/timeline?day=2026-03-02").text
+    assert first.count('class="turn') == 38 and "next →" not in first  # one page of 50 holds the day
+    page = ui.get("/timeline?day=2026-03-02&offset=30").text
+    assert page.count('class="turn') == 8 and "31–38 of 38" in page and "Morning 29" not in page
+    assert "Evening 7" in page and 'href="/ui/lyra/timeline?day=2026-03-02"' in page  # back to the first page
+    search = ui.get("/timeline?q=harbour").text
+    assert search.count('class="turn') == 20 and "next →" in search  # 30 match: a page of 20, then more
+    more = ui.get("/timeline?q=harbour&offset=20").text
+    assert 1 <= more.count('class="turn') <= 20 and "← newer / previous" in more
