@@ -103,7 +103,8 @@ class PgRetriever(Retriever):
             self._authors = await self._author_tokens()
         q = retrieval.parse_query(query, self._authors, cfg)
         async with self.db.connection() as conn:
-            lexical = await bm25(conn, "messages", q.terms, cfg.candidates, channel) if cfg.use_bm25 else {}
+            lexical = (await bm25(conn, "messages", q.terms, cfg.candidates, channel, self.db.corpus_stats)
+                       if cfg.use_bm25 else {})
         dense, floor = {}, 0.0
         if qvec is not None:
             vectors = await self._load(self._model(emb))
@@ -199,7 +200,8 @@ class PgSummaryIndex:
         from .store import SUMMARY_COLUMNS, row_to_summary
 
         async with self.store.connection() as conn:
-            scores = await bm25(conn, "message_summaries", content_terms(query), summaryindex.CANDIDATES)
+            scores = await bm25(conn, "message_summaries", content_terms(query), summaryindex.CANDIDATES,
+                                stats=self.store.corpus_stats)
             rows = await (await conn.execute(f"SELECT {SUMMARY_COLUMNS} FROM message_summaries WHERE id = ANY(%s)",
                                              (list(scores),))).fetchall() if scores else []
         by = {r["id"]: row_to_summary(r) for r in rows}

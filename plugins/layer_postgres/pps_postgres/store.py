@@ -68,6 +68,9 @@ class PostgresStore:
         self.schema = schema_for(self.settings, memory.settings.entity)
         self.pool = None
         self.lock_key = CAPTURE_LOCK + self.schema
+        from .textsearch import CorpusStats
+
+        self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
         self.retriever = PgRetriever(memory, self)
         self.index = PgSummaryIndex(memory, self)
 
@@ -171,7 +174,7 @@ class PostgresStore:
 
     async def lexical_search(self, query, limit, offset=0, channel=None):
         async with self.connection() as conn:
-            scores = await bm25(conn, "messages", content_terms(query), limit + offset, channel)
+            scores = await bm25(conn, "messages", content_terms(query), limit + offset, channel, self.corpus_stats)
             ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[offset:offset + limit]
             found = {t["id"]: t for t in await self._by_ids(conn, [i for i, _s in ranked])}
         return [{**found[i], "score": round(s, 6)} for i, s in ranked if i in found]

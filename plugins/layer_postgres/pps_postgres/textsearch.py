@@ -22,7 +22,7 @@ WITH q AS (
 ), lex AS (
     SELECT q.lexeme, plainto_tsquery('simple'::regconfig, q.lexeme) AS tq FROM q
 ), stats AS (
-    SELECT count(*)::float8 AS n, COALESCE(avg(length(tsv)), 1)::float8 AS avgdl FROM {table}
+    SELECT %(n_docs)s::float8 AS n, %(avgdl)s::float8 AS avgdl
 ), df AS (
     SELECT lex.lexeme, (SELECT count(*) FROM {table} d WHERE d.tsv @@ lex.tq)::float8 AS df FROM lex
 ), cand AS (
@@ -30,7 +30,7 @@ WITH q AS (
     WHERE d.tsv @@ (SELECT tsquery_or_agg(tq) FROM lex) {channel}
 )
 SELECT c.id, SUM(
-    ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5))
+    ln(1 + (GREATEST(s.n, df.df) - df.df + 0.5) / (df.df + 0.5))
     * (t.tf * %(k1plus)s) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * length(c.tsv) / GREATEST(s.avgdl, 1)))
 ) AS score
 FROM cand c CROSS JOIN stats s
@@ -41,13 +41,38 @@ GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(n)s
 """
 
 
-async def bm25(conn, table: str, terms: list[str], n: int, channel: str | None = None) -> dict[int, float]:
+class CorpusStats:
+    """Rows and mean document length per table, for BM25: read at most every ``ttl_s`` (a full scan each query
+    would cost more than the search on a large table; BM25 barely moves with a few new rows). A stale count
+    below a term's document frequency is raised to it in the query, so idf stays positive."""
+
+    def __init__(self, ttl_s: float = 10.0) -> None:
+        self.ttl_s = ttl_s
+        self._at: dict[str, tuple[float, float, float]] = {}
+
+    async def get(self, conn, table: str) -> tuple[float, float]:
+        import time
+
+        now = time.monotonic()
+        hit = self._at.get(table)
+        if hit is None or now - hit[0] > self.ttl_s:
+            row = await (await conn.execute(sql.SQL(
+                "SELECT count(*)::float8 AS n, COALESCE(avg(length(tsv)), 1)::float8 AS avgdl FROM {}").format(
+                sql.Identifier(table)))).fetchone()
+            hit = self._at[table] = (now, row["n"], row["avgdl"])
+        return hit[1], hit[2]
+
+
+async def bm25(conn, table: str, terms: list[str], n: int, channel: str | None = None,
+               stats: CorpusStats | None = None) -> dict[int, float]:
     """Top ``n`` rows of ``table`` (messages or message_summaries) for an OR of ``terms``: id -> score."""
     if not terms or n <= 0:
         return {}
+    n_docs, avgdl = await (stats or CorpusStats(0)).get(conn, table)
     query = sql.SQL(_QUERY).format(table=sql.Identifier(table),
                                    channel=sql.SQL("AND d.channel = %(channel)s" if channel else ""))
-    args: dict[str, Any] = {"text": " ".join(terms), "n": n, "k1": K1, "k1plus": K1 + 1, "b": B, "channel": channel}
+    args: dict[str, Any] = {"text": " ".join(terms), "n": n, "k1": K1, "k1plus": K1 + 1, "b": B, "channel": channel,
+                            "n_docs": max(n_docs, 1.0), "avgdl": avgdl}
     rows = await (await conn.execute(query, args)).fetchall()
     if not rows:
         lexemes = await (await conn.execute("SELECT count(*) AS n FROM unnest(to_tsvector('english'::regconfig, %s))",
