@@ -133,7 +133,9 @@ class Explorer:
             new_cookie = None
             try:
                 session, by_bearer = self._gate(request)
-            except Unauthorized:
+            except Unauthorized as exc:
+                if request.headers.get("authorization"):  # a script's wrong bearer token: 401, said plainly
+                    return self.error(None, 401, exc.message)
                 if request.method == "GET":
                     return self.headers(RedirectResponse(f"{self.base}/login", status_code=303))
                 return self.error(None, 401, "log in first (your session ended)")

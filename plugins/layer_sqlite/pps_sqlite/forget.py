@@ -136,7 +136,7 @@ async def forget_log(memory, p: ForgetLogParams):
 def operations() -> list[Operation]:
     gone = ("Deletes for good: the turn, its full text, its vector, the graph's episodes of it and the facts "
             "extracted only from them; summaries that covered it are flagged for rewrite. Logged (ids, time, "
-            "requested_by), never the content. ")
+            "requested_by), never the content.")
     return [
         Operation("forget_turns", ForgetTurnsParams, forget_turns, group="forget", destructive=True, idempotent=True,
                   description="Forget turns by id. " + gone),

@@ -23,14 +23,14 @@ from pps_core.catalog import Operation
 from pps_core.errors import InvalidParams, PPSError
 
 from .docs import add_docs_routes
-from .security import BearerGuard, BodyLimit, EntityAuth, is_loopback
+from .security import BearerGuard, BodyLimit, EntityAuth, challenge, is_loopback
 
 log = logging.getLogger("pps.http")
 
 
 def _error(exc: PPSError) -> JSONResponse:
-    headers = {"WWW-Authenticate": 'Bearer realm="pps"'} if exc.status == 401 else None
-    return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+    value = challenge(exc)
+    return JSONResponse(exc.to_dict(), status_code=exc.status, headers={"WWW-Authenticate": value} if value else None)
 
 
 async def _json_body(request: Request) -> Any:
@@ -108,6 +108,23 @@ def _tool_endpoint(entity: _Entity, op: Operation):
     return endpoint
 
 
+def _unknown_endpoint(entity: _Entity):
+    """An operation the entity does not have: the same JSON error as in-process (``unknown_operation``, naming it
+    and the loaded plugins), so a client forwarding here (``pps call``, ``pps serve mcp``) reads what it would
+    read locally. Checked after the token: a caller without it learns nothing about the catalog."""
+
+    async def unknown_tool(request: Request, name: str) -> Response:
+        try:
+            entity.auth.check_scope(request.scope)
+            entity.memory.operation(name)  # raises UnknownOperation
+        except PPSError as exc:
+            return _error(exc)
+        return _error(PPSError(f"{name}: no route"))  # pragma: no cover - every operation has its own route
+
+    unknown_tool.__name__ = f"{entity.name}__unknown_tool"
+    return unknown_tool
+
+
 def _list_endpoint(entity: _Entity):
     from pps_mcp.backend import ToolSpec
 
@@ -163,6 +180,9 @@ def _add_tool_routes(app: FastAPI, entity: _Entity, primary: bool, components: d
                 summary=op.name, description=op.description, tags=[entity.name if prefix else op.group],
                 operation_id=f"{entity.name}__{op.name}" if prefix else op.name,
                 openapi_extra=extra, response_model=None)
+    for prefix in prefixes:  # after every operation's own route: a name no route matched
+        app.add_api_route(f"{prefix}/tools/{{name}}", _unknown_endpoint(entity), methods=["POST"],
+                          include_in_schema=False)
     for prefix in prefixes:
         app.add_api_route(f"{prefix}/tools", _list_endpoint(entity), methods=["GET"],
                           summary="the entity's operations", include_in_schema=True,

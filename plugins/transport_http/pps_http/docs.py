@@ -53,8 +53,10 @@ def add_docs_routes(app: FastAPI, entities: dict[str, Any], primary: str, compon
         return unauthorized[0] if unauthorized and "authorization" not in request.headers else refusals[0]
 
     def refuse(exc: PPSError) -> JSONResponse:
-        headers = {"WWW-Authenticate": 'Bearer realm="pps"'} if exc.status == 401 else None
-        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+        from .security import challenge
+
+        value = challenge(exc)
+        return JSONResponse(exc.to_dict(), status_code=exc.status, headers={"WWW-Authenticate": value} if value else None)
 
     async def openapi_json(request: Request) -> Response:
         names = visible(request)

@@ -104,7 +104,9 @@ class EntityAuth:
         if scheme.lower() != "bearer" or not presented.strip():
             raise Unauthorized("use 'Authorization: Bearer <token>'")
         if not check_token(self.current(), presented.strip()):
-            raise Forbidden(f"this token does not grant access to entity {self.entity!r}")
+            # RFC 6750 / MCP authorization: a token that is not this entity's is invalid_token, 401 with a
+            # challenge (403 stays for what no token could fix: a tokenless entity's browser requests)
+            raise InvalidToken(f"this token does not grant access to entity {self.entity!r}")
 
     def check_scope(self, scope, *, sensitive: bool = False) -> None:
         """``check`` for an ASGI HTTP scope (a Starlette ``request.scope``): what every route of an entity
@@ -121,11 +123,23 @@ class EntityAuth:
         return True
 
 
+class InvalidToken(Unauthorized):
+    """A bearer token was presented but is not this entity's (``WWW-Authenticate: ... error="invalid_token"``)."""
+
+
+def challenge(exc: PPSError) -> str | None:
+    """The ``WWW-Authenticate`` value for a 401 (RFC 6750 section 3), None for any other answer."""
+    if exc.status != 401:
+        return None
+    return 'Bearer realm="pps", error="invalid_token"' if isinstance(exc, InvalidToken) else 'Bearer realm="pps"'
+
+
 async def send_error(send, exc: PPSError) -> None:
     body = json.dumps(exc.to_dict()).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if exc.status == 401:
-        headers.append((b"www-authenticate", b'Bearer realm="pps"'))
+    value = challenge(exc)
+    if value:
+        headers.append((b"www-authenticate", value.encode()))
     await send({"type": "http.response.start", "status": exc.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

@@ -52,8 +52,17 @@ def error_result(exc: PPSError) -> types.CallToolResult:
 
 
 async def call_tool(backend: Backend, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    """A tool's own failure is a tool result the model can read (``is_error``); a tool that does not exist is a
+    JSON-RPC protocol error (-32602 Invalid params), as the MCP specification asks."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types.jsonrpc import INVALID_PARAMS
+
+    from pps_core.errors import UnknownOperation
+
     try:
         return success_result(await backend.call(name, arguments))
+    except UnknownOperation as exc:
+        raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data=exc.to_dict()) from None
     except PPSError as exc:
         return error_result(exc)
     except Exception as exc:  # a bug, not the caller's fault: logged to stderr, reported without traceback
