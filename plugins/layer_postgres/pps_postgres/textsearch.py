@@ -23,7 +23,7 @@ WITH q AS (
     SELECT q.lexeme, plainto_tsquery('simple'::regconfig, q.lexeme) AS tq FROM q
 ), stats AS (
     SELECT %(n_docs)s::float8 AS n, %(avgdl)s::float8 AS avgdl
-), df AS (
+), df AS MATERIALIZED (  -- once per lexeme (inlined, it would run once per candidate row)
     SELECT lex.lexeme, (SELECT count(*) FROM {table} d WHERE d.tsv @@ lex.tq)::float8 AS df FROM lex
 ), cand AS (
     SELECT d.id, d.tsv FROM {table} d
