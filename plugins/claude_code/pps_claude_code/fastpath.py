@@ -11,19 +11,14 @@ behaviour: the same logs, status, cursors and user-visible messages.
 from __future__ import annotations
 
 import fcntl
-import glob
-import http.client
 import json
 import os
 import re
-import subprocess
 import sys
 import threading
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
 
 from .logbook import failure_notice, log, log_path, private_append, record, replace_private
 from .recall_view import relevant_memories
@@ -90,10 +85,8 @@ def light_settings(entity: str | None, home: str | None) -> Light | None:
     else:
         root = Path(os.environ.get("PPS_ROOT") or Path.home() / ".pps").expanduser()
         path = (root / (entity or os.environ.get("PPS_ENTITY") or "default")).resolve()
-    try:
-        with (path / "pps.toml").open("rb") as fh:
-            toml = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError):
+    toml = _read_toml(path)
+    if toml is None:
         return None
     if "plugins" not in toml:
         return None
@@ -111,6 +104,36 @@ def light_settings(entity: str | None, home: str | None) -> Light | None:
     if not isinstance(name, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", name):
         return None
     return Light(path, name, toml, cc)
+
+
+def _read_toml(home: Path) -> dict[str, Any] | None:
+    """pps.toml, through a JSON copy kept beside the hooks' cursors while pps.toml is unchanged (tomllib
+    costs a warm hook more than json, which it loads anyway)."""
+    try:
+        st = (home / "pps.toml").stat()
+    except OSError:
+        return None
+    stamp = [st.st_mtime_ns, st.st_size, st.st_ino]
+    cache = home / "hooks" / "claude-code" / "pps.toml.json"
+    try:
+        cached = json.loads(cache.read_text())
+        if cached.get("stamp") == stamp and isinstance(cached.get("toml"), dict):
+            return cached["toml"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    import tomllib
+
+    try:
+        with (home / "pps.toml").open("rb") as fh:
+            toml = tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError):
+        return None
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        replace_private(cache, json.dumps({"stamp": stamp, "toml": toml}))
+    except (OSError, TypeError, ValueError):  # a value JSON cannot hold (a TOML date): no copy
+        pass
+    return toml
 
 
 def owner_address(home: Path) -> str | None:
@@ -135,35 +158,70 @@ def owner_address(home: Path) -> str | None:
 
 
 class Remote:
+    """POST /tools/<operation> over one plain HTTP/1.1 connection (a socket: ``http.client`` pulls in the
+    email package, which costs a warm hook more than its own work)."""
+
     def __init__(self, address: str, token: str | None, timeout: float) -> None:
-        self.url = urlsplit(address)
+        rest = address.split("://", 1)[1]
+        hostport, _, path = rest.partition("/")
+        host, _, port = hostport.rpartition(":")
+        self.host = host.strip("[]") or "127.0.0.1"
+        self.port = int(port)
+        self.path = "/" + path.rstrip("/") if path else ""
         self.token = token
         self.timeout = timeout
         self.address = address
 
     def call(self, operation: str, params: dict[str, Any]) -> Any:
-        conn = http.client.HTTPConnection(self.url.hostname, self.url.port, timeout=self.timeout)
-        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        import socket
+
+        body = json.dumps(params).encode()
+        head = [f"POST {self.path}/tools/{operation} HTTP/1.1", f"Host: {self.host}:{self.port}",
+                "Accept: application/json", "Content-Type: application/json", f"Content-Length: {len(body)}",
+                "Connection: close"]
         if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+            head.append(f"Authorization: Bearer {self.token}")
         try:
-            conn.request("POST", self.url.path.rstrip("/") + f"/tools/{quote(operation, safe='')}",
-                         body=json.dumps(params).encode(), headers=headers)
-            resp = conn.getresponse()
-            status, raw = resp.status, resp.read()
-        except (OSError, http.client.HTTPException) as exc:
+            with socket.create_connection((self.host, self.port), timeout=self.timeout) as sock:
+                sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+                chunks = []
+                while True:
+                    data = sock.recv(65536)
+                    if not data:
+                        break
+                    chunks.append(data)
+        except OSError as exc:
             raise RuntimeError(f"the server at {self.address} owns this entity but did not answer "
                                f"({type(exc).__name__}: {exc})") from None
-        finally:
-            conn.close()
+        raw = b"".join(chunks)
+        header, _, payload = raw.partition(b"\r\n\r\n")
+        lines = header.decode("latin-1").split("\r\n")
         try:
-            answer = json.loads(raw) if raw else None
+            status = int(lines[0].split()[1])
+        except (IndexError, ValueError):
+            raise RuntimeError(f"the server at {self.address} answered something that is not HTTP") from None
+        if any(ln.lower().replace(" ", "") == "transfer-encoding:chunked" for ln in lines[1:]):
+            payload = _unchunk(payload)
+        try:
+            answer = json.loads(payload) if payload else None
         except ValueError:
             answer = None
         if status >= 400:
             message = answer.get("message") if isinstance(answer, dict) else None
             raise RuntimeError(message or f"{self.address} answered HTTP {status}")
         return answer
+
+
+def _unchunk(data: bytes) -> bytes:
+    out = []
+    while data:
+        size_line, _, data = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out.append(data[:size])
+        data = data[size + 2:]
+    return b"".join(out)
 
 
 def _state_path(home: Path, session: str) -> Path:
@@ -208,6 +266,8 @@ def sync(remote: Remote, light: Light, payload: dict[str, Any]) -> int:
 
 def _newest_log(light: Light, exclude_session: str) -> Path | None:
     """The newest session log (hook transcripts and ``[recap] logs``), as ``pps_recap.store.newest_log``."""
+    import glob
+
     found: dict[str, Path] = {}
     for pattern in light.recap_logs:
         for name in glob.glob(os.path.expanduser(str(pattern)), recursive=True):
@@ -255,6 +315,7 @@ def _refresh_recap(remote: Remote, light: Light, session: str) -> None:
 
 def _spawn_recap(light: Light, transcript: str) -> None:
     import importlib.util
+    import subprocess
 
     if sys.flags.no_site:  # started with -S: the installed packages are found through site
         import site

@@ -5,28 +5,42 @@ Lean on purpose (no ``pps`` parser, no plugin discovery): the host waits on ever
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 CHOICE_FILE = "claude-code.json"
 
 
+def parse(argv: list[str]) -> tuple[str, str | None, str | None, bool]:
+    """``EVENT [--entity NAME] [--home DIR] [--recall]`` (by hand: argparse costs a warm hook ~20 ms)."""
+    event, entity, home, recall = "", None, None, False
+    args = list(argv)
+    while args:
+        arg = args.pop(0)
+        if arg in ("--entity", "-e", "--home") and args:
+            value = args.pop(0)
+            entity, home = (value, home) if arg != "--home" else (entity, value)
+        elif arg.startswith(("--entity=", "--home=")):
+            key, _, value = arg.partition("=")
+            entity, home = (value, home) if key == "--entity" else (entity, value)
+        elif arg == "--recall":
+            recall = True
+        elif arg in ("-h", "--help"):
+            print(__doc__.strip())
+            raise SystemExit(0)
+        elif not arg.startswith("-") and not event:
+            event = arg
+    return event, entity, home, recall
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pps_claude_code.hook")
-    parser.add_argument("event", nargs="?", default="", help="SessionStart, UserPromptSubmit, Stop, PreCompact, "
-                                                             "SessionEnd (default: the input's hook_event_name)")
-    parser.add_argument("--entity", "-e")
-    parser.add_argument("--home")
-    parser.add_argument("--recall", action="store_true")
-    args, _unknown = parser.parse_known_args(argv)
-    entity = args.entity
-    if not (entity or args.home or os.environ.get("PPS_ENTITY") or os.environ.get("PPS_HOME")):
+    event, entity, home, recall = parse(sys.argv[1:] if argv is None else argv)
+    if not (entity or home or os.environ.get("PPS_ENTITY") or os.environ.get("PPS_HOME")):
         entity = default_entity()  # the Claude Code plugin's hooks name no entity: `pps setup` chose one
     raw = sys.stdin.read()
     from .fastpath import try_run
 
-    if try_run(args.event, entity, args.home, raw, recall=args.recall, stdout=sys.stdout):
+    if try_run(event, entity, home, raw, recall=recall, stdout=sys.stdout):
         return 0  # a server owns the entity: done without importing the kernel
     import io
 
@@ -36,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         site.main()
     from .hooks import run
 
-    return run(args.event, entity, args.home, recall=args.recall, stdin=io.StringIO(raw))
+    return run(event, entity, home, recall=recall, stdin=io.StringIO(raw))
 
 
 def default_entity() -> str | None:
