@@ -1,17 +1,17 @@
 """The `pps` command as a user runs it."""
 
 import json
-import os
 import subprocess
 import sys
+
+from pps_core.testing.server import pps, pps_env
 
 PPS = [sys.executable, "-m", "pps_core.cli"]
 
 
 def run(args, tmp_path, stdin=None):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env.update({"PPS_ROOT": str(tmp_path / "root"), "HOME": str(tmp_path)})
-    return subprocess.run(PPS + args, capture_output=True, text=True, env=env, input=stdin, timeout=120)
+    root = tmp_path / "root"
+    return pps(root, *args, check=False, env=pps_env(root, HOME=str(tmp_path)), input=stdin)
 
 
 def test_init_call_and_plugins(tmp_path):
@@ -82,8 +82,7 @@ def test_output_cut_short_by_a_pipe_is_not_a_traceback(tmp_path):
     run(["init", "--entity", "e", "--plugins", "sqlite"], tmp_path)
     turns = [{"content": "x" * 2_000, "author_name": "A", "channel": "c"} for _ in range(100)]
     run(["call", "-e", "e", "store_messages", "-"], tmp_path, stdin=json.dumps({"messages": turns}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env.update({"PPS_ROOT": str(tmp_path / "root"), "HOME": str(tmp_path)})
+    env = pps_env(tmp_path / "root", HOME=str(tmp_path))
     proc = subprocess.Popen(PPS + ["call", "-e", "e", "get_turns_since", '{"timestamp": "2000-01-01"}'],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     proc.stdout.read(10)  # `pps call ... | head -c 10`

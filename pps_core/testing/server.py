@@ -1,4 +1,12 @@
-"""A real ``pps serve http`` subprocess on 127.0.0.1 for tests and benchmarks (no network but loopback)."""
+"""The one harness for a real ``pps serve http`` subprocess on 127.0.0.1 (tests and benchmarks; loopback only).
+
+    root = tmp_path / "root"
+    init_entity(root, "lyra", "sqlite,crystals,http")
+    server = start_server(root, "--entity", "lyra")
+    server.call("crystallize", {"content": "..."}).json()     # lyra's own token, lyra's routes
+    server.call("crystal_list", entity="nexus", token_of=None)  # another entity, no token
+    server.stop()
+"""
 
 from __future__ import annotations
 
@@ -26,9 +34,10 @@ def pps_env(root: Path, **extra: str) -> dict[str, str]:
 def pps(root: Path, *args: str, check: bool = True, timeout: float = 120,
         **kw: Any) -> subprocess.CompletedProcess[str]:
     """Run the ``pps`` command as a user would, with ``PPS_ROOT=root``."""
+    if "input" not in kw:  # no terminal to wait on
+        kw["stdin"] = subprocess.DEVNULL
     return subprocess.run([sys.executable, "-m", "pps_core.cli", *args], env=kw.pop("env", None) or pps_env(root),
-                          capture_output=True, text=True, check=check, timeout=timeout, stdin=subprocess.DEVNULL,
-                          **kw)
+                          capture_output=True, text=True, check=check, timeout=timeout, **kw)
 
 
 def init_entity(root: Path, entity: str, plugins: str, *extra_toml: str) -> Path:
@@ -40,25 +49,42 @@ def init_entity(root: Path, entity: str, plugins: str, *extra_toml: str) -> Path
     return home
 
 
+_OWN = "\x00own"
+
+
 @dataclass
 class Server:
     url: str
     root: Path
     proc: subprocess.Popen[bytes]
     log: Path
+    #: The entity served at the unprefixed routes (``--entity``), if one was named.
+    entity: str | None = None
 
     def token(self, entity: str) -> str:
         return (self.root / entity / "token").read_text().strip()
 
-    def headers(self, entity: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token(entity)}"}
+    def headers(self, entity: str | None = None) -> dict[str, str]:
+        """The Authorization header with ``entity``'s token (default: the server's entity)."""
+        name = entity or self.entity
+        if name is None:
+            raise ValueError("name the entity: this server was started without --entity")
+        return {"Authorization": f"Bearer {self.token(name)}"}
 
-    def call(self, op: str, params: Any = None, *, entity: str, token_of: str | None = None, timeout: float = 30,
-             client: httpx.Client | None = None) -> httpx.Response:
-        headers = self.headers(token_of or entity) if token_of != "" else {}
+    auth = headers
+
+    def call(self, op: str, params: Any = None, *, entity: str | None = None, token_of: str | None = _OWN,
+             timeout: float = 30, client: httpx.Client | None = None, headers: dict[str, str] | None = None,
+             **kw: Any) -> httpx.Response:
+        """POST an operation: ``/entities/<entity>/tools/<op>``, or ``/tools/<op>`` (the server's entity) when
+        ``entity`` is None. The token is the entity's own unless ``token_of`` names another (None: no token)."""
+        if token_of == _OWN:
+            token_of = entity or self.entity
+        sent = {**(self.headers(token_of) if token_of else {}), **(headers or {})}
+        prefix = f"/entities/{entity}" if entity else ""
         post = (client or httpx).post
-        return post(f"{self.url}/entities/{entity}/tools/{op}", json=params if params is not None else {},
-                    headers=headers, timeout=timeout)
+        return post(f"{self.url}{prefix}/tools/{op}", json=params if params is not None else {},
+                    headers=sent, timeout=timeout, **kw)
 
     def kill(self) -> None:
         """kill -9: no cleanup, no flush, no lock release."""
@@ -80,12 +106,12 @@ def start_server(root: Path, *args: str, env: dict[str, str] | None = None, time
                  log_name: str = "server.log", preexec_fn: Callable[[], Any] | None = None) -> Server:
     """Start ``pps serve http --port 0 ARGS`` and wait until /health answers."""
     log = root / log_name
+    start = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", "serve", "http", "--port", "0", *args],
                                 env=env or pps_env(root), stdout=fh, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, preexec_fn=preexec_fn)
     deadline = time.monotonic() + timeout
-    start = log.stat().st_size if log.exists() else 0
     url = None
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -98,10 +124,19 @@ def start_server(root: Path, *args: str, env: dict[str, str] | None = None, time
         if url:
             try:
                 if httpx.get(f"{url}/health", timeout=1).json().get("ok"):
-                    return Server(url=url, root=root, proc=proc, log=log)
+                    return Server(url=url, root=root, proc=proc, log=log, entity=_entity_arg(args))
             except (httpx.HTTPError, ValueError):
                 pass
         time.sleep(0.05)
     proc.kill()
     proc.wait()
     raise RuntimeError(f"server did not start: {log.read_text()[-3000:]}")
+
+
+def _entity_arg(args: tuple[str, ...]) -> str | None:
+    for i, arg in enumerate(args):
+        if arg in ("--entity", "-e") and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--entity="):
+            return arg.split("=", 1)[1]
+    return None

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,21 +13,19 @@ import pytest
 from pps_claude_code.install import hooks_config
 
 from pps_core.owner import read_owner
+from pps_core.testing.server import pps as run_pps
+from pps_core.testing.server import pps_env
 
 FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_session.jsonl"
 SESSION = "5f3c2a9e-1111-4c7e-9a51-0d6b2e7c0a01"
 
 
 def env_for(root: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env.update(PPS_ROOT=str(root), PPS_CLAUDE_CODE_USER_NAME="Jeff", PPS_CLAUDE_CODE_AUTOSTART="false")
-    env.update(extra)
-    return env
+    return pps_env(root, **{"PPS_CLAUDE_CODE_USER_NAME": "Jeff", "PPS_CLAUDE_CODE_AUTOSTART": "false", **extra})
 
 
 def pps(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pps_core.cli", *args], env=env_for(root, **env), capture_output=True,
-                          text=True, check=True, timeout=120)
+    return run_pps(root, *args, env=env_for(root, **env))
 
 
 def command(root: Path, event: str, *extra: str) -> str:

@@ -4,25 +4,23 @@ operations drop it on every capture path; this is the path a person's terminal t
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from pps_claude_code.install import hooks_config
+
+from pps_core.testing.server import pps as run_pps
+from pps_core.testing.server import pps_env
 
 SESSION = "5f3c2a9e-2222-4c7e-9a51-0d6b2e7c0a01"
 
 
 def env_for(root: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env.update(PPS_ROOT=str(root), PPS_CLAUDE_CODE_USER_NAME="ana", PPS_CLAUDE_CODE_AUTOSTART="false")
-    return env
+    return pps_env(root, PPS_CLAUDE_CODE_USER_NAME="ana", PPS_CLAUDE_CODE_AUTOSTART="false")
 
 
 def pps(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pps_core.cli", *args], env=env_for(root), input="",
-                          capture_output=True, text=True, check=True, timeout=60)
+    return run_pps(root, *args, env=env_for(root), input="", timeout=60)
 
 
 def run_hook(root: Path, event: str, transcript: Path) -> subprocess.CompletedProcess:

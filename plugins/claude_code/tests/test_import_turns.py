@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from pps_claude_code.importer import jsonl_turn
 
+from pps_core.testing.server import pps
+
 FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_session.jsonl"
-
-
-def pps(root: Path, *args: str, check: bool = True):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env["PPS_ROOT"] = str(root)
-    return subprocess.run([sys.executable, "-m", "pps_core.cli", *args], env=env, capture_output=True, text=True,
-                          check=check, timeout=60, stdin=subprocess.DEVNULL)
 
 
 def count(root: Path) -> int:

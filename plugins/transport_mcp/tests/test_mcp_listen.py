@@ -3,24 +3,17 @@
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 
 from mcp.client.stdio import stdio_client
 
 from pps_core.owner import read_owner
-
-
-def _env(root):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env["PPS_ROOT"] = str(root)
-    return env
+from pps_core.testing.server import init_entity, pps_env
 
 
 def _init(root, plugins):
-    subprocess.run([sys.executable, "-m", "pps_core.cli", "init", "--entity", "lyra", "--plugins", plugins,
-                    "--timezone", "UTC"], check=True, env=_env(root), capture_output=True)
+    init_entity(root, "lyra", plugins)
 
 
 async def test_other_processes_reach_a_stdio_owner(tmp_path):
@@ -28,7 +21,7 @@ async def test_other_processes_reach_a_stdio_owner(tmp_path):
     from mcp.client.stdio import StdioServerParameters
 
     _init(tmp_path, "sqlite,crystals,mcp,http")
-    params = StdioServerParameters(command=sys.executable, env=_env(tmp_path),
+    params = StdioServerParameters(command=sys.executable, env=pps_env(tmp_path),
                                    args=["-m", "pps_core.cli", "serve", "mcp", "--entity", "lyra"])
     with open(tmp_path / "stderr.log", "w") as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
@@ -40,7 +33,7 @@ async def test_other_processes_reach_a_stdio_owner(tmp_path):
                 subprocess.run, [sys.executable, "-m", "pps_core.cli", "call", "--entity", "lyra", "store_message",
                                  json.dumps({"content": "said on discord", "author_name": "Brandi",
                                              "channel": "discord:home"})],
-                env=_env(tmp_path), capture_output=True, text=True, timeout=60)
+                env=pps_env(tmp_path), capture_output=True, text=True, timeout=60)
             assert other.returncode == 0, other.stderr
             recall = await client.call_tool("ambient_recall", {"context": "startup"})
     text = recall.content[0].text
@@ -58,7 +51,7 @@ def test_listener_keeps_stdout_clean(tmp_path):
             "name": "summary_stats", "arguments": {}}},
     ]
     proc = subprocess.run([sys.executable, "-m", "pps_core.cli", "serve", "mcp", "--entity", "lyra",
-                           "--log-level", "DEBUG"], env=_env(tmp_path), text=True, capture_output=True,
+                           "--log-level", "DEBUG"], env=pps_env(tmp_path), text=True, capture_output=True,
                           input="".join(json.dumps(f) + "\n" for f in frames), timeout=60)
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     assert lines and all(m.get("jsonrpc") == "2.0" for m in lines)

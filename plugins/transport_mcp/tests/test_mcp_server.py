@@ -10,6 +10,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from pps_mcp.server import create_server
 
+from pps_core.testing.server import init_entity, pps_env
+
 PLUGINS = ["sqlite", "crystals"]
 
 
@@ -57,20 +59,13 @@ async def test_bad_params_are_error_results_naming_the_parameter(make_memory):
     assert listing.structured_content["current"] == []  # nothing was half-written
 
 
-def _env(root) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env["PPS_ROOT"] = str(root)
-    return env
-
-
 def _init(root, entity: str, plugins: str = "sqlite,crystals,mcp") -> None:
-    subprocess.run([sys.executable, "-m", "pps_core.cli", "init", "--entity", entity, "--plugins", plugins,
-                    "--timezone", "UTC"], check=True, env=_env(root), capture_output=True)
+    init_entity(root, entity, plugins)
 
 
 async def test_stdio_subprocess_owns_the_stores(tmp_path):
     _init(tmp_path, "lyra")
-    params = StdioServerParameters(command=sys.executable, env=_env(tmp_path),
+    params = StdioServerParameters(command=sys.executable, env=pps_env(tmp_path),
                                    args=["-m", "pps_core.cli", "serve", "mcp", "--entity", "lyra"])
     with open(tmp_path / "stderr.log", "w") as errlog:
         from mcp.client.stdio import stdio_client
@@ -99,7 +94,7 @@ def test_second_owner_is_refused_naming_the_owner(tmp_path):
         async with Memory.for_entity("lyra", home=tmp_path / "lyra"):
             return await asyncio.to_thread(
                 subprocess.run, [sys.executable, "-m", "pps_core.cli", "serve", "mcp", "--entity", "lyra"],
-                env=_env(tmp_path), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+                env=pps_env(tmp_path), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
 
     proc = asyncio.run(hold_and_try())
     assert proc.returncode == 2
@@ -125,7 +120,7 @@ def test_stdout_carries_only_protocol_frames(tmp_path):
     import threading
 
     proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", "serve", "mcp", "--entity", "lyra",
-                             "--log-level", "DEBUG"], env=_env(tmp_path), text=True,
+                             "--log-level", "DEBUG"], env=pps_env(tmp_path), text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     guard = threading.Timer(60, proc.kill)
     guard.start()
@@ -164,7 +159,7 @@ def test_stdin_closed_right_after_the_requests_still_gets_every_answer(tmp_path)
                                                                          "arguments": {"content": "heredoc"}}},
     ]
     out = subprocess.run([sys.executable, "-m", "pps_core.cli", "serve", "mcp", "--entity", "lyra"],
-                         env=_env(tmp_path), text=True, capture_output=True, timeout=60,
+                         env=pps_env(tmp_path), text=True, capture_output=True, timeout=60,
                          input="".join(json.dumps(f) + "\n" for f in frames))
     answers = {m["id"]: m for m in map(json.loads, out.stdout.splitlines()) if "id" in m}
     assert set(answers) == {1, 2, 3}, out.stderr
