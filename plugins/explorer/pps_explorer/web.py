@@ -96,7 +96,7 @@ class Explorer:
                   Route("/static/{name}", self.static, methods=["GET"])]
         for path, handler, methods in pages.routes():
             routes.append(Route(path, self.wrap(handler), methods=methods))
-        self.app = Starlette(routes=routes)
+        self.app = Starlette(routes=routes, exception_handlers={404: self.not_found, 405: self.not_found})
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -167,6 +167,10 @@ class Explorer:
             return response
 
         return endpoint
+
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        return self.error(None, status, "no such page" if status == 404 else "this page does not take that method")
 
     def error(self, ctx: Ctx | None, status: int, message: str) -> HTMLResponse:
         return self.render(ctx, "error.html", {"status": status, "message": message}, status=status)

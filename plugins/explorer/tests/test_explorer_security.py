@@ -140,3 +140,10 @@ def test_lists_are_paged_not_loaded_whole(ui):
     assert search.count('class="turn') == 20 and "next →" in search  # 30 match: a page of 20, then more
     more = ui.get("/timeline?q=harbour&offset=20").text
     assert 1 <= more.count('class="turn') <= 20 and "← newer / previous" in more
+
+
+def test_an_unknown_page_is_a_404_with_the_same_headers(ui):
+    missing = ui.get("/no/such/page")
+    assert missing.status_code == 404 and "no such page" in missing.text
+    assert missing.headers["content-security-policy"] == CSP
+    assert ui.post("/timeline").status_code == 405
