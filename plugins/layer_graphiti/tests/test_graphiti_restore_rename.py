@@ -45,4 +45,5 @@ async def test_restore_under_a_new_name_keeps_every_layer(tmp_path):
         after = await answers(m)
         stats = await m.call("graphiti_ingestion_stats")
     assert after == before
+    assert before["counts"]["raw_capture"]["cursors"] == 1 and manifest["counts"]["raw_capture"]["cursors"] == 1
     assert stats["uningested"] == before["counts"]["raw_capture"]["messages"]  # nothing was ingested (no LLM)

@@ -194,8 +194,10 @@ class PostgresStore:
     async def counts(self):
         r = (await self.fetch(
             "SELECT count(*) AS total, count(*) FILTER (WHERE summary_id IS NULL) AS unsummarized, "
-            "count(*) FILTER (WHERE ingested_at IS NULL) AS uningested FROM messages"))[0]
-        return {"total": r["total"], "unsummarized": r["unsummarized"], "uningested": r["uningested"]}
+            "count(*) FILTER (WHERE ingested_at IS NULL) AS uningested, "
+            "(SELECT count(*) FROM read_cursors) AS cursors FROM messages"))[0]
+        return {"total": r["total"], "unsummarized": r["unsummarized"], "uningested": r["uningested"],
+                "cursors": r["cursors"]}
 
     async def _unsummarized(self, conn, limit, offset=0, *, oldest_first=False, channel=None):
         where = "summary_id IS NULL" + (" AND channel = %s" if channel else "")

@@ -119,7 +119,8 @@ class RawCaptureLayer(Layer):
         started = time.perf_counter()
         c = await self.backend.counts()
         return LayerHealth(layer=self.name, available=True, detail=self.backend.detail,
-                           counts={"messages": c["total"], "unsummarized": c["unsummarized"]},
+                           counts={"messages": c["total"], "unsummarized": c["unsummarized"],
+                                   "uningested": c["uningested"], "cursors": c.get("cursors", 0)},
                            backlog={"unsummarized": c["unsummarized"]},
                            latency_ms=self.recent_latency_ms or round((time.perf_counter() - started) * 1000, 2))
 

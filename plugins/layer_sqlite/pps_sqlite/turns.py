@@ -103,7 +103,9 @@ def search(conn: sqlite3.Connection, query: str, limit: int, offset: int = 0,
 def counts(conn: sqlite3.Connection) -> dict[str, int]:
     """Kept by triggers (schema v3): reading them costs the same at 10 turns and at 10 million."""
     c = dict(conn.execute("SELECT name, n FROM counters WHERE name IN ('messages', 'unsummarized', 'uningested')"))
-    return {"total": c["messages"], "unsummarized": c["unsummarized"], "uningested": c["uningested"]}
+    cursors = conn.execute("SELECT COUNT(*) FROM read_cursors").fetchone()[0]  # one row per reader: small
+    return {"total": c["messages"], "unsummarized": c["unsummarized"], "uningested": c["uningested"],
+            "cursors": cursors}
 
 
 def unsummarized_count(conn: sqlite3.Connection, channel: str | None = None) -> int:

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.backends("sqlite")
 ALLOWED_SCAN = re.compile(r"^SCAN (messages|m) USING (COVERING )?INDEX idx_messages_unsummarized\w*\b|^SCAN CONSTANT ROW$"
                           # the newest summaries by time (LIMIT walks the span index from its end); the partial
                           # index of summaries flagged for rewrite holds only those
-                          r"|^SCAN message_summaries USING INDEX idx_summaries_(span|rewrite)$")
+                          r"|^SCAN message_summaries USING INDEX idx_summaries_(span|rewrite)$"
+                          # read cursors: one row per reader (health counts them for the backup manifest)
+                          r"|^SCAN read_cursors( USING COVERING INDEX \w+)?$")
 #: A table walked in rowid order and stopped by LIMIT reads only what it returns.
 NEWEST_BY_ID = re.compile(r"ORDER BY id (ASC |DESC )?LIMIT", re.I)
 
