@@ -24,9 +24,12 @@ async def test_all_250_unsummarized_turns_shown_chronologically(make_memory):
 async def test_turns_truncated_at_1000_chars(make_memory):
     memory = await make_memory(plugins=["sqlite"])
     await memory.call("store_message", {"content": "x" * 1500, "author_name": "A", "channel": "c"})
-    text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
+    out = await memory.call("ambient_recall", {"context": "startup"})
+    text = out["text"]
     assert "x" * 1000 + "..." in text and "x" * 1001 not in text
-    assert "Recent turns: 1000 chars (1 items)" in text
+    (turns,) = [s for s in out["manifest"]["sections"] if s["name"] == "Recent turns"]
+    assert turns["items"] == 1 and 1000 < turns["chars"] < 1500  # what it emitted: the cut turn and its line
+    assert f"Recent turns: {turns['chars']} chars (1 items)" in text
 
 
 async def test_composition_comes_from_config(make_memory):
