@@ -36,7 +36,7 @@ from .models import (
     StartupItems,
     Summary,
 )
-from .params import NoParams, Params, Text
+from .params import NoParams, Params, StorePath, Text
 from .ranking import Ranker
 from .settings import EntitySettings, PluginSettings, load_settings
 from .textsearch import lexical_scores
@@ -49,7 +49,7 @@ __all__ = [
     "ConfigError", "Conflict", "Embedder", "EntitySettings", "Events", "FailedLayer", "Forbidden", "Ingester",
     "IngestionQueue", "InvalidParams", "Layer", "LayerHealth", "LayerStatus", "Memory", "Message", "NoParams",
     "NotFound", "Operation", "PPSError", "Params", "PluginSettings", "Pointer", "Ranker", "SearchResult",
-    "SectionConfig", "StartupItems", "StorageError", "SummarizableStore", "Summary", "SummaryBatch",
+    "SectionConfig", "StartupItems", "StorageError", "StorePath", "SummarizableStore", "Summary", "SummaryBatch",
     "SummaryReceipt", "Text", "TooLarge", "Transport", "Unauthorized", "Unavailable", "UnknownOperation",
     "UnreadSource", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings", "now_utc",
     "to_storage",

@@ -28,3 +28,17 @@ class Params(BaseModel):
 
 class NoParams(Params):
     """An operation that takes no parameters."""
+
+
+def _store_path(value: str) -> str:
+    from pathlib import PurePosixPath
+
+    path = PurePosixPath(value)
+    if not value.strip() or "\x00" in value or "\\" in value or path.is_absolute() or ".." in path.parts:
+        raise ValueError("must be a path inside the entity's home (relative, no '..')")
+    return value
+
+
+#: A store's file or folder, relative to the entity's home and confined there: a ``pps.toml`` (one restored
+#: from someone else's archive, say) can never point a store at another entity's files.
+StorePath = Annotated[str, AfterValidator(_store_path)]

@@ -13,6 +13,7 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 
 from .errors import ConfigError
 from .models import SectionConfig
+from .params import StorePath
 
 #: Plugins an entity loads when its config names none: the embedded defaults.
 DEFAULT_PLUGINS = ["sqlite", "crystals", "chroma", "embeddings", "graphiti", "recap", "upkeep", "mcp", "http"]
@@ -74,6 +75,14 @@ class Limits(BaseModel):
     max_batch: int = Field(1_000, ge=1, description="most turns in one store_messages call")
     max_request_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     max_page: int = Field(1_000, ge=1, description="most items one read returns")
+
+
+class BackupConfig(BaseModel):
+    """Where ``pps_backup`` may write when asked over the wire (the CLI moves its archive anywhere after)."""
+
+    dir: StorePath = Field("backups", description="folder under the entity's home for archives (never backed up)")
+    allowed_dirs: list[str] = Field(default_factory=list,
+                                    description="absolute folders outside the home where archives may be written")
 
 
 def _system_timezone() -> str:
@@ -138,6 +147,7 @@ class EntitySettings(PluginSettings):
     rankers: dict[str, list[str]] = Field(default_factory=dict, description="layer -> ranker names, in order")
     llm: LLMSettings = Field(default_factory=LLMSettings)
     limits: Limits = Field(default_factory=Limits)
+    backup: BackupConfig = Field(default_factory=BackupConfig)
 
     @field_validator("timezone")
     @classmethod
@@ -161,8 +171,13 @@ class EntitySettings(PluginSettings):
         return value if isinstance(value, dict) else {}
 
     def plugin_settings(self, cls: type[S], section: str, **overrides: Any) -> S:
-        """``cls`` (a :class:`PluginSettings`) read from the ``[section]`` table of pps.toml."""
-        return cls.from_section(self.section(section), **overrides)
+        """``cls`` (a :class:`PluginSettings`) read from the ``[section]`` table of pps.toml.
+
+        A bad value is a :class:`ConfigError` naming ``[section] field`` (one line, no traceback)."""
+        try:
+            return cls.from_section(self.section(section), **overrides)
+        except ValueError as exc:
+            raise ConfigError(f"invalid [{section}] settings for entity at {self.home}: {_brief(exc)}") from None
 
 
 def pps_root() -> Path:

@@ -68,17 +68,22 @@ def test_backup_while_serving_and_restore_into_a_fresh_home(tmp_path):
     assert exists.returncode == 2 and "exists" in exists.stderr
 
 
-async def test_the_backup_operation_writes_only_archives(make_memory, tmp_path):
-    """Whoever holds the token picks where the server writes: never a dotfile, never a non-archive."""
+async def test_the_backup_operation_writes_only_archives_in_the_backups_folder(make_memory, tmp_path):
+    """Whoever holds the token picks the archive's name, never where the server writes."""
     from pps_core.errors import InvalidParams
 
     m = await make_memory(plugins=["sqlite"])
-    for bad in [str(tmp_path / ".bashrc"), str(tmp_path / "authorized_keys"), "relative.tar.gz",
-                str(tmp_path / ".hidden.tar.gz")]:
+    for bad in [str(tmp_path / ".bashrc"), str(tmp_path / "authorized_keys"), str(tmp_path / "x.tar.gz"),
+                "../x.tar.gz", "sub/x.tar.gz", str(tmp_path / ".hidden.tar.gz"), "/proc/self/x.tar.gz",
+                "a" * 300 + ".tar.gz", str(m.home / "x.tar.gz")]:
         with pytest.raises(InvalidParams) as err:
             await m.call("pps_backup", {"path": bad})
         assert err.value.param == "path"
-    assert not (tmp_path / ".bashrc").exists() and not (tmp_path / "authorized_keys").exists()
+    assert not (tmp_path / ".bashrc").exists() and not (tmp_path / "x.tar.gz").exists()
     (m.home / "pps.toml").write_text('entity = "testentity"\nplugins = ["sqlite"]\n')
-    out = await m.call("pps_backup", {"path": str(tmp_path / "ok.tgz")})
-    assert (tmp_path / "ok.tgz").exists() and out["file"].endswith("ok.tgz")
+    out = await m.call("pps_backup", {"path": "ok.tgz"})
+    assert out["file"] == str((m.home / "backups" / "ok.tgz").resolve())
+    second = await m.call("pps_backup", {"path": str(m.home / "backups" / "two.tar.gz")})
+    with tarfile.open(second["file"]) as tar:
+        names = tar.getnames()
+    assert not any(n.startswith(("backups", ".pps-")) for n in names)  # no archive inside an archive

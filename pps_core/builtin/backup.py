@@ -118,7 +118,7 @@ async def snapshot_live(memory: Memory, dest: Path, *, include_token: bool = Fal
     async with memory.writes_paused():
         health = await memory.health()
         counts = {name: dict(h.counts) for name, h in health.items() if h.available}
-        derived = {p for layer in memory.layers.values() for p in layer.derived_paths}
+        derived = {p for layer in memory.layers.values() for p in layer.derived_paths} | {memory.settings.backup.dir}
         with tempfile.TemporaryDirectory(prefix=".pps-staged-", dir=dest.parent) as tmp:
             staged, claimed = Path(tmp), set()
             for layer in memory.layers.values():
@@ -131,27 +131,59 @@ async def snapshot_live(memory: Memory, dest: Path, *, include_token: bool = Fal
 class BackupParams(BaseModel):
     model_config = {"extra": "forbid"}
 
-    path: str = Field(..., min_length=1, max_length=4096,
-                      description="absolute path of the .tar.gz to write, on the server's machine (must not exist)")
+    path: str = Field(..., min_length=1, max_length=255,
+                      description="archive name (.tar.gz), written to the entity's backups folder "
+                                  "([backup] dir, default <home>/backups); or an absolute path inside that folder "
+                                  "or a folder [backup] allowed_dirs lists. Must not exist.")
     include_token: bool = Field(False, description="also keep the bearer token in the archive")
 
 
-async def pps_backup(memory: Memory, p: BackupParams) -> dict[str, Any]:
-    dest = Path(p.path)
-    if "\x00" in p.path or not dest.is_absolute():
-        raise InvalidParams("path: must be an absolute file path", param="path")
-    if not dest.name.endswith((".tar.gz", ".tgz")) or dest.name.startswith("."):
-        # whoever holds the token chooses where the server writes: only ever an archive, never a dotfile
-        raise InvalidParams("path: the archive's name must end with .tar.gz or .tgz (and not start with '.')",
-                            param="path")
-    if not dest.parent.is_dir():
-        raise InvalidParams(f"path: {dest.parent} is not a directory", param="path")
-    if dest.exists():
+def backup_dir(memory: Memory) -> Path:
+    return Path(memory.home) / memory.settings.backup.dir
+
+
+def destination(memory: Memory, path: str) -> Path:
+    """Where a backup asked for over the wire may go: the backups folder, or an allowed folder. Never the
+    live stores, never a dotfile, never a link."""
+    if "\x00" in path or "\\" in path:
+        raise InvalidParams("path: must be a file name or an absolute path", param="path")
+    given = Path(path)
+    name = given.name
+    if not name.endswith((".tar.gz", ".tgz")) or name.startswith(".") or len(name) > 200:
+        raise InvalidParams("path: the archive's name must end with .tar.gz or .tgz, not start with '.', and be at "
+                            "most 200 characters", param="path")
+    folders = [backup_dir(memory)] + [Path(d).expanduser() for d in memory.settings.backup.allowed_dirs]
+    if not given.is_absolute():
+        if len(given.parts) != 1:
+            raise InvalidParams("path: a relative path is a bare file name (written to the backups folder)",
+                                param="path")
+        folder = folders[0]
+        folder.mkdir(mode=0o700, exist_ok=True)
+        given = folder / name
+    try:
+        parent = given.parent.resolve(strict=True)
+    except (OSError, RuntimeError):
+        raise InvalidParams(f"path: {given.parent} is not a folder this entity may write to", param="path") from None
+    allowed = [f.resolve() for f in folders if f.exists()]
+    if parent not in allowed:
+        shown = ", ".join(str(f) for f in folders)
+        raise InvalidParams(f"path: archives go in the backups folder or an allowed folder ({shown})", param="path")
+    dest = parent / name
+    if os.path.lexists(dest):
         raise Conflict(f"path: {dest} exists; choose a new file name", param="path")
+    return dest
+
+
+async def pps_backup(memory: Memory, p: BackupParams) -> dict[str, Any]:
+    dest = destination(memory, p.path)
     try:
         manifest = await snapshot_live(memory, dest, include_token=p.include_token)
     except PermissionError as exc:
         raise InvalidParams(f"path: cannot write there ({exc.strerror})", param="path") from None
+    except OSError as exc:
+        if exc.errno in (28, 122):  # ENOSPC, EDQUOT: the storage fault mapping answers 503
+            raise
+        raise InvalidParams(f"path: cannot write {dest} ({exc.strerror or exc})", param="path") from None
     return dict(manifest, file=str(dest))
 
 
@@ -159,71 +191,16 @@ def backup_operation() -> Operation:
     return Operation(
         name="pps_backup", params=BackupParams, handler=pps_backup, group="health", read_only=True,
         description=("Write a consistent snapshot of the entity (every layer, writes paused for the moment of the "
-                     "copy) to a new .tar.gz at an absolute path on the server's machine. `pps backup` calls this "
-                     "when a server owns the entity."))
+                     "copy) to a new .tar.gz in the entity's backups folder (or an allowed folder). `pps backup` "
+                     "calls this when a server owns the entity, then moves the archive where it was asked."))
 
 
-# -- restore -------------------------------------------------------------------------------------
-
-
-def restore(archive: Path, home: Path, entity: str | None = None) -> dict[str, Any]:
-    """Unpack a snapshot into a fresh (absent or empty) home; returns the manifest."""
-    import re
-
-    from ..auth import ensure_token
-
-    archive, home = Path(archive).expanduser(), Path(home)
-    if home.exists() and any(home.iterdir()):
-        raise Conflict(f"{home} is not empty; restore into a fresh home (--home DIR or a new --entity)",
-                       param="home")
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(home, 0o700)
-    with tarfile.open(archive, "r:gz") as tar:
-        member = tar.extractfile(MANIFEST)
-        if member is None:
-            raise InvalidParams(f"{archive} is not a PPS backup (no {MANIFEST})", param="file")
-        manifest: dict[str, Any] = json.load(member)
-        members = [m for m in tar.getmembers() if m.name != MANIFEST]
-        tar.extractall(home, members=members, filter="data")  # no absolute paths, no '..', no devices
-    for root, dirs, files in os.walk(home):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o700)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o600)
-    if entity:
-        toml = home / "pps.toml"
-        toml.write_text(re.sub(r'(?m)^entity\s*=\s*".*"$', f'entity = "{entity}"', toml.read_text()))
-    ensure_token(home)
-    return manifest
-
-
-async def verify(home: Path, entity: str | None, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Open the restored entity, let each layer adopt its files (``after_restore``), count what it holds."""
-    from ..memory import Memory
-
-    async with Memory.for_entity(entity, home) as memory:
-        for layer in memory.layers.values():
-            await layer.after_restore(manifest)
-        health = await memory.health()
-    return {"ok": all(h.available for h in health.values()),
-            "counts": {name: dict(h.counts) for name, h in health.items()}}
-
-
-def compare(want: dict[str, dict[str, int]], have: dict[str, dict[str, int]]) -> dict[str, tuple[Any, Any]]:
-    """Per-layer counts that differ between the archive's manifest and the restored entity."""
-    differ: dict[str, tuple[Any, Any]] = {}
-    for layer, counts in want.items():
-        for key, n in counts.items():
-            got = have.get(layer, {}).get(key)
-            if got != n:
-                differ[f"{layer}.{key}"] = (n, got)
-    return differ
-
-
-# -- the commands ----------------------------------------------------------------------------------
+# -- the command ---------------------------------------------------------------------------------
 
 
 def add_commands(cli: Any) -> None:
+    from .restore import cmd_restore
+
     p = cli.add("backup", cmd_backup, help="snapshot an entity (every layer) into a .tar.gz, even while it is served")
     p.add_argument("file", help="the archive to write (must not exist)")
     cli.entity_args(p)
@@ -237,6 +214,8 @@ def add_commands(cli: Any) -> None:
 
 def cmd_backup(args: Any) -> int:
     import asyncio
+    import secrets
+    import shutil
 
     from ..errors import Unavailable
     from ..forward import try_forward
@@ -245,10 +224,18 @@ def cmd_backup(args: Any) -> int:
 
     settings = load_settings(args.entity, args.home, must_exist=True)
     dest = Path(args.file).expanduser().resolve()
+    if os.path.lexists(dest):
+        raise Conflict(f"{dest} exists; choose a new file name", param="file")
+    if not dest.parent.is_dir():
+        raise InvalidParams(f"{dest.parent} is not a folder", param="file")
     manifest = None
     if not args.local:
-        # Only the owner can pause its own writers: a served entity is backed up by its server.
-        manifest = try_forward(settings, "pps_backup", {"path": str(dest), "include_token": args.include_token})
+        # Only the owner can pause its own writers: a served entity is backed up by its server, into its
+        # backups folder; this process (the user's) then moves the archive where it was asked.
+        name = f"pps-cli-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(4)}.tar.gz"
+        manifest = try_forward(settings, "pps_backup", {"path": name, "include_token": args.include_token})
+        if manifest is not None:
+            shutil.move(manifest["file"], dest)
     if manifest is None:
         async def here() -> dict[str, Any]:
             async with Memory(settings) as memory:
@@ -259,30 +246,9 @@ def cmd_backup(args: Any) -> int:
         except Unavailable:
             if not args.local:
                 raise
-            manifest = snapshot(Path(settings.home), dest, include_token=args.include_token, entity=settings.entity)
+            manifest = snapshot(Path(settings.home), dest, include_token=args.include_token, entity=settings.entity,
+                                derived={settings.backup.dir})
     counts = ", ".join(f"{layer} {n}" for layer, c in manifest["counts"].items() for n in [sum(c.values())] if c)
     print(f"backed up {settings.entity!r} to {args.file}: {manifest['files']} files"
           + (f" ({counts})" if counts else " (no counts: copied from this process while another owns the entity)"))
-    return 0
-
-
-def cmd_restore(args: Any) -> int:
-    import asyncio
-    import sys
-
-    from ..settings import entity_home
-
-    home = entity_home(args.entity, args.home)
-    manifest = restore(Path(args.file), home, args.entity)
-    found = asyncio.run(verify(home, args.entity, manifest))
-    want = manifest["counts"] if manifest.get("format", 1) >= 2 else {}
-    differ = compare(want, found["counts"])
-    shown = "; ".join(f"{layer}: " + ", ".join(f"{k} {v}" for k, v in c.items()) for layer, c in want.items() if c)
-    print(f"restored {args.file} into {home}" + (f": {shown}" if shown else ""))
-    if differ:
-        print("pps: error: restored counts differ from the backup's: "
-              + ", ".join(f"{k} {a} in the archive, {b} restored" for k, (a, b) in differ.items()), file=sys.stderr)
-        return 1
-    if not manifest.get("token_included"):
-        print("a new token was written (`pps token`); the backup did not include one")
     return 0

@@ -6,12 +6,12 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from pps_core import PluginSettings
+from pps_core import PluginSettings, StorePath
 
 
 class ChromaSettings(PluginSettings, env_prefix="PPS_CHROMA_"):
-    directory: str = Field("word_photos", description="folder of word-photo files under the entity's home")
-    index_dir: str = Field("chroma", description="folder of the ChromaDB index under the entity's home")
+    directory: StorePath = Field("word_photos", description="folder of word-photo files under the entity's home")
+    index_dir: StorePath = Field("chroma", description="folder of the ChromaDB index under the entity's home")
     watch: bool = Field(True, description="learn which files changed from inotify (Linux); else stat every file")
     scan_interval_s: float = Field(
         0.0, ge=0, description="without a watch: a search stats every file at most this often (0 = every "

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from pydantic import Field
 
-from pps_core import Layer, LayerHealth, PluginSettings, Pointer, SearchResult, SectionConfig
+from pps_core import Layer, LayerHealth, PluginSettings, Pointer, SearchResult, SectionConfig, StorePath
 from pps_core.atomic import atomic_create
 from pps_core.errors import Conflict, NotFound
 from pps_core.textsearch import lexical_scores_tokens, tokens
@@ -28,7 +28,7 @@ T = TypeVar("T")
 
 class CrystalSettings(PluginSettings, env_prefix="PPS_CRYSTALS_"):
     window: int = Field(4, ge=1, le=1000, description="crystals kept in the window; older ones are archived")
-    directory: str = Field("crystals", description="folder under the entity's home")
+    directory: StorePath = Field("crystals", description="folder under the entity's home")
 
 
 class CrystalLayer(Layer):

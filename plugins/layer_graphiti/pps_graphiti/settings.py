@@ -7,13 +7,13 @@ from typing import Literal
 
 from pydantic import Field, SecretStr
 
-from pps_core import PluginSettings
+from pps_core import PluginSettings, StorePath
 
 
 class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
     driver: Literal["kuzu", "neo4j", "falkordb"] = Field(
         "kuzu", description="kuzu = embedded file in the entity's home (no server); neo4j / falkordb = a server")
-    path: str = Field("graphiti/graph.kuzu", description="the Kuzu database, relative to the entity's home")
+    path: StorePath = Field("graphiti/graph.kuzu", description="the Kuzu database, relative to the entity's home")
     uri: str = Field("bolt://127.0.0.1:7687", description="Neo4j URI")
     user: str = Field("neo4j", description="Neo4j user")
     password: SecretStr = Field(SecretStr(""), description="Neo4j password")
@@ -21,6 +21,8 @@ class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
     port: int = Field(6379, ge=1, le=65535, description="FalkorDB port")
     falkordb_password: SecretStr | None = None
     group_id: str | None = Field(None, description="graph partition; default: the entity's name")
+    min_free_mb: int = Field(16, ge=0, description="kuzu: writes are refused (503) while the graph's disk has "
+                                                   "less free space than this, before Kuzu can fail half-way")
 
     edge_overfetch: int = Field(20, ge=1, le=500, description="edges fetched from graphiti before ranking")
     node_limit: int = Field(5, ge=0, le=100, description="entity nodes texture_search returns")

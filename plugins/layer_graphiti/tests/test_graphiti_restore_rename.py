@@ -2,7 +2,8 @@
 (its partition is keyed by the entity's name; ``after_restore`` moves it), and searches answer as before."""
 
 from pps_core import Memory
-from pps_core.builtin.backup import compare, restore, snapshot_live, verify
+from pps_core.builtin.backup import snapshot_live
+from pps_core.builtin.restore import compare, restore, verify
 from pps_core.settings import DEFAULT_PLUGINS
 from pps_core.testing.server import init_entity
 

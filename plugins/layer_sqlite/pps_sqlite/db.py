@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from pydantic import Field
 
-from pps_core import PluginSettings, Unavailable
+from pps_core import PluginSettings, StorePath, Unavailable
 
 from .schema import migrate
 
@@ -21,7 +21,7 @@ T = TypeVar("T")
 
 
 class SQLiteSettings(PluginSettings, env_prefix="PPS_SQLITE_"):
-    file: str = Field("pps.db", description="database file under the entity's home")
+    file: StorePath = Field("pps.db", description="database file under the entity's home")
     busy_timeout_ms: int = Field(10_000, ge=0, description="how long a writer waits for another writer")
     ann_threshold: int = Field(50_000, ge=1, description="turns past which turn vectors are searched through an "
                                                          "HNSW index on disk instead of exactly in memory")
