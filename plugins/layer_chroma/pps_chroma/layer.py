@@ -295,11 +295,27 @@ class AnchorLayer(Layer):
             self._save_state()
             return photo, None
 
-    def delete(self, filename: str) -> str:
-        """Remove a word-photo from the folder (kept under .deleted/) and from the index."""
+    def delete(self, filename: str, forget: bool = False) -> str | None:
+        """Remove a word-photo from the folder (kept under .deleted/) and from the index. ``forget``: gone for good,
+        the file and every copy an earlier delete kept of that name (returns None)."""
         name = check_filename(filename)
         with self._lock:
             path = self.dir / name
+            if forget:
+                stem = path.stem
+                copies = [p for p in (self.trash.iterdir() if self.trash.is_dir() else ())
+                          if p.name == name or (p.name.startswith(f"{stem}.") and p.suffix == ".md"
+                                                and p.name[len(stem) + 1:-3].replace("-", "").isdigit())]
+                if not path.is_file() and not copies:
+                    raise NotFound(f"anchor_delete: no word-photo named {name!r}, nor a deleted copy of it",
+                                   param="filename")
+                for p in [path, *copies] if path.is_file() else copies:
+                    p.unlink()
+                self.index.remove([name])
+                self._entries.pop(name, None)
+                self._problems.pop(name, None)
+                self._save_state()
+                return None
             if not path.is_file():
                 known = ", ".join(sorted(self._entries)[:10]) or "none"
                 raise NotFound(f"anchor_delete: no word-photo named {name!r} (some that exist: {known})",

@@ -70,6 +70,8 @@ class AnchorListParams(BaseModel):
 
 class AnchorDeleteParams(BaseModel):
     filename: str = Field(..., min_length=1, max_length=300, description="the file's name, e.g. 'first-snow.md'")
+    forget: bool = Field(False, description="gone for good: no copy kept, and earlier deleted copies of this name "
+                                            "removed too")
 
     @field_validator("filename")
     @classmethod
@@ -167,7 +169,9 @@ async def anchor_edit(memory, p: AnchorEditParams):
 
 
 async def anchor_delete(memory, p: AnchorDeleteParams):
-    kept = await asyncio.to_thread(_layer(memory).delete, p.filename)
+    kept = await asyncio.to_thread(_layer(memory).delete, p.filename, p.forget)
+    if kept is None:
+        return {"deleted": p.filename, "forgotten": True, "kept_at": None}
     return {"deleted": p.filename, "kept_at": f"{_layer(memory).settings.directory}/{kept}"}
 
 
@@ -191,7 +195,7 @@ def operations() -> list[Operation]:
                               "could not be read."),
         Operation("anchor_delete", AnchorDeleteParams, anchor_delete, group="anchors", destructive=True,
                   description="Delete a word-photo by file name: removed from the index and moved to "
-                              "word_photos/.deleted/."),
+                              "word_photos/.deleted/; with forget=true gone for good (earlier deleted copies too)."),
         Operation("anchor_get", AnchorGetParams, anchor_get, group="anchors", read_only=True, idempotent=True,
                   description="One word-photo by file name: title, date, tags, location and its markdown body."),
         Operation("anchor_edit", AnchorEditParams, anchor_edit, group="anchors", idempotent=True,
