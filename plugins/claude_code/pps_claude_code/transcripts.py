@@ -9,7 +9,6 @@ blocks of an assistant entry (tool calls and thinking are not turns). The entry'
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,6 +69,8 @@ def entry_turn(entry: dict[str, Any], *, entity: str, user_name: str,
     session = entry.get("sessionId") or session_id or "unknown"
     uuid = entry.get("uuid")
     if not uuid:
+        import hashlib
+
         uuid = hashlib.sha256(f"{session}\n{entry.get('timestamp')}\n{role}\n{text}".encode()).hexdigest()[:32]
     metadata = {"source": SOURCE, "uuid": entry.get("uuid"), "role": role}
     for key, name in (("cwd", "cwd"), ("gitBranch", "git_branch")):
