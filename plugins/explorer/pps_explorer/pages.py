@@ -14,6 +14,7 @@ from .plugin import recall_latencies
 from .web import Ctx
 
 PAGE = 50
+ARCHIVE_PAGE = 10
 RECENT = 500  # the home page's 'last capture per channel' looks at this many newest turns
 
 
@@ -121,14 +122,17 @@ async def summaries(ctx: Ctx):
 
 async def crystals(ctx: Ctx):
     listing, err = await ctx.part("crystal_list")
-    current, err2 = await ctx.part("get_crystals", {"count": len(listing["current"]) if listing else 4})
-    archived = listing["archived"] if listing else []
+    n_current = len(listing["current"]) if listing else 4
+    archived = len(listing["archived"]) if listing else 0
     offset = ctx.int_arg("offset", 0, 0, 1_000_000)
-    newest_first = list(reversed(archived))
-    return "crystals.html", {"current": current["crystals"] if current else None, "err": err or err2,
-                             "archived": newest_first[offset:offset + PAGE], "window": (listing or {}).get("window"),
-                             "page": pager(ctx, offset, PAGE, len(newest_first[offset:offset + PAGE]),
-                                            len(archived), "/crystals")}
+    # get_crystals(count) is the newest `count`, reaching into the archive: read only what this page shows
+    found, err2 = await ctx.part("get_crystals", {"count": min(n_current + offset + ARCHIVE_PAGE,
+                                                                n_current + archived)})
+    newest_first = list(reversed(found["crystals"])) if found else []
+    shown = newest_first[n_current + offset:n_current + offset + ARCHIVE_PAGE]
+    return "crystals.html", {"current": list(reversed(newest_first[:n_current])) if found else None,
+                             "err": err or err2, "archived": shown, "window": (listing or {}).get("window"),
+                             "page": pager(ctx, offset, ARCHIVE_PAGE, len(shown), archived, "/crystals")}
 
 
 async def plots(ctx: Ctx):

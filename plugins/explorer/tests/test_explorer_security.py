@@ -147,3 +147,16 @@ def test_an_unknown_page_is_a_404_with_the_same_headers(ui):
     assert missing.status_code == 404 and "no such page" in missing.text
     assert missing.headers["content-security-policy"] == CSP
     assert ui.post("/timeline").status_code == 405
+
+
+def test_crystals_show_the_window_and_page_through_the_archive(explorer_server):
+    for i in range(16):
+        assert explorer_server.call("crystallize", {"content": f"Crystal number {i}"}, entity="orion").status_code == 200
+    with httpx.Client(base_url=f"{explorer_server.url}/ui/orion", headers=explorer_server.headers("orion")) as c:
+        first = c.get("/crystals").text
+        window, archive = first.split("Archive (newest first)")
+        assert [f"Crystal number {i}" in window for i in (11, 12, 13, 14, 15)] == [False, True, True, True, True]
+        assert archive.count('class="crystal archived"') == 10 and "Crystal number 11" in archive
+        assert archive.index("Crystal number 11") < archive.index("Crystal number 10")  # newest first
+        rest = c.get("/crystals?offset=10").text.split("Archive (newest first)")[1]
+        assert rest.count('class="crystal archived"') == 2 and "Crystal number 0" in rest and "11–12 of 12" in rest
