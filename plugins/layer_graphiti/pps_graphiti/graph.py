@@ -35,12 +35,43 @@ def open_driver(settings: GraphitiSettings, home: Path, group_id: str) -> GraphD
 
     path = (home / settings.path).resolve()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        wal = os.stat(f"{path}.wal").st_size
+    except OSError:
+        wal = 0
     with warnings.catch_warnings():  # graphiti marks Kuzu deprecated; it is still our embedded default
         warnings.simplefilter("ignore", DeprecationWarning)
         driver = KuzuDriver(str(path), max_concurrent_queries=4)
+    owner_only(path)
+    #: The WAL was replayed (the last owner did not close the graph): see Graph.ensure_indexes.
+    driver.pps_replayed = wal > 0
     # graphiti's add_episode compares group ids with driver._database, which KuzuDriver never sets.
     driver._database = group_id
     return driver
+
+
+def _close_results(client) -> None:
+    """Close the query results of this connection pool that something still holds (an asyncio future does):
+    Kuzu 0.11 frees one after its database is closed with a segfault, at the latest when the process exits."""
+    import gc
+
+    from kuzu.query_result import QueryResult
+
+    ours = {id(c) for c in getattr(client, "connections", [])}
+    for obj in gc.get_objects():
+        if isinstance(obj, QueryResult) and not obj.is_closed and id(obj.connection) in ours:
+            obj.close()
+
+
+def owner_only(path: Path) -> None:
+    """The graph's files 0600 and its folder 0700, whatever the umask of the command that made them (Kuzu
+    creates its WAL anew after each checkpoint, so writes call this too)."""
+    for p, mode in ((path.parent, 0o700), (path, 0o600), (Path(f"{path}.wal"), 0o600)):
+        try:
+            if os.stat(p).st_mode & 0o777 != mode:
+                os.chmod(p, mode)
+        except FileNotFoundError:
+            pass
 
 
 class Graph:
@@ -70,7 +101,13 @@ class Graph:
         if self.provider != GraphProvider.KUZU:
             await self.graphiti.build_indices_and_constraints()
             return
-        rows = await self.query("CALL SHOW_INDEXES() RETURN index_name")
+        rows = await self.query("CALL SHOW_INDEXES() RETURN table_name, index_name")
+        if getattr(self.driver, "pps_replayed", False):
+            # Kuzu 0.11 replays a WAL without its full-text index changes' consistency: the first delete of
+            # an indexed node then crashes the process (SIGSEGV). Built again, they match the tables.
+            for r in rows:
+                await self.query(f"CALL DROP_FTS_INDEX('{r['table_name']}', '{r['index_name']}')")
+            rows = []
         have = {r["index_name"] for r in rows}
         for stmt in get_fulltext_indices(GraphProvider.KUZU):
             name = stmt.split("'")[3]
@@ -80,6 +117,7 @@ class Graph:
     async def close(self) -> None:
         if self.provider == GraphProvider.KUZU:
             # graphiti leaves Kuzu to the garbage collector; the file lock must go now (reopen, tests).
+            _close_results(self.driver.client)
             self.driver.client.close()
             self.driver.db.close()
         else:

@@ -53,7 +53,11 @@ class GraphitiLayer(Layer):
         self.graph: Graph | None = None
         self._focal: tuple[str | None, float] = (None, 0.0)  # uuid, expires (monotonic)
         self._distances: tuple[dict[str, int], float] | None = None
-        self.write_lock = asyncio.Lock()
+        from .guard import WriteGuard
+
+        self.write_lock = WriteGuard(self)
+        #: Why a write failed in the store (writes are then refused until a restart); None if fine.
+        self.fault: str | None = None
         from .ingest import Ingestor
 
         self.ingestor = Ingestor(self)
@@ -65,20 +69,33 @@ class GraphitiLayer(Layer):
         if embedder is None:
             raise RuntimeError("rich_texture needs an embedder: add the 'embeddings' plugin to the entity's plugins")
         from .graph import Graph
+        from .guard import drop_orphans
 
         self.graph = await asyncio.to_thread(Graph, self.settings, self.memory.home, self.group_id, embedder,
                                              self.memory.settings.llm)
         try:
             await self.graph.ensure_indexes()
+            if self.settings.driver == "kuzu":  # one owner: nobody is half-way through a write
+                await drop_orphans(self)
         except BaseException:
             await self.graph.close()
             self.graph = None
             raise
 
+    async def ready_to_write(self) -> None:
+        from .guard import ready_to_write
+
+        await ready_to_write(self)
+
     async def close(self) -> None:
         await self.ingestor.stop()
         if self.graph is not None:
             graph, self.graph = self.graph, None
+            if self.fault:  # closing checkpoints, and a graph that failed a write aborts the process there
+                from .guard import FAILED
+
+                FAILED.append(graph)
+                return
             await graph.close()
 
     def require(self) -> Graph:
@@ -279,6 +296,9 @@ class GraphitiLayer(Layer):
                 log.debug("count_uningested failed: %s", exc)
         if self.graph is None:
             return LayerHealth(layer=self.name, available=False, detail="graph not open", backlog=backlog)
+        if self.fault:
+            return LayerHealth(layer=self.name, available=False, backlog=backlog,
+                               detail=f"a write failed ({self.fault}); writes are refused until the server restarts")
         try:
             counts = await self.graph.counts()
         except Exception as exc:

@@ -6,6 +6,7 @@ that dropped results would starve the ones after it.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from datetime import UTC, datetime
@@ -109,6 +110,9 @@ class Novelty:
 
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))  # SQLite gives -wal/-shm the same mode
+        if os.stat(self.path).st_mode & 0o777 != 0o600:
+            os.chmod(self.path, 0o600)
         conn = sqlite3.connect(self.path, timeout=5)
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("CREATE TABLE IF NOT EXISTS surfaced (layer TEXT NOT NULL, source TEXT NOT NULL, "

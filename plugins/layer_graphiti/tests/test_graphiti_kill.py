@@ -54,7 +54,10 @@ def drive_and_kill(home, script, round_no, rnd):
     reader = threading.Thread(target=read)
     reader.start()
     assert ready.wait(90), proc.stderr.read() if proc.poll() is not None else "driver did not start"
-    time.sleep(rnd.uniform(0.8, 2.5))
+    deadline = time.monotonic() + 60  # the first write loads the model: slow on a busy machine
+    while not acks and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(rnd.uniform(0.3, 1.5))
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     reader.join()
