@@ -41,8 +41,10 @@ class HttpTransport:
                 if bare:
                     raise PPSError(f"refusing to listen on {args.host}: entity {bare[0]!r} has no token "
                                    "(run `pps init` for it, or bind 127.0.0.1)")
-            for s in settings:  # fail early and clearly: a misspelled plugin, another owner
-                build_plugin_manager(s.plugins)
+            for s in settings:  # fail early and clearly: a misspelled plugin, a bad setting, another owner
+                # layers read their [section] of pps.toml when built (not opened): a wrong type is one line
+                # here instead of uvicorn's lifespan traceback
+                build_plugin_manager(s.plugins).hook.pps_layers(memory=Memory(s))
                 probe = OwnerLock(s.home)
                 probe.acquire()
                 probe.release()
