@@ -36,7 +36,8 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=chromium_path(), headless=True, args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
+        b = pw.chromium.launch(executable_path=chromium_path(), headless=True,
+                               args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
         yield b
         b.close()
 
