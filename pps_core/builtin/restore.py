@@ -166,7 +166,8 @@ def cmd_restore(args: Any) -> int:
         shutil.rmtree(home, ignore_errors=True)
         raise InvalidParams(f"{args.file}: the restored entity cannot be opened ({exc.message}); nothing was "
                             "restored", param="file") from None
-    counts = manifest.get("counts") if isinstance(manifest.get("counts"), dict) else {}
+    raw = manifest.get("counts")
+    counts: dict[str, Any] = raw if isinstance(raw, dict) else {}
     want = {layer: c for layer, c in counts.items() if isinstance(c, dict)} if manifest.get("format", 1) >= 2 else {}
     differ = compare(want, found["counts"])
     shown = "; ".join(f"{layer}: " + ", ".join(f"{k} {v}" for k, v in c.items()) for layer, c in want.items() if c)
