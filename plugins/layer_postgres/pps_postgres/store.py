@@ -95,11 +95,13 @@ class PostgresStore:
 
             raise ConfigError("postgres.dsn is not set (a libpq URI, e.g. postgresql://pps@db.example/pps)")
         schema = self.schema
+        sync = self.settings.synchronous_commit
 
         async def configure(conn: AsyncConnection) -> None:
             await conn.set_autocommit(True)
             await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
             await conn.execute("SET TIME ZONE 'UTC'")
+            await conn.execute(sql.SQL("SET synchronous_commit TO {}").format(sql.Literal(sync)))
 
         self.pool = AsyncConnectionPool(self.settings.dsn, min_size=self.settings.pool_min,
                                         max_size=self.settings.pool_max, open=False, configure=configure,

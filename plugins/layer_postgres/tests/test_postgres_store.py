@@ -150,3 +150,11 @@ async def test_a_fresh_database_serves_a_second_entity(make_memory, pg_dsn, tmp_
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
+
+
+@pytest.mark.parametrize("value", ["on", "off"])
+async def test_synchronous_commit_is_the_configured_one(make_memory, postgres_section, value):
+    m = await make_memory("lyra", plugins=PLUGINS, postgres={**postgres_section("lyra"), "synchronous_commit": value})
+    await m.call("store_message", {"content": "durable?", "author_name": "A", "channel": "c"})
+    store = m.layer("raw_capture").backend
+    assert (await store.fetch("SHOW synchronous_commit"))[0]["synchronous_commit"] == value
