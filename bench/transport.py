@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from pps_core.testing.server import init_entity, start_server
 
 OPS = [("ambient_recall", {"context": "startup"}), ("raw_search", {"query": "lighthouse door", "limit": 10})]
 
@@ -45,12 +43,6 @@ async def timed(fn, n: int, warmup: int = 20) -> list[float]:
     return out
 
 
-def env_for(root: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
-    env["PPS_ROOT"] = str(root)
-    return env
-
-
 async def seed(root: Path, entity: str, turns: int) -> None:
     from pps_core import Memory
 
@@ -61,27 +53,6 @@ async def seed(root: Path, entity: str, turns: int) -> None:
         await memory.call("store_messages", {"messages": batch})
         for i in range(4):
             await memory.call("crystallize", {"content": f"crystal {i}: what the lighthouse taught us " * 20})
-
-
-def start_server(root: Path, entities: list[str]) -> tuple[subprocess.Popen, str]:
-    import httpx
-
-    log = open(root / "server.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", "serve", "http", "--entity", entities[0],
-                             "--entities", ",".join(entities), "--port", "0"],
-                            env=env_for(root), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        found = re.search(r"at (http://[\d.]+:\d+)", (root / "server.log").read_text())
-        if found:
-            try:
-                if httpx.get(found.group(1) + "/health", timeout=1).json().get("ok"):
-                    return proc, found.group(1)
-            except httpx.HTTPError:
-                pass
-        time.sleep(0.05)
-    proc.kill()
-    raise SystemExit("server did not start: " + (root / "server.log").read_text())
 
 
 async def time_all(root: Path, entity: str, url: str, n: int, warmup: int = 20) -> dict[str, list[float]]:
@@ -148,17 +119,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for entity, turns in zip(entities, sizes, strict=True):
-            subprocess.run([sys.executable, "-m", "pps_core.cli", "init", "--entity", entity, "--timezone", "UTC",
-                            "--plugins", "sqlite,crystals,mcp,http"], env=env_for(root), check=True,
-                           capture_output=True)
+            init_entity(root, entity, "sqlite,crystals,mcp,http")
             asyncio.run(seed(root, entity, turns))
-        proc, url = start_server(root, entities)
+        server = start_server(root, "--entity", entities[0], "--entities", ",".join(entities))
         try:
             for entity in entities:
-                results[entity] = asyncio.run(time_all(root, entity, url, args.n))
+                results[entity] = asyncio.run(time_all(root, entity, server.url, args.n))
         finally:
-            proc.terminate()
-            proc.wait(timeout=15)
+            server.stop()
     worst = 0.0
     for entity, turns in zip(entities, sizes, strict=True):
         times = results[entity]
