@@ -1,10 +1,10 @@
 """The one harness for a real ``pps serve http`` subprocess on 127.0.0.1 (tests and benchmarks; loopback only).
 
     root = tmp_path / "root"
-    init_entity(root, "lyra", "sqlite,crystals,http")
-    server = start_server(root, "--entity", "lyra")
-    server.call("crystallize", {"content": "..."}).json()     # lyra's own token, lyra's routes
-    server.call("crystal_list", entity="nexus", token_of=None)  # another entity, no token
+    init_entity(root, "lyra", "notes,http")
+    server = start_server(root, "--entity", "lyra", "--entities", "nexus")
+    server.call("note_add", {"content": "..."}).json()        # lyra's own token, lyra's routes
+    server.call("pps_health", entity="nexus", token_of=None)  # another entity, no token
     server.stop()
 """
 
