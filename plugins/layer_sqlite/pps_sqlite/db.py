@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import Field
 
 from pps_core import PluginSettings, StorePath, Unavailable
+from pps_core.catalog import MAX_DEPTH
 
 from .schema import migrate
 
@@ -129,6 +130,19 @@ def loads(value: str | None) -> Any:
     if not value:
         return {}
     try:
-        return json.loads(value)
-    except ValueError:
+        found = json.loads(value)
+    except (ValueError, RecursionError):  # a row an older version stored: the turn still reads, without it
         return {}
+    return found if _shallow(found) else {}
+
+
+def _shallow(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """Whether JSON nests at most ``limit`` deep (what the catalog accepts), so every answer can serialise it."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth >= limit:
+                return False
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return True
