@@ -1,4 +1,4 @@
-"""crystallize, get_crystals, crystal_list, crystal_delete."""
+"""crystallize, get_crystals, crystal_list, crystal_delete, crystal_forget."""
 
 from __future__ import annotations
 
@@ -59,6 +59,48 @@ async def crystal_delete(memory, _p: NoParams):
     return {"deleted": path.name, "current": [q.name for _n, q in current]}
 
 
+class ForgetCrystalParams(BaseModel):
+    model_config = {"extra": "forbid"}
+    name: str = Field(..., min_length=1, max_length=100, description="the crystal's file name, e.g. 'crystal_005.md'")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        from .layer import NAME
+
+        if not NAME.match(v):
+            raise ValueError("a crystal's file name, e.g. 'crystal_005.md' (crystal_list shows them)")
+        return v
+
+
+def _forget(layer, name: str) -> dict:
+    """Delete a crystal for good wherever it is (window, archive, deleted/). An empty file of that name stays in
+    deleted/ so its number is never given to a new crystal; the window is refilled from the archive."""
+    from .layer import _move
+
+    places = [layer.dir / name, layer.archive / name, layer.trash / name]
+    found = [p for p in places if p.is_file() and p.stat().st_size > 0]
+    if not found:
+        from pps_core.errors import NotFound
+
+        raise NotFound(f"crystal_forget: no crystal named {name!r} (crystal_list shows them)", param="name")
+    in_window = places[0].is_file()
+    for p in found:
+        p.unlink()
+    layer.trash.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (layer.trash / name).touch(mode=0o600)  # a tombstone: no content, the number stays used
+    arch = layer.archived()
+    if in_window and arch and len(layer.current()) < layer.settings.window:
+        _move(arch[-1][1], layer.dir)
+    return {"forgotten": name, "from": [str(p.parent.relative_to(layer.dir.parent)) for p in found],
+            "current": [q.name for _n, q in layer.current()]}
+
+
+async def crystal_forget(memory, p: ForgetCrystalParams):
+    layer = _layer(memory)
+    return await layer.run_locked(_forget, layer, p.name)
+
+
 def operations() -> list[Operation]:
     return [
         Operation("crystallize", CrystallizeParams, crystallize, group="crystals", idempotent=False,
@@ -71,4 +113,7 @@ def operations() -> list[Operation]:
         Operation("crystal_delete", NoParams, crystal_delete, group="crystals", destructive=True,
                   description="Delete the newest crystal (only the newest may be deleted; it is kept under "
                               "crystals/deleted/)."),
+        Operation("crystal_forget", ForgetCrystalParams, crystal_forget, group="crystals", destructive=True,
+                  description="Forget any crystal by file name, for good: from the window, the archive and "
+                              "crystals/deleted/ (no copy kept; its number is never reused)."),
     ]
