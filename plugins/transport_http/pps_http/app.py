@@ -41,6 +41,8 @@ async def _json_body(request: Request) -> Any:
         body = json.loads(raw)
     except ValueError as exc:
         raise InvalidParams(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:  # nested past the parser's depth: far past what any operation accepts
+        raise InvalidParams("request body nests too deep") from None
     if not isinstance(body, dict):  # an empty body means {}; an explicit null or list is a mistake
         raise InvalidParams(f"the request body must be a JSON object of parameters, got {type(body).__name__}")
     return body
