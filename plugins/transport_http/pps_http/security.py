@@ -51,11 +51,27 @@ def browser_problem(origin: str | None, host: str | None, port: int | None) -> s
     ``http://127.0.0.1.nip.io`` through. ``port`` is the port the connection arrived on (the ASGI
     ``server``); a client without a browser sends no Origin and the Host it dialled.
     """
-    if host is not None and host.lower() not in local_names(port):
+    if host is not None and not _is_local(host.lower(), port, ""):
         return f"Host {host!r} is not this server's loopback address"
-    if origin is not None and origin.lower() not in local_names(port, "http"):
+    if origin is not None and not _is_local(origin.lower(), port, "http"):
         return f"requests from web pages ({origin}) are refused"
     return None
+
+
+def _is_local(value: str, port: int | None, scheme: str) -> bool:
+    if port is not None:
+        return value in local_names(port, scheme)
+    # The port is unknown (a caller of ``check`` that passed no ``port``): the name must still be exactly a
+    # loopback name, any port. ``check_scope`` always knows the port.
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(value if scheme else f"//{value}")
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        return False
+    return (parts.scheme == scheme and parts.hostname in ("127.0.0.1", "localhost", "::1")
+            and not parts.username and not parts.path and not parts.query and not parts.fragment)
 
 
 def scope_site(scope) -> tuple[str | None, str | None, int | None]:

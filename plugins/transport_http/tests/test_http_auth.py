@@ -102,6 +102,10 @@ def test_entity_auth_rules(tmp_path):
     bare.check(None, origin="http://127.0.0.1:3000", host="127.0.0.1:3000", port=3000)  # ... this server's page
     with pytest.raises(Forbidden, match="requests from web pages"):
         bare.check(None, origin="http://127.0.0.1:3000", host="127.0.0.1:8765", port=8765)  # not another port's
+    bare.check(None, origin="http://localhost:3000")  # port unknown to the caller: any port, exact names only
+    for lookalike in ("http://127.0.0.1.nip.io", "http://127.1", "http://127.attacker.example"):
+        with pytest.raises(Forbidden, match="requests from web pages"):
+            bare.check(None, origin=lookalike)
     with pytest.raises(Forbidden, match="requests from web pages"):
         bare.check(None, origin="https://evil.example")  # ... but not a page from elsewhere (CSRF)
     with pytest.raises(Forbidden):
