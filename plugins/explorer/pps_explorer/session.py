@@ -3,8 +3,8 @@
 The cookie holds a random session id, never the token (HttpOnly, SameSite=Strict, scoped to the entity's
 pages). A session ends when the token is rotated. ``Authorization: Bearer <token>`` also works (scripts,
 benchmarks); such requests carry no ambient credential, so they need no CSRF token. An entity without a
-token follows the HTTP transport's rule (loopback only, no request from a non-loopback page) and, because a
-DNS-rebinding page would be on loopback too, its pages answer only to a loopback Host.
+token follows the HTTP transport's rule (``EntityAuth.check_scope``: the Host and any Origin must be
+exactly this server's loopback address and port, which also turns away a DNS-rebinding page).
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import hmac
 import secrets
 import time
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
 
-from pps_http.security import EntityAuth, is_loopback
+from pps_http.security import EntityAuth
 
 from pps_core.auth import check_token
 from pps_core.errors import Forbidden, PPSError, Unauthorized
@@ -90,14 +89,6 @@ class Sessions:
         return "; ".join(parts)
 
 
-def loopback_host(host_header: str | None) -> bool:
-    try:
-        host = urlsplit(f"//{host_header or ''}").hostname or ""
-    except ValueError:
-        return False
-    return is_loopback(host)
-
-
 def check_csrf(session: Session, presented: str | None) -> None:
     if not presented or not hmac.compare_digest(session.csrf.encode(), presented.encode()):
         raise Forbidden("the form is stale or did not come from these pages (CSRF token missing or wrong); "
@@ -108,12 +99,11 @@ def check_bearer(auth: EntityAuth, authorization: str | None, origin: str | None
     """True if the request carries a valid bearer token; raises if it carries a wrong one."""
     if not authorization:
         return False
-    if not auth.required:
-        auth.check(None, origin=origin)
+    if not auth.required:  # nothing to check beyond the loopback rule the gate applied
         return True
     auth.check(authorization, origin=origin)
     return True
 
 
 __all__ = ["COOKIE", "CSP", "HEADERS", "LOGIN_COOKIE", "PPSError", "Session", "Sessions", "check_bearer",
-           "check_csrf", "loopback_host"]
+           "check_csrf"]

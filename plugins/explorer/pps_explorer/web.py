@@ -114,14 +114,9 @@ class Explorer:
 
     def _gate(self, request: Request) -> tuple[sec.Session | None, bool]:
         """(session, by_bearer). Raises PPSError when the request may not see the pages."""
-        origin = request.headers.get("origin")
-        if not self.auth.required:
-            if not sec.loopback_host(request.headers.get("host")):
-                from pps_core.errors import Forbidden
-
-                raise Forbidden(f"entity {self.entity!r} has no token: its pages answer only on loopback")
-            self.auth.check(None, origin=origin)
-        if sec.check_bearer(self.auth, request.headers.get("authorization"), origin):
+        if not self.auth.required:  # the transport's rule: Host and Origin exactly this server's loopback
+            self.auth.check_scope(request.scope)
+        if sec.check_bearer(self.auth, request.headers.get("authorization"), request.headers.get("origin")):
             return None, True
         session = self.sessions.get(request.cookies.get(sec.COOKIE))
         if session is None and self.auth.required:

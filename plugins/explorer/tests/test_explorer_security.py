@@ -120,7 +120,9 @@ def test_an_entity_without_a_token_answers_only_on_loopback(explorer_server):
     cookie = page.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
     rebound = httpx.get(f"{base}/", headers={"Host": "evil.example:80"})
-    assert rebound.status_code == 403 and "only on loopback" in rebound.text
+    assert rebound.status_code == 403 and "not this server&#39;s loopback address" in rebound.text
+    other_port = httpx.get(f"{base}/", headers={"Origin": "http://127.0.0.1:1"})  # another local app's page
+    assert other_port.status_code == 403
     for path in ("/logout", "/forget/confirm", "/photos/new"):
         foreign = httpx.post(f"{base}{path}", headers={"Origin": "http://evil.example"})
         assert foreign.status_code == 403 and "refused" in foreign.text, path
