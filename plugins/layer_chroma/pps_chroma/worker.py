@@ -141,6 +141,7 @@ def _portable(exc: BaseException) -> BaseException:
 def serve(conn) -> None:
     """Answer requests on ``conn`` until it closes."""
     os.umask(0o077)  # the entity's index is the owner's alone: files 0600, folders 0700
+    os.dup2(2, 1)  # stdout may be a stdio MCP session: whatever Chroma prints goes to stderr
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the server, which closes the index
     _die_with_parent()
