@@ -14,10 +14,8 @@ def pps_layers(memory):
     raw = RawCaptureLayer(memory, PostgresStore(memory))
     layers = [raw, SummariesLayer(memory, raw)]
     for layer in layers:
-        # ``Layer.exclusive`` (pps_core): Memory.open builds the layers first and
-        # take the owner lock only if one of them is exclusive. These are not: any number of PPS processes
-        # may serve them at once (unique message_id, advisory locks). Until then the lock is per home, so
-        # servers of one entity run with a home each (as on separate machines).
+        # Any number of PPS processes may serve these at once (unique message_id, advisory locks): when every
+        # layer of an entity is non-exclusive, Memory.open takes no owner lock (``Layer.exclusive``).
         layer.exclusive = False
     return layers
 

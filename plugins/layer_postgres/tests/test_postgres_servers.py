@@ -42,3 +42,22 @@ def test_two_servers_one_entity_store_every_acknowledged_turn_once(tmp_path, pos
     assert set(result["statuses"]) == {200}
     for server in servers:
         assert "Traceback" not in server.log.read_text()
+
+
+def test_two_servers_share_one_home_when_every_store_is_a_server(tmp_path, postgres_section):
+    """No exclusive layer (postgres + http): no owner lock, so a second server on the same home starts too."""
+    section = postgres_section("lyra")
+    init_entity(tmp_path, "lyra", "postgres,http", "[postgres]", f"dsn = {section['dsn']!r}",
+                f"schema = {section['schema']!r}")
+    with ThreadPoolExecutor(2) as pool:
+        servers = list(pool.map(lambda i: start_server(tmp_path, "--entity", "lyra", log_name=f"s{i}.log"), (0, 1)))
+    try:
+        turn = {"content": "one home, two servers", "author_name": "Jeff", "channel": "terminal", "message_id": "x1"}
+        first = servers[0].call("store_message", turn, entity="lyra").json()
+        again = servers[1].call("store_message", {**turn, "content": "a repeat"}, entity="lyra").json()
+        assert again["id"] == first["id"]
+        found = servers[1].call("raw_search", {"query": "two servers"}, entity="lyra").json()
+        assert [r["id"] for r in found["results"]] == [first["id"]]
+    finally:
+        for server in servers:
+            assert server.stop() in (0, -15)
