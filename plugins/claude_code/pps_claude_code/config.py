@@ -35,7 +35,7 @@ class ClaudeCodeSettings(PluginSettings):
     recap_on_end: bool = Field(True, description="write _recap.md in the background at SessionEnd")
     autostart: bool = Field(True, description="the first hook starts a detached server for the entity")
     server_idle_s: float = Field(3600.0, ge=0, description="the started server stops after this long idle (0 = never)")
-    server_start_s: float = Field(15.0, gt=0, description="how long SessionStart may wait for a server starting "
+    server_start_s: float = Field(17.0, gt=0, description="how long SessionStart may wait for a server starting "
                                                           "cold (Claude Code waits 20 s)")
 
 
