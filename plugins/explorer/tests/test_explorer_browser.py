@@ -12,7 +12,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-from playwright.sync_api import expect
 
 ARTEFACTS = Path(__file__).resolve().parents[3] / "test-artefacts" / "explorer"
 
@@ -21,6 +20,7 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (requirements-dev.txt lists it)").expect
 pytestmark = pytest.mark.skipif(chromium_path() is None,
                                 reason="chromium is not installed (`make install` installs it as root or with sudo)")
 
