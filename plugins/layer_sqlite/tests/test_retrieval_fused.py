@@ -35,7 +35,7 @@ async def test_question_words_and_names_do_not_drown_the_answer(make_memory):
     assert plain[0]["id"] != ids[-1]  # plain BM25: "kind" and "Melanie" win
     found = await m.call("raw_search", {"query": question, "limit": 3})
     assert found["results"][0]["id"] == ids[-1]
-    scores = found["results"][0]["metadata"]["scores"]
+    scores = found["results"][0]["scores"]
     assert scores["bm25"] > 0 and scores["dense"] is None and scores["fused"] > 0
 
 
@@ -100,7 +100,7 @@ async def test_a_paraphrase_with_no_shared_word_is_found_by_the_vectors(make_mem
     assert await raw.backend.lexical_search(question, 10) == []  # BM25 alone: nothing shared
     found = await m.call("raw_search", {"query": question, "limit": 3})
     assert found["results"][0]["id"] == ids[-1]
-    scores = found["results"][0]["metadata"]["scores"]
+    scores = found["results"][0]["scores"]
     assert scores["dense"] > 0.2 and scores["bm25"] == 0
     # vectors were stored at capture, one per turn, as float32
     n, dim = await stored_vectors(m, "message_vectors")

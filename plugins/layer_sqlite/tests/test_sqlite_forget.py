@@ -124,9 +124,11 @@ async def test_a_backup_after_forgetting_does_not_hold_the_content(make_memory, 
                                        "channel": "c"})
     await m.call("forget_turns", {"ids": [2]})
     (m.home / "pps.toml").write_text('entity = "testentity"\n')  # a home as `pps init` leaves it
-    out = await m.call("pps_backup", {"path": str(tmp_path / "after.tar.gz")})
-    raw = gzip.decompress((tmp_path / "after.tar.gz").read_bytes())
+    (m.home / "backups").mkdir(exist_ok=True)  # the entity's backups folder
+    archive = m.home / "backups" / "after.tar.gz"
+    out = await m.call("pps_backup", {"path": str(archive)})
+    raw = gzip.decompress(open(archive, "rb").read())
     assert SECRET.encode() not in raw and out["files"] > 0
-    with tarfile.open(tmp_path / "after.tar.gz") as tar:
+    with tarfile.open(archive) as tar:
         assert any(n.endswith("pps.db") for n in tar.getnames())
     assert b"garden needs water" in raw  # the rest is there
