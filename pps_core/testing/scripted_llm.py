@@ -15,9 +15,13 @@ from typing import Any
 
 class ScriptedLLM:
     """Answers POST /v1/chat/completions with ``reply(messages)``; records every request body in
-    ``requests`` and its path and Authorization header in ``calls``. A reply of None answers HTTP 500."""
+    ``requests`` and its path and Authorization header in ``calls``. A reply of None answers HTTP 500.
 
-    def __init__(self, reply: Callable[[list[dict[str, Any]]], str | None], model: str = "scripted-model") -> None:
+    A stand-in that needs the whole request (``response_format``, the model) overrides :meth:`respond`.
+    """
+
+    def __init__(self, reply: Callable[[list[dict[str, Any]]], str | None] | None = None,
+                 model: str = "scripted-model") -> None:
         self.reply = reply
         self.model = model
         self.requests: list[dict[str, Any]] = []
@@ -34,7 +38,7 @@ class ScriptedLLM:
                     self.send_response(404)
                     self.end_headers()
                     return
-                text = outer.reply(body.get("messages", []))
+                text = outer.respond(body)
                 if text is None:
                     self.send_response(500)
                     self.end_headers()
@@ -53,6 +57,12 @@ class ScriptedLLM:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def respond(self, body: dict[str, Any]) -> str | None:
+        """The assistant's text for one request body; None answers HTTP 500."""
+        if self.reply is None:
+            raise NotImplementedError("pass reply= or override respond()")
+        return self.reply(body.get("messages", []))
 
     @property
     def base_url(self) -> str:

@@ -1,14 +1,14 @@
-"""Fixtures for the graphiti plugin's tests: memories on the real embedded graph, a scripted LLM."""
+"""Fixtures for the graphiti plugin's tests: memories on the real embedded graph, a scripted LLM
+(pps_core.testing's, answering graphiti's response models)."""
 
 from __future__ import annotations
 
 import json
 import re
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
+from pps_core.testing.scripted_llm import ScriptedLLM
 
 PLUGINS = ["sqlite", "embeddings", "graphiti"]
 
@@ -38,23 +38,18 @@ def _minimal(schema: dict, defs: dict):
     return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(kind)
 
 
-class ScriptedLLM:
-    """An OpenAI-compatible chat endpoint on loopback answering graphiti's response models.
+class GraphLLM(ScriptedLLM):
+    """pps_core's scripted endpoint answering graphiti's response models (json_schema mode).
 
     Entities are the capitalised words of the episode's current message; the fact links the first
-    two. Every other model gets its smallest valid answer (no duplicates, no summaries).
+    two. Every other model gets its smallest valid answer (no duplicates, no summaries). ``schemas`` lists
+    the response models asked for; ``fail = True`` answers HTTP 500.
     """
 
     def __init__(self) -> None:
-        self.calls: list[str] = []
+        super().__init__()
+        self.schemas: list[str] = []
         self.fail = False
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
     def answer(self, name: str, schema: dict, messages: list[dict]) -> dict:
         text = "\n".join(m["content"] for m in messages)
@@ -71,45 +66,15 @@ class ScriptedLLM:
                                "relation_type": "RELATES_TO_SCRIPTED", "fact": body.strip()}]}
         return _minimal(schema, schema.get("$defs", {}))
 
-    def _handler(self):
-        llm = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                fmt = req.get("response_format") or {}
-                name = (fmt.get("json_schema") or {}).get("name", "none")
-                schema = (fmt.get("json_schema") or {}).get("schema", {})
-                llm.calls.append(name)
-                if llm.fail:
-                    self.send_response(500)
-                    self.end_headers()
-                    self.wfile.write(b'{"error": {"message": "scripted failure"}}')
-                    return
-                content = json.dumps(llm.answer(name, schema, req["messages"]))
-                out = json.dumps({"id": "x", "object": "chat.completion", "created": int(time.time()),
-                                  "model": req.get("model", "m"),
-                                  "choices": [{"index": 0, "finish_reason": "stop",
-                                               "message": {"role": "assistant", "content": content}}],
-                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out.encode())
-
-        return Handler
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def respond(self, body: dict) -> str | None:
+        fmt = (body.get("response_format") or {}).get("json_schema") or {}
+        self.schemas.append(fmt.get("name", "none"))
+        if self.fail:
+            return None
+        return json.dumps(self.answer(fmt.get("name", "none"), fmt.get("schema", {}), body["messages"]))
 
 
 @pytest.fixture
 def scripted_llm():
-    llm = ScriptedLLM()
-    yield llm
-    llm.close()
+    with GraphLLM() as llm:
+        yield llm

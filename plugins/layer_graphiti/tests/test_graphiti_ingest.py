@@ -37,7 +37,7 @@ async def test_ingest_batch_with_a_scripted_llm(graph_memory, scripted_llm):
     await store(memory, "Jeff adopted a kitten named Pixel", "Brandi drove Nexus home", "nothing to see")
     first = await memory.call("ingest_batch_to_graphiti", {"batch_size": 2})
     assert first["ingested"] == 2 and first["remaining"] == 1 and first["facts_extracted"] == 2
-    assert "ExtractedEntities" in scripted_llm.calls  # graphiti's own response models, json_schema mode
+    assert "ExtractedEntities" in scripted_llm.schemas  # graphiti's own response models, json_schema mode
     out = await memory.call("texture_search", {"query": "kitten named Pixel"})
     assert out["results"][0]["content"] == "Jeff adopted a kitten named Pixel"
 
