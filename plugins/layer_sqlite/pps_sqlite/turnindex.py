@@ -125,12 +125,15 @@ def missing_upto(conn: sqlite3.Connection, model: str, limit: int, after: int = 
 
 
 def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
-    """Exact cosines of ``ids``' context vectors (as :meth:`TurnVectors.context_matrix` makes them: the turn's
-    vector plus ``context`` times the turns next to it in the same channel), read from ``message_vectors``."""
+    """Exact cosines of the context vectors (as :meth:`TurnVectors.context_matrix` makes them: the turn's vector
+    plus ``context`` times the turns next to it in the same channel) of ``ids`` and the turns next to them,
+    read from ``message_vectors``."""
     import numpy as np
 
     ids = [int(i) for i in ids]
-    want = sorted(set(ids) | ({i - 1 for i in ids} | {i + 1 for i in ids} if context else set()))
+    ids_set = set(ids)
+    # the candidates, the turns next to them, and the turns next to those (for their context)
+    want = sorted({i + d for i in ids for d in ((-2, -1, 0, 1, 2) if context else (0,))})
     vec: dict[int, Any] = {}
     chan: dict[int, str] = {}
     for k in range(0, len(want), 900):
@@ -140,7 +143,10 @@ def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
                 f"WHERE v.model = ? AND v.message_id IN ({','.join('?' * len(chunk))})", [model, *chunk]):
             vec[i] = np.frombuffer(blob, dtype=np.float32)
             chan[i] = ch
-    keep = [i for i in ids if i in vec]
+    # a turn can rank high by its context (a neighbour close to the question) while its own vector does not:
+    # the candidates' neighbours are scored too (their vectors were read anyway)
+    keep = sorted({i for i in want if i in vec and (i in ids_set or not context or i - 1 in ids_set
+                                                     or i + 1 in ids_set)})
     if not keep:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
     mat = np.stack([vec[i] for i in keep])
