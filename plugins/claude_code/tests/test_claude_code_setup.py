@@ -106,7 +106,7 @@ def test_setup_on_a_fresh_home_gives_a_working_install(home):
     assert "[ok  ] last injection:" in status.stdout and "(0o600)" in status.stdout
 
     doctor = pps(home, "doctor", "--entity", "lyra", check=False)
-    for name in ("entity", "token", "plugins", "stores", "server", "hooks", "mcp"):
+    for name in ("entity", "token", "plugins", "stores", "model", "server", "hooks", "mcp"):
         assert f"] {name}: " in doctor.stdout, doctor.stdout
     assert "[ok  ] mcp: pps-lyra in user scope" in doctor.stdout
     assert doctor.returncode == 0, doctor.stdout
@@ -202,6 +202,7 @@ def test_the_plugin_hook_script_without_pps_says_so(tmp_path):
 
 
 def test_the_plugin_hook_script_runs_the_chosen_entity(home):
+    pps(home, "init", "--entity", "lyra", "--plugins", "sqlite,crystals,http")  # setup keeps an existing entity
     pps(home, "setup", "claude-code", "--entity", "lyra", "--no-mcp")
     script = REPO / "plugins" / "claude_code" / "claude-plugin" / "bin" / "pps-hook"
     env = env_for(home, PPS_PYTHON=sys.executable)
