@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import sys
-from typing import IO, TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tqdm import tqdm
+from typing import Any, TextIO
 
 
-def progress(total: int | None, desc: str, unit: str = "turn", file: IO[str] | None = None) -> tqdm[Any]:
+def progress(total: int | None, desc: str, unit: str = "turn", file: TextIO | None = None) -> Any:
     """A tqdm bar on stderr, silent when stderr is not a terminal."""
     from tqdm import tqdm
 
