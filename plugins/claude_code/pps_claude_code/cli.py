@@ -53,9 +53,9 @@ def _settings(args):
 
 
 def _settings_file(args) -> Path:
-    from .install import DEFAULT_SETTINGS
+    from .install import settings_file
 
-    return Path(getattr(args, "settings", None) or DEFAULT_SETTINGS).expanduser()
+    return settings_file(getattr(args, "settings", None))
 
 
 def cmd_hooks(args) -> int:

@@ -72,9 +72,9 @@ def token_check(settings) -> Check:
 
 
 def run_doctor(args) -> int:
-    from .install import DEFAULT_SETTINGS
+    from .install import settings_file as find_settings
 
-    settings_file = Path(getattr(args, "settings", None) or DEFAULT_SETTINGS).expanduser()
+    settings_file = find_settings(getattr(args, "settings", None))
     print(f"pps doctor (python {sys.version.split()[0]} at {sys.executable})")
     entity, settings = entity_check(args)
     checks: list[Check] = [entity]

@@ -23,6 +23,15 @@ _OURS = re.compile(r"pps_claude_code\.hook\b|pps_core\.cli\s+hook\b|(^|[/\s])pps
 DEFAULT_SETTINGS = "~/.claude/settings.json"
 
 
+def settings_file(given: str | None = None) -> Path:
+    """``given``, else Claude Code's user settings: ``$CLAUDE_CONFIG_DIR/settings.json`` or ``~/.claude/settings.json``."""
+    import os
+
+    if given:
+        return Path(given).expanduser()
+    return Path(os.environ.get("CLAUDE_CONFIG_DIR") or "~/.claude").expanduser() / "settings.json"
+
+
 def normalize_event(name: str) -> str:
     key = name.replace("-", "").replace("_", "").lower()
     for event in EVENTS:

@@ -129,7 +129,7 @@ def setup_claude_code(args) -> int:
         set_user_name(Path(settings.home), args.user_name)
         print(f"your prompts are stored as {args.user_name!r} ([claude_code] user_name in {settings.home / 'pps.toml'})")
     config = install.hooks_config(settings.entity, Path(settings.home), prompt_recall=args.prompt_recall)
-    settings_file = Path(args.settings or install.DEFAULT_SETTINGS).expanduser()
+    settings_file = install.settings_file(args.settings)
     install.install(settings_file, config)
     print(f"hooks: {', '.join(config)} in {settings_file}")
     if not args.no_mcp:

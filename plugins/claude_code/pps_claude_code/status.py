@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from .checks import activity_checks, entity_check, hooks_check, print_checks, server_check
 
 
 def print_status(args) -> int:
-    from .install import DEFAULT_SETTINGS
+    from .install import settings_file as find_settings
 
-    settings_file = Path(getattr(args, "settings", None) or DEFAULT_SETTINGS).expanduser()
+    settings_file = find_settings(getattr(args, "settings", None))
     entity, settings = entity_check(args)
     checks = [entity]
     if settings is not None:
