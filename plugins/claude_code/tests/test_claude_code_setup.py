@@ -168,7 +168,8 @@ CLAUDE = REPO / ".tools" / "node_modules" / ".bin" / "claude"
 
 @pytest.mark.skipif(not CLAUDE.exists(), reason="Claude Code's CLI is installed by `make test` (needs npm)")
 def test_the_claude_code_plugin_and_marketplace_pass_claude_plugin_validate(tmp_path):
-    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "CI": "1"}
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", ""), "CI": "1",  # offline, no account
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1"}
     for target in (REPO / "plugins" / "claude_code" / "claude-plugin", REPO):
         done = subprocess.run([str(CLAUDE), "plugin", "validate", "--strict", str(target)], capture_output=True,
                               text=True, env=env, timeout=120)
