@@ -89,6 +89,11 @@ def test_the_first_hooks_start_one_server_and_it_stops_when_idle(root, tmp_path)
     log = (root / "lyra" / "logs" / "hooks.log").read_text()
     assert log.splitlines()[-1].endswith("new_turns=0 via=server")
     assert len([t for t in turns(root) if t["author_name"] == "Jeff"]) == 5  # stored once, by the server
+    recall = run_hook(root, "UserPromptSubmit", payload("UserPromptSubmit", transcript, prompt="semicolon export"),
+                      "--recall", **env)  # the fast path (a server runs): only relevant memories
+    context = json.loads(recall.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("Memories relevant to this prompt") and "delimiter=';'" in context
+    assert "**Clock**" not in context and "MANIFEST" not in context
 
     deadline = time.monotonic() + 60
     while read_owner(root / "lyra") is not None and time.monotonic() < deadline:
