@@ -69,8 +69,11 @@ def flag_spans(conn: sqlite3.Connection, created_at: str) -> list[int]:
     """Summaries whose time span strictly contains ``created_at`` (a backfilled turn lands inside them): they
     are flagged ``rewrite = 'backfill'`` (unless flagged already) and their ids returned. The turn itself stays
     unsummarized, so it shows in its place in time and is the first handed out to summarize."""
-    ids = [r[0] for r in conn.execute("SELECT id FROM message_summaries WHERE time_span_start < ? "
-                                      "AND time_span_end > ? ORDER BY id", (created_at, created_at))]
+    # from the span-end index: a new turn (the usual case) is past every summary's end, so this reads nothing;
+    # a scan of all summaries here cost every capture O(history) (issue 19)
+    ids = [r[0] for r in conn.execute("SELECT id FROM message_summaries INDEXED BY idx_summaries_span "
+                                      "WHERE time_span_end > ? AND time_span_start < ? ORDER BY id",
+                                      (created_at, created_at))]
     if ids:
         conn.execute(f"UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL AND id IN "
                      f"({','.join('?' * len(ids))})", ids)

@@ -212,3 +212,31 @@ async def test_summary_search_does_not_recheck_every_summary_for_a_vector(make_m
     looks = [s for s in seen if "NOT EXISTS" in s]
     assert looks and all(f"s.id > {index._floor[1]}" in s for s in looks), looks
     assert index._floor[1] == (await m.call("summary_stats"))["summary_count"]
+
+
+async def test_capture_work_does_not_grow_with_summaries(make_memory):
+    """Storing a turn checks whether it lands inside a summary's span: from the span index, not a scan."""
+    m = await make_memory(plugins=["sqlite"])
+    conn = m.layer("raw_capture").db.conn
+
+    async def cost() -> int:
+        ticks = [0]
+
+        def tick():
+            ticks[0] += 1
+            return 0
+
+        conn.set_progress_handler(tick, 100)
+        try:
+            for i in range(10):
+                await m.call("store_message", {"content": f"a new turn {i} about the violin", "author_name": "Lyra",
+                                               "channel": "terminal"})
+        finally:
+            conn.set_progress_handler(None, 100)
+        return ticks[0] * 100
+
+    await grow(m, 600)
+    small = await cost()
+    await grow(m, 6000, start=600)  # 20 times the summaries
+    large = await cost()
+    assert large < small * 1.15, f"capture work grew from {small} to {large} VM instructions"
