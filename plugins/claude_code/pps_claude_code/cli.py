@@ -9,9 +9,10 @@ from pathlib import Path
 
 def add_commands(cli) -> None:
     p = cli.add("hooks", cmd_hooks, help="Claude Code hooks: install, uninstall, status")
-    p.add_argument("action", choices=["install", "uninstall", "status"],
+    p.add_argument("action", choices=["install", "uninstall", "status", "stop"],
                    help="install: merge the hooks into Claude Code's settings.json; uninstall: remove them; "
-                        "status: what is installed and what the hooks did last")
+                        "status: what is installed and what the hooks did last; stop: stop the server the "
+                        "hooks started (the next hook starts it again)")
     cli.entity_args(p)
     p.add_argument("--print", action="store_true", dest="print_only", help="install: print the JSON, write nothing")
     p.add_argument("--settings", help="Claude Code settings file (default: ~/.claude/settings.json; a project's "
@@ -71,6 +72,12 @@ def cmd_hooks(args) -> int:
         from .status import print_status
 
         return print_status(args)
+    if args.action == "stop":
+        from .server import stop_server
+
+        settings = _settings(args)
+        print(stop_server(settings))
+        return 0
     settings = _settings(args)
     config = install.hooks_config(settings.entity, Path(settings.home), prompt_recall=args.prompt_recall)
     if args.print_only:

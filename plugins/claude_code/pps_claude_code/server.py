@@ -103,6 +103,32 @@ def _wait_for_address(home: Path, deadline: float, why: str) -> tuple[str | None
     return None, why
 
 
+def stop_server(settings, wait_s: float = 30.0) -> str:
+    """Stop the server the hooks started for this entity (SIGTERM, then wait for it to let go of the stores)."""
+    import signal
+
+    from pps_core.owner import read_owner
+
+    home = Path(settings.home)
+    owner = read_owner(home)
+    if owner is None:
+        return f"no server owns entity {settings.entity!r}"
+    pid = owner.get("pid")
+    if not pid or pid != _spawned_pid(home):
+        return (f"pid {pid} owns entity {settings.entity!r} but was not started by the hooks; "
+                "stop it where it was started")
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return f"pid {pid} had already stopped"
+    deadline = time.monotonic() + wait_s
+    while read_owner(home) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if read_owner(home) is not None:
+        return f"sent SIGTERM to pid {pid}; it still holds the stores after {wait_s:g}s"
+    return f"stopped the hooks' server (pid {pid}) of entity {settings.entity!r}"
+
+
 def spawn(settings) -> subprocess.Popen:
     """Start the entity's server detached from the hook (its own session; stdio to the server log)."""
     from .logbook import private_append

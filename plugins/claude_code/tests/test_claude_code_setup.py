@@ -111,6 +111,10 @@ def test_setup_on_a_fresh_home_gives_a_working_install(home):
     assert "[ok  ] mcp: pps-lyra in user scope" in doctor.stdout
     assert doctor.returncode == 0, doctor.stdout
 
+    stopped = pps(home, "hooks", "stop", "--entity", "lyra")
+    assert "stopped the hooks' server (pid" in stopped.stdout
+    assert "[ok  ] server: none running" in pps(home, "hooks", "status", "--entity", "lyra", check=False).stdout
+
 
 def _list_mcp_tools(home: Path, entry: dict) -> list[str]:
     import anyio
