@@ -186,7 +186,8 @@ async def forget_confirm(ctx: Ctx):
     if op is None or param is None:
         return await forget(ctx)
     ids = _ids(await _form(ctx))
-    return "forget_confirm.html", {"op": op, "ids": ids}
+    shown, _ = await ctx.part("list_turns", {"ids": ids, "limit": 500})  # what exactly will be forgotten
+    return "forget_confirm.html", {"op": op, "ids": ids, "turns": (shown or {}).get("turns")}
 
 
 async def forget_do(ctx: Ctx):

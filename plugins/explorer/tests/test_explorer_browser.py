@@ -227,6 +227,8 @@ def test_forget_selected_turns_after_confirming(page, explorer_server):
     boxes.nth(1).check()
     page.click("button:has-text('Forget the selected turns')")
     expect(page.locator("h1")).to_have_text("Forget 2 turns?")
+    assert page.locator("article.turn").count() == 2  # the confirmation shows exactly what goes
+    assert {page.locator("article.turn").nth(i).get_attribute("id") for i in (0, 1)} == {f"turn-{i}" for i in chosen}
     page.click("button:has-text('Yes, forget them')")
     expect(page.locator("h1")).to_have_text("Forgotten")
     left = explorer_server.call("list_turns", {"since": "2026-03-02", "until": "2026-03-03", "channel": "discord"},

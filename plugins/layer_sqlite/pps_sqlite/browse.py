@@ -27,6 +27,7 @@ class ListTurnsParams(_Params):
     channel: str | None = Field(None, max_length=200,
                                 description="this channel, or every channel under it ('terminal' = 'terminal:*')")
     author: str | None = Field(None, max_length=200, description="this author (case-insensitive)")
+    ids: list[int] | None = Field(None, min_length=1, max_length=1000, description="only these turn ids")
     newest_first: bool = False
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0, le=1_000_000)
@@ -51,6 +52,9 @@ def _where(p: ListTurnsParams, since: str | None, until: str | None) -> tuple[st
     if p.author:
         clauses.append("author_name = ? COLLATE NOCASE")
         args.append(p.author)
+    if p.ids:
+        clauses.append(f"id IN ({', '.join('?' * len(p.ids))})")
+        args += p.ids
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 

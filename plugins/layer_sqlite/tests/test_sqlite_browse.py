@@ -28,6 +28,8 @@ async def test_list_turns_pages_filters_and_windows(make_memory):
     jeff = await m.call("list_turns", {"author": "jeff", "channel": "discord:x", "limit": 50})
     assert jeff["total"] == 5 and {(t["author_name"], t["channel"]) for t in jeff["turns"]} == {("Jeff", "discord:x")}
     assert page["turns"][0]["summary_id"] is None and page["turns"][0]["local_time"].endswith("+00:00")
+    chosen = await m.call("list_turns", {"ids": [page["turns"][3]["id"], page["turns"][1]["id"], 99999]})
+    assert [t["content"] for t in chosen["turns"]] == ["turn 1", "turn 3"] and chosen["total"] == 2
     with pytest.raises(InvalidParams) as info:
         await m.call("list_turns", {"since": "yesterday-ish"})
     assert info.value.param == "since"
