@@ -9,6 +9,7 @@ lexemes (a tsvector keeps no token count). Differences from SQLite FTS5's bm25 a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from psycopg import sql
@@ -16,27 +17,31 @@ from psycopg import sql
 K1 = 1.2
 B = 0.75
 
-_QUERY = """
-WITH q AS (
-    SELECT DISTINCT u.lexeme FROM unnest(to_tsvector('english'::regconfig, %(text)s)) AS u
-), lex AS (
-    SELECT q.lexeme, plainto_tsquery('simple'::regconfig, q.lexeme) AS tq FROM q
-), stats AS (
-    SELECT %(n_docs)s::float8 AS n, %(avgdl)s::float8 AS avgdl
-), df AS MATERIALIZED (  -- once per lexeme (inlined, it would run once per candidate row)
-    SELECT lex.lexeme, (SELECT count(*) FROM {table} d WHERE d.tsv @@ lex.tq)::float8 AS df FROM lex
+#: Candidates are first the rows holding the query's rarest lexemes, up to about this many (MaxScore-style
+#: pruning: exact whenever the n-th score beats the best a row with only the other lexemes could reach).
+CANDIDATE_ROWS = 2000
+
+_LEXEMES = """
+SELECT q.lexeme, (SELECT count(*) FROM {table} d WHERE d.tsv @@ plainto_tsquery('simple'::regconfig, q.lexeme))
+       AS df
+FROM (SELECT DISTINCT u.lexeme FROM unnest(to_tsvector('english'::regconfig, %(text)s)) AS u) AS q
+"""
+
+_SCORE = """
+WITH lex AS (
+    SELECT l.lexeme, l.idf FROM unnest(%(lexemes)s::text[], %(idf)s::float8[]) AS l(lexeme, idf)
 ), cand AS (
     SELECT d.id, d.tsv FROM {table} d
-    WHERE d.tsv @@ (SELECT tsquery_or_agg(tq) FROM lex) {channel}
+    WHERE d.tsv @@ (SELECT tsquery_or_agg(plainto_tsquery('simple'::regconfig, c))
+                    FROM unnest(%(cand)s::text[]) AS c) {channel}
 )
 SELECT c.id, SUM(
-    ln(1 + (GREATEST(s.n, df.df) - df.df + 0.5) / (df.df + 0.5))
-    * (t.tf * %(k1plus)s) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * length(c.tsv) / GREATEST(s.avgdl, 1)))
+    lex.idf * (t.tf * %(k1plus)s) / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * length(c.tsv) / %(avgdl)s))
 ) AS score
-FROM cand c CROSS JOIN stats s
+FROM cand c
 CROSS JOIN LATERAL (SELECT u.lexeme, COALESCE(array_length(u.positions, 1), 1)::float8 AS tf
                     FROM unnest(c.tsv) AS u) AS t
-JOIN df ON df.lexeme = t.lexeme
+JOIN lex ON lex.lexeme = t.lexeme
 GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(n)s
 """
 
@@ -69,17 +74,33 @@ async def bm25(conn, table: str, terms: list[str], n: int, channel: str | None =
     if not terms or n <= 0:
         return {}
     n_docs, avgdl = await (stats or CorpusStats(0)).get(conn, table)
-    query = sql.SQL(_QUERY).format(table=sql.Identifier(table),
+    lex = await (await conn.execute(sql.SQL(_LEXEMES).format(table=sql.Identifier(table)),
+                                    {"text": " ".join(terms)})).fetchall()
+    if not lex:  # only English stop words ("to be"): the index has none of them, so scan
+        return await _stop_words_only(conn, table, terms, n, channel)
+    idf = {r["lexeme"]: math.log(1 + (max(n_docs, r["df"]) - r["df"] + 0.5) / (r["df"] + 0.5)) for r in lex}
+    rare, rows = [], 0
+    for r in sorted(lex, key=lambda r: (r["df"], r["lexeme"])):  # rarest first, at least one
+        if rare and rows + r["df"] > CANDIDATE_ROWS:
+            break
+        rare.append(r["lexeme"])
+        rows += r["df"]
+    query = sql.SQL(_SCORE).format(table=sql.Identifier(table),
                                    channel=sql.SQL("AND d.channel = %(channel)s" if channel else ""))
-    args: dict[str, Any] = {"text": " ".join(terms), "n": n, "k1": K1, "k1plus": K1 + 1, "b": B, "channel": channel,
-                            "n_docs": max(n_docs, 1.0), "avgdl": avgdl}
-    rows = await (await conn.execute(query, args)).fetchall()
-    if not rows:
-        lexemes = await (await conn.execute("SELECT count(*) AS n FROM unnest(to_tsvector('english'::regconfig, %s))",
-                                            (args["text"],))).fetchone()
-        if lexemes["n"] == 0:  # only English stop words ("to be"): the index has none of them, so scan
-            return await _stop_words_only(conn, table, terms, n, channel)
-    return {r["id"]: float(r["score"]) for r in rows}
+    args: dict[str, Any] = {"lexemes": list(idf), "idf": list(idf.values()), "n": n, "k1": K1, "k1plus": K1 + 1,
+                            "b": B, "avgdl": max(avgdl, 1.0), "channel": channel}
+
+    async def score(candidates: list[str]) -> list[dict[str, Any]]:
+        return await (await conn.execute(query, {**args, "cand": candidates})).fetchall()
+
+    found = await score(rare)
+    others = [x for x in idf if x not in rare]
+    if others:
+        # a row holding none of the rare lexemes scores below this (each term's tf part is < k1 + 1)
+        ceiling = sum(idf[x] for x in others) * (K1 + 1)
+        if len(found) < n or found[-1]["score"] <= ceiling:
+            found = await score(list(idf))
+    return {r["id"]: float(r["score"]) for r in found}
 
 
 async def _stop_words_only(conn, table: str, terms: list[str], n: int, channel: str | None) -> dict[int, float]:

@@ -158,3 +158,36 @@ async def test_synchronous_commit_is_the_configured_one(make_memory, postgres_se
     await m.call("store_message", {"content": "durable?", "author_name": "A", "channel": "c"})
     store = m.layer("raw_capture").backend
     assert (await store.fetch("SHOW synchronous_commit"))[0]["synchronous_commit"] == value
+
+
+async def test_bm25_pruning_to_rare_lexemes_ranks_as_scoring_every_candidate(make_memory, postgres_section,
+                                                                             monkeypatch):
+    """Candidates from the rarest lexemes first (MaxScore): the same top n, the same scores, as all of them."""
+    import random
+
+    from pps_postgres import textsearch
+
+    m = await open_memory(make_memory, postgres_section)
+    rng = random.Random(3)
+    common = ["garden", "coffee", "morning", "kitchen"]
+    rare = ["lighthouse", "cedar", "orchard"]
+    texts = [" ".join(rng.choices(common, k=6) + rng.choices(rare, k=rng.randint(0, 2))) for _ in range(400)]
+    # the rarest lexeme's rows are not the best: rows with two commoner ones, several times each, beat them
+    texts += ["violin garden garden garden garden"] * 12 + ["quartz harbor quartz harbor"] * 30
+    await m.call("store_messages", {"messages": [
+        {"content": text, "author_name": "A", "channel": rng.choice(["a", "b"])} for text in texts]})
+    store = m.layer("raw_capture").backend
+    queries = [["violin", "quartz", "harbor"], ["garden", "lighthouse"], ["coffee", "morning", "violin", "quartz"], ["kitchen"], ["cedar"],
+               ["garden", "coffee", "morning", "kitchen", "orchard"]]
+
+    async def ranked(limit: int) -> list:
+        monkeypatch.setattr(textsearch, "CANDIDATE_ROWS", limit)
+        out = []
+        async with store.connection() as conn:
+            for terms in queries:
+                for channel in (None, "a"):
+                    found = await textsearch.bm25(conn, "messages", terms, 10, channel, store.corpus_stats)
+                    out.append(sorted(((round(s, 9), i) for i, s in found.items()), reverse=True))
+        return out
+
+    assert await ranked(1) == await ranked(10**9)
