@@ -1,10 +1,12 @@
 """Okapi BM25 over PostgreSQL ``tsvector`` columns (English configuration), candidates from the GIN index.
 
 PostgreSQL's own ``ts_rank``/``ts_rank_cd`` have no inverse document frequency: a common word counts as much as
-a rare one, which ranks conversational turns badly. So the candidates come from the GIN index (an OR of the
-query's lexemes) and are scored here with BM25 in one statement: idf from each lexeme's document frequency
-(GIN counts), term frequency from the tsvector's positions, length normalisation by the number of distinct
-lexemes (a tsvector keeps no token count). Differences from SQLite FTS5's bm25 are in the plugin README.
+a rare one, which ranks conversational turns badly. So the candidates come from the GIN index and are scored
+here with BM25: idf from each lexeme's document frequency (GIN counts), term frequency from the tsvector's
+positions, length normalisation by the number of distinct lexemes (a tsvector keeps no token count).
+Candidates are first the rows holding the query's rarest lexemes; the rest are scored only when a row
+without those could still reach the top n (a MaxScore bound), so the answer is the same as scoring every
+row that shares a word, at a fraction of the rows. Differences from SQLite FTS5's bm25: the plugin README.
 """
 
 from __future__ import annotations
