@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -102,9 +103,7 @@ def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[s
     """Loaded plugins with their distribution version and the hooks each implements (``pps plugins``).
 
     The built-in plugins are left out unless ``builtins``."""
-    from importlib.metadata import PackageNotFoundError, packages_distributions, version
-
-    dists = packages_distributions()
+    dists = _distributions()
     out = []
     for plugin, dist_info in _plugin_dists(pm):
         name = pm.get_name(plugin) or ""
@@ -113,12 +112,26 @@ def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[s
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         module = getattr(plugin, "__name__", type(plugin).__module__).split(".")[0]
         dist = dist_info or next(iter(dists.get(module) or []), None)
-        try:
-            ver = version(dist) if dist else None
-        except PackageNotFoundError:
-            ver = None
-        out.append({"name": name, "distribution": dist, "version": ver, "hooks": hooks})
+        out.append({"name": name, "distribution": dist, "version": _version(dist) if dist else None, "hooks": hooks})
     return out
+
+
+@functools.cache
+def _distributions() -> dict[str, list[str]]:
+    """Top-level module -> distributions (scanning every installed package's metadata: once per process)."""
+    from importlib.metadata import packages_distributions
+
+    return {k: list(v) for k, v in packages_distributions().items()}
+
+
+@functools.cache
+def _version(dist: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return None
 
 
 def _plugin_dists(pm: pluggy.PluginManager) -> Iterator[tuple[Any, str | None]]:
