@@ -108,3 +108,134 @@ async def test_unknown_operation_is_clear(memory):
 
     with pytest.raises(UnknownOperation, match="unknown operation 'texture_serch'"):
         await memory.call("texture_serch", {})
+
+
+# --- deep nesting and calendar edges on every operation, then every read (issue 14 items 1-2) ---------------
+
+EDGE_TIMES = ["9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "9999-12-31T23:59:59", "0001-01-01",
+              "9998-12-31T23:30:00-12:00", "0002-01-01T00:00:00+14:00", "10000-01-01T00:00:00Z", "-0001-01-01"]
+EDGE_SKIP = {"pps_regenerate_token", "pps_backup"}  # rotates the token / a time as an archive name is a file
+MINIMAL = {  # valid minimal parameters where the schema's required fields need more than a placeholder
+    "store_messages": {"messages": [{"content": "m", "author_name": "A", "channel": "c"}]},
+    "forget_turns": {"ids": [987654]},
+    "forget_range": {"channel": "nowhere", "since": "2020-01-01T00:00:00Z", "until": "2020-01-02T00:00:00Z"},
+    "forget_search": {"query": "zzzqqq"},
+    "get_turns_since": {"timestamp": "2026-01-01T00:00:00Z"},
+    "get_turns_around": {"timestamp": "2026-01-01T00:00:00Z"},
+    "get_conversation_context": {"turns": 3},
+    "texture_explore": {"entity_name": "Lyra"},
+    "anchor_save": {"content": "a word-photo", "title": "fuzz"},
+    "poll_channels": {"consumer_key": "fuzz"},
+}
+
+
+def nested_dict(depth):
+    root = cur = {}
+    for _ in range(depth - 1):
+        cur["k"] = {}
+        cur = cur["k"]
+    return root
+
+
+def nested_list(depth):
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def minimal(op, seeded):
+    if op.name in MINIMAL:
+        return dict(MINIMAL[op.name])
+    schema = op.input_schema()
+    out = {}
+    for name in schema.get("required", []):
+        kind = field_type(schema, name)
+        out[name] = seeded.get(name, {"string": "seed", "integer": 1, "number": 1.0, "boolean": False,
+                                      "array": [], "object": {}}.get(kind))
+    return out
+
+
+def time_fields(op):
+    schema = op.input_schema()
+    return [p for p in schema.get("properties", {}) if field_type(schema, p) == "string"]
+
+
+async def call_ok_or_clear(memory, name, params):
+    """A call either succeeds or is refused with a clear error below 500 (never a crash or a 5xx)."""
+    from pps_core.errors import PPSError
+
+    try:
+        await memory.call(name, params)
+        return True
+    except PPSError as exc:
+        assert exc.status < 500 or exc.status == 503, (name, params, exc.status, exc)
+        return False
+
+
+FULL = ["sqlite", "crystals", "chroma", "embeddings", "graphiti"]
+
+
+@pytest.mark.parametrize("zone,plugins", [("Europe/Paris", FULL), ("America/Chicago", ["sqlite", "crystals"])],
+                         ids=["paris-every-layer", "chicago-sqlite-crystals"])
+async def test_deep_nesting_and_calendar_edges_on_every_operation_then_every_read(make_memory, zone, plugins):
+    from pps_core.timeutil import MAX_YEAR, MIN_YEAR
+
+    memory = await make_memory(plugins=plugins, timezone=zone, focal_entity="Lyra")
+    await memory.call("store_message", {"content": "Lyra met Jeff", "author_name": "Jeff", "channel": "c"})
+    await memory.call("crystallize", {"content": "seed crystal"})
+    seeded = {}
+    if "anchor_save" in memory.catalog:
+        seeded["filename"] = (await memory.call("anchor_save", {"content": "seed", "title": "seed"}))["saved"]
+    if "texture_add_triplet" in memory.catalog:
+        await memory.call("texture_add_triplet", {"source": "Lyra", "relationship": "KNOWS", "target": "Jeff"})
+    seeded["name"] = (await memory.call("crystal_list", {}))["current"][0]
+
+    # 1. Deep nesting in every parameter of every operation is refused before anything is written.
+    before = await snapshot(memory)
+    deep_tried = 0
+    for op in memory.catalog:
+        if op.name == "pps_regenerate_token":
+            continue
+        base = minimal(op, seeded)
+        for prop in [*op.input_schema().get("properties", {}), "metadata"]:
+            for deep in (nested_dict(40), nested_list(5000), [nested_dict(33)]):
+                with pytest.raises(InvalidParams, match="nest deeper"):
+                    await memory.call(op.name, {**base, prop: deep})
+                deep_tried += 1
+    assert await snapshot(memory) == before
+    assert deep_tried > 300
+
+    # 2. A time at the calendar's edge in every text parameter: refused clearly or stored renderable.
+    edge_tried = 0
+    for op in memory.catalog:
+        if op.name in EDGE_SKIP:
+            continue
+        base = minimal(op, seeded)
+        for prop in time_fields(op):
+            for edge in EDGE_TIMES:
+                await call_ok_or_clear(memory, op.name, {**base, prop: edge})
+                edge_tried += 1
+    await call_ok_or_clear(memory, "store_messages", {"messages": [
+        {"content": "edge", "author_name": "A", "channel": "c", "created_at": e} for e in EDGE_TIMES]})
+    assert edge_tried > 200
+
+    # 3. Nothing poison was stored: every read operation answers with valid minimal parameters.
+    reads = [op for op in memory.catalog if op.read_only]
+    assert {"ambient_recall", "raw_search", "list_turns", "summarize_messages"} <= {op.name for op in reads}
+    for op in reads:
+        if op.name == "pps_backup":  # archives a home with a pps.toml; the HTTP fuzz test reads it over the wire
+            continue
+        params = minimal(op, seeded)
+        try:
+            await memory.call(op.name, params)
+        except Exception as exc:  # noqa: BLE001 - the point: no read may fail after the fuzzing above
+            pytest.fail(f"{op.name}({params}) failed after the fuzz: {type(exc).__name__}: {exc}")
+    startup = await memory.call("ambient_recall", {"context": "startup"})
+    assert startup["text"]
+    turns = (await memory.call("list_turns", {"limit": 500}))
+    rows = turns.get("turns") or turns.get("results") or []
+    assert rows, turns
+    raw = memory.layer("raw_capture")
+    stored = await raw.db.run(lambda: [r[0] for r in raw.db.conn.execute("SELECT created_at FROM messages")])
+    assert all(MIN_YEAR <= int(str(t)[:4]) <= MAX_YEAR for t in stored), stored

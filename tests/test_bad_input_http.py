@@ -140,3 +140,78 @@ def test_schemathesis_against_the_openapi_spec(srv, tmp_path):
     assert out.returncode == 0, out.stdout[-6000:]
     report = json.loads((tmp_path / "st.json").read_text()) if (tmp_path / "st.json").exists() else {}
     print("\nschemathesis:", out.stdout.strip().splitlines()[-1], json.dumps(report)[:300])
+
+
+EDGE_TIMES = ["9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "9998-12-31T23:30:00-12:00", "0001-01-01"]
+MINIMAL = {"store_messages": {"messages": [{"content": "m", "author_name": "A", "channel": "c"}]},
+           "forget_turns": {"ids": [987654]}, "forget_search": {"query": "zzzqqq"},
+           "forget_range": {"channel": "nowhere", "since": "2020-01-01T00:00:00Z", "until": "2020-01-02T00:00:00Z"},
+           "get_turns_since": {"timestamp": "2026-01-01T00:00:00Z"},
+           "get_turns_around": {"timestamp": "2026-01-01T00:00:00Z"}, "get_conversation_context": {"turns": 3},
+           "anchor_save": {"content": "a word-photo", "title": "fuzz"}, "pps_backup": {"path": "fuzz-read.tar.gz"},
+           "poll_channels": {"consumer_key": "fuzz"}, "anchor_get": {"filename": "none.md"}}
+PLACEHOLDER = {"string": "seed", "integer": 1, "number": 1.0, "boolean": False, "array": [], "object": {}}
+
+
+def _kind(spec):
+    return spec.get("type") or next((a.get("type") for a in spec.get("anyOf", []) if a.get("type") != "null"), None)
+
+
+def _minimal(name, schema):
+    if name in MINIMAL:
+        return dict(MINIMAL[name])
+    return {k: PLACEHOLDER.get(_kind(schema["properties"][k])) for k in schema.get("required", [])}
+
+
+def _nested(depth, leaf=None):
+    value = leaf if leaf is not None else {}
+    for _ in range(depth - 1):
+        value = {"k": value}
+    return value
+
+
+def test_deep_nesting_and_calendar_edges_on_every_operation_then_every_read(srv):
+    """Issue 14 items 1-2 over the wire: every operation refuses deep JSON (in a parameter and as the whole
+    body) with a 4xx and writes nothing; a time at the calendar's edge in any text parameter is refused or
+    stored renderable; then every read operation answers 200 with valid minimal parameters."""
+    listing = httpx.get(f"{srv.url}/entities/lyra/tools", headers=srv.headers("lyra"), timeout=30).json()["tools"]
+    ops = {t["name"]: t for t in listing if t["name"] != "pps_regenerate_token"}
+    client = httpx.Client(timeout=60)
+    before = state(srv)
+    for name, tool in sorted(ops.items()):
+        schema = tool["input_schema"]
+        base = _minimal(name, schema)
+        r = client.post(f"{srv.url}/entities/lyra/tools/{name}", content="[" * 5000 + "]" * 5000,
+                       headers={**srv.headers("lyra"), "Content-Type": "application/json"})
+        assert r.status_code == 422, (name, r.status_code, r.text[:300])
+        for prop in [*list(schema.get("properties") or {})[:2], "metadata"]:  # every one: test_bad_input.py
+            r = srv.call(name, {**base, prop: _nested(40)}, entity="lyra", client=client)
+            TRIED["http"] += 1
+            assert r.status_code == 422 and "nest" in r.json()["message"], (name, prop, r.status_code, r.text[:300])
+    assert state(srv) == before
+
+    for name, tool in sorted(ops.items()):
+        if name == "pps_backup":  # a time as an archive name is only a file name
+            continue
+        schema = tool["input_schema"]
+        base = _minimal(name, schema)
+        for prop, spec in (schema.get("properties") or {}).items():
+            if _kind(spec) != "string":
+                continue
+            for edge in EDGE_TIMES:
+                r = srv.call(name, {**base, prop: edge}, entity="lyra", timeout=60, client=client)
+                TRIED["http"] += 1
+                check_answer(r.status_code, r.text)
+    r = srv.call("store_messages", {"messages": [{"content": "edge", "author_name": "A", "channel": "c",
+                                                  "created_at": e} for e in EDGE_TIMES]}, entity="lyra")
+    check_answer(r.status_code, r.text)
+
+    reads = sorted(n for n, t in ops.items() if t["read_only"] and n not in ("session_recap",))
+    assert {"ambient_recall", "raw_search", "list_turns", "pps_backup", "anchor_search"} <= set(reads)
+    for name in reads:
+        params = _minimal(name, ops[name]["input_schema"])
+        r = srv.call(name, params, entity="lyra", timeout=120)
+        TRIED["http"] += 1
+        expected = 404 if name == "anchor_get" else 200  # no such word-photo: a clean 404
+        assert r.status_code == expected, (name, params, r.status_code, r.text[:500])
+    client.close()
