@@ -174,11 +174,11 @@ def _phrase(t: str) -> str:
 
 
 class DocFreq:
-    """How many turns hold each term, counted up to a cap (enough to order terms by selectivity) and cached
-    until the table grows by a tenth. A count costs at most ``cap`` postings."""
+    """How many rows of an FTS5 table hold each term (in ``column``), counted up to a cap (enough to order terms by
+    selectivity) and cached until the table grows by a tenth. A count costs at most ``cap`` postings."""
 
-    def __init__(self, size: int = 20_000) -> None:
-        self.size = size
+    def __init__(self, table: str = "messages_fts", column: str = "content", size: int = 20_000) -> None:
+        self.table, self.column, self.size = table, column, size
         self._seen: dict[tuple[str, int], int] = {}
         self._epoch = -1
 
@@ -190,9 +190,36 @@ class DocFreq:
         key = (term, cap)
         if key not in self._seen:
             self._seen[key] = conn.execute(
-                "SELECT COUNT(*) FROM (SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? LIMIT ?)",
-                ("content : " + _phrase(term), cap)).fetchone()[0]
+                f"SELECT COUNT(*) FROM (SELECT rowid FROM {self.table} WHERE {self.table} MATCH ? LIMIT ?)",
+                (f"{self.column} : " + _phrase(term), cap)).fetchone()[0]
         return self._seen[key]
+
+
+def bounded(conn: sqlite3.Connection, terms: list[str], total: int, budget: int, df: DocFreq, rank,
+            top_id: int) -> dict[int, float]:
+    """The bounded candidate pass of :func:`bm25_bounded` over any FTS5 table: ``rank(terms, mode, after)``
+    returns {rowid: BM25} (higher is better) for an OR/AND of ``terms`` over rows with a rowid above ``after``."""
+    if not terms:
+        return {}
+    if not budget or total <= budget:
+        return rank(terms, "OR", 0)
+    counts = {t: df(conn, t, budget + 1, total) for t in terms}
+    if sum(counts.values()) <= budget:
+        return rank(terms, "OR", 0)
+    chosen, used = [], 0
+    for t in sorted(terms, key=lambda t: counts[t]):
+        if used + counts[t] > budget:
+            break
+        chosen.append(t)
+        used += counts[t]
+    if chosen:
+        out = rank(chosen, "OR", 0)
+    else:  # every term is common: the newest rows that fit the budget
+        out = rank(terms, "OR", top_id - max(budget // len(terms), 1))
+    if len(terms) > 1:
+        for i, s in rank(terms, "AND", 0).items():
+            out[i] = max(out.get(i, 0.0), s)
+    return out
 
 
 def bm25_bounded(conn: sqlite3.Connection, terms: list[str], n: int, channel: str | None, budget: int,
@@ -209,29 +236,10 @@ def bm25_bounded(conn: sqlite3.Connection, terms: list[str], n: int, channel: st
     """
     if not terms:
         return {}
-    if not budget:
-        return bm25_scores(conn, terms, n, channel)
     total = conn.execute("SELECT n FROM counters WHERE name = 'messages'").fetchone()[0]
-    if total <= budget:
-        return bm25_scores(conn, terms, n, channel)
-    counts = {t: df(conn, t, budget + 1, total) for t in terms}
-    if sum(counts.values()) <= budget:
-        return bm25_scores(conn, terms, n, channel)
-    chosen, used = [], 0
-    for t in sorted(terms, key=lambda t: counts[t]):
-        if used + counts[t] > budget:
-            break
-        chosen.append(t)
-        used += counts[t]
-    if chosen:
-        out = bm25_scores(conn, chosen, n, channel)
-    else:  # every term is common: the newest turns that fit the budget
-        top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0]
-        out = bm25_scores(conn, terms, n, channel, after=top - max(budget // len(terms), n))
-    if len(terms) > 1:
-        for i, s in bm25_scores(conn, terms, n, channel, mode="AND").items():
-            out[i] = max(out.get(i, 0.0), s)
-    return out
+    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0] if total > budget else 0
+    return bounded(conn, terms, total, budget, df,
+                   lambda ts, mode, after: bm25_scores(conn, ts, n, channel, mode=mode, after=after), top)
 
 
 def fuse(conn: sqlite3.Connection, query: Query, lexical: dict[int, float], dense: dict[int, float],

@@ -7,7 +7,7 @@ import sqlite3
 from typing import Any
 
 from pps_core.errors import Conflict, InvalidParams, NotFound
-from pps_core.textsearch import fts5_query
+from pps_core.textsearch import content_terms
 
 from .db import Tx
 
@@ -76,19 +76,49 @@ def recent(conn: sqlite3.Connection, limit: int, offset: int = 0) -> list[dict[s
     return [row_to_summary(r) for r in rows]
 
 
-def search(conn: sqlite3.Connection, query: str, limit: int, offset: int = 0) -> list[dict[str, Any]]:
-    match = fts5_query(query)
-    if match is None:
+#: Summaries BM25 may rank per question before the bounded pass (``retrieval.bounded``).
+SEARCH_BUDGET = 4_000
+_DF: dict[tuple[int, str], Any] = {}  # per connection (and file): term counts, cached
+
+
+def _rank(conn: sqlite3.Connection, terms: list[str], n: int, mode: str, after: int) -> dict[int, float]:
+    match = f" {mode} ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    rows = conn.execute("SELECT rowid, bm25(summaries_fts) AS rank FROM summaries_fts WHERE summaries_fts MATCH ? "
+                        "AND rowid > ? ORDER BY rank LIMIT ?", (match, after, n))
+    return {r[0]: -r[1] for r in rows}
+
+
+def search(conn: sqlite3.Connection, query: str, limit: int, offset: int = 0, *, budget: int = SEARCH_BUDGET,
+           df=None) -> list[dict[str, Any]]:
+    """BM25 over summary text (an OR of the query's words), ranking at most about ``budget`` postings: past that,
+    the bounded pass of ``retrieval.bounded`` (exhaustive below it)."""
+    from .retrieval import DocFreq, bounded
+
+    terms = content_terms(query)[:64]
+    if not terms:
         return []
-    rows = conn.execute(
-        f"SELECT {', '.join('s.' + c.strip() for c in COLUMNS.split(','))}, bm25(summaries_fts) AS rank "
-        "FROM summaries_fts JOIN message_summaries s ON s.id = summaries_fts.rowid WHERE summaries_fts MATCH ? "
-        "ORDER BY rank LIMIT ? OFFSET ?", (match, limit, offset)).fetchall()
+    total = conn.execute("SELECT n FROM counters WHERE name = 'summaries'").fetchone()[0]
+    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM message_summaries").fetchone()[0] if total > budget else 0
+    if df is None and total > budget:
+        key = (id(conn), conn.execute("PRAGMA database_list").fetchone()[2])
+        if key not in _DF:
+            if len(_DF) > 64:
+                _DF.clear()
+            _DF[key] = DocFreq("summaries_fts", "summary_text")
+        df = _DF[key]
+    scores = bounded(conn, terms, total, budget, df,
+                     lambda ts, mode, after: _rank(conn, ts, limit + offset, mode, after), top)
+    ids = sorted(scores, key=lambda i: (-scores[i], i))[offset:offset + limit]
+    if not ids:
+        return []
+    rows = {r["id"]: r for r in conn.execute(
+        f"SELECT {COLUMNS} FROM message_summaries WHERE id IN ({','.join('?' * len(ids))})", ids)}
     out = []
-    for r in rows:
-        s = row_to_summary(r)
-        s["score"] = round(-r["rank"], 6)
-        out.append(s)
+    for i in ids:
+        if i in rows:
+            s = row_to_summary(rows[i])
+            s["score"] = round(scores[i], 6)
+            out.append(s)
     return out
 
 

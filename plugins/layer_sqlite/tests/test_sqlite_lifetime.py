@@ -240,3 +240,30 @@ async def test_capture_work_does_not_grow_with_summaries(make_memory):
     await grow(m, 6000, start=600)  # 20 times the summaries
     large = await cost()
     assert large < small * 1.15, f"capture work grew from {small} to {large} VM instructions"
+
+
+def test_bounded_summary_search_keeps_the_best_and_its_work_does_not_grow(tmp_path):
+    from pps_sqlite import summaries
+
+    work = {}
+    for n in (1_000, 10_000):
+        conn = sqlite3.connect(tmp_path / f"s{n}.db", isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        schema.migrate(conn)
+        texts = [f"Lyra and Jeff talked about the garden, day {i}." for i in range(n)]
+        texts[n // 2] = "Jeff tuned the violin in the garden shed."
+        texts[n // 3] = "A violin lesson, long and slow."
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO message_summaries (summary_text, start_id, end_id, message_count) "
+                         "VALUES (?, 1, 1, 1)", [(t,) for t in texts])
+        conn.execute("COMMIT")
+        exhaustive = summaries.search(conn, "the violin in the garden", 5, budget=10**9)
+        bounded = summaries.search(conn, "the violin in the garden", 5, budget=200)
+        assert [s["id"] for s in bounded][:2] == [s["id"] for s in exhaustive][:2]
+        assert {s["summary_text"] for s in bounded[:2]} == {texts[n // 2], texts[n // 3]}
+        work[n] = (_vm_steps(conn, lambda c=conn: summaries.search(c, "the violin in the garden", 5, budget=10**9)),
+                   _vm_steps(conn, lambda c=conn: summaries.search(c, "the violin in the garden", 5, budget=200)))
+        conn.close()
+    (ex_small, ours_small), (ex_large, ours_large) = work[1_000], work[10_000]
+    assert ex_large > 5 * ex_small
+    assert ours_large < 1.5 * ours_small, work
