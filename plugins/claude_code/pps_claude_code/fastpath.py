@@ -136,8 +136,8 @@ def _read_toml(home: Path) -> dict[str, Any] | None:
     return toml
 
 
-def owner_address(home: Path) -> str | None:
-    """The address in the entity's owner lock while its holder lives (as ``pps_core.owner.read_owner``)."""
+def read_owner(home: Path) -> dict[str, Any] | None:
+    """The entity's owner lock while its holder lives (as ``pps_core.owner.read_owner``), else None."""
     path = home / "owner.lock"
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -148,13 +148,22 @@ def owner_address(home: Path) -> str | None:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
             try:
-                return (json.loads(path.read_text() or "{}") or {}).get("address") or None
+                info = json.loads(path.read_text() or "{}") or {}
             except (OSError, ValueError):
-                return None
+                return {}
+            return info if isinstance(info, dict) else {}
         fcntl.flock(fd, fcntl.LOCK_UN)
         return None
     finally:
         os.close(fd)
+
+
+def owner_address(home: Path) -> str | None:
+    return (read_owner(home) or {}).get("address") or None
+
+
+#: A server that let a hook time out is not waited for again by the hooks of the next minute.
+HUNG_MEMORY_S = 60.0
 
 
 class Remote:
@@ -377,8 +386,9 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
     light = light_settings(entity, home) if event else None
     if light is None:
         return False
-    address = owner_address(light.home)
-    if not address or not address.startswith("http://"):
+    owner = read_owner(light.home) or {}
+    address = owner.get("address")
+    if not address or not str(address).startswith("http://"):
         return False
     try:
         token = (light.home / "token").read_text().strip() or None
@@ -402,6 +412,16 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
             stdout.write(json.dumps(obj) + "\n")
             stdout.flush()
 
+    from .logbook import read_status
+
+    hung = read_status(light.home).get("hung") or {}
+    if hung.get("pid") == owner.get("pid") and time.time() - float(hung.get("at") or 0) < HUNG_MEMORY_S:
+        reason = (f"the server (pid {owner.get('pid')}) did not answer a hook {time.time() - hung['at']:.0f}s ago; "
+                  "not waiting for it again (restart it: pps hooks stop)")
+        log(light.home, f"{event}: skipped: {reason}")
+        record(light.home, "error", event=event, message=reason)
+        emit(failure_notice(light.home, event, session, reason, injecting=injecting))
+        return True
     worker = threading.Thread(target=work, name="pps-hook", daemon=True)
     worker.start()
     worker.join(max(0.0, started + timeout - time.monotonic()))
@@ -409,6 +429,7 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
         reason = f"PPS did not answer within {timeout:g}s"
         log(light.home, f"{event}: gave up after {timeout:g}s (PPS slow or stuck); nothing injected")
         record(light.home, "error", event=event, message=reason)
+        record(light.home, "hung", pid=owner.get("pid"))
         emit(failure_notice(light.home, event, session, reason, injecting=injecting))
         stdout.flush()
         os._exit(0)

@@ -173,15 +173,16 @@ def test_a_hook_never_breaks_the_host_and_never_fails_silently(root, tmp_path):
     lock = OwnerLock(root / "lyra")
     lock.acquire(address=f"http://127.0.0.1:{silent.getsockname()[1]}")
     try:
-        stop = run_hook(root, "Stop", payload("Stop", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="1.5")
-        again = run_hook(root, "Stop", payload("Stop", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="1.5")
-        start = run_hook(root, "SessionStart", payload("SessionStart", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="1.5")
+        stop = run_hook(root, "Stop", payload("Stop", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="4")
+        again = run_hook(root, "Stop", payload("Stop", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="4")
+        start = run_hook(root, "SessionStart", payload("SessionStart", transcript), PPS_CLAUDE_CODE_TIMEOUT_S="4")
     finally:
         lock.release()
         silent.close()
-    assert stop.elapsed < 10 and "turns not saved (Stop)" in notice_of(stop)
+    assert 4 <= stop.elapsed < 10 and "turns not saved (Stop)" in notice_of(stop)
     assert again.returncode == 0 and again.stdout == ""  # a failing capture is shown once a session, not per turn
-    assert "memory not loaded (SessionStart)" in notice_of(start) and start.elapsed < 10
+    assert again.elapsed < 3 and start.elapsed < 3  # a server that just hung is not waited for again
+    assert "memory not loaded (SessionStart)" in notice_of(start) and "not waiting for it again" in notice_of(start)
     assert "Stop: " in log.read_text()
     assert oct(log.stat().st_mode & 0o777) == "0o600"
 
