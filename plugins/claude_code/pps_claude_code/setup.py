@@ -137,7 +137,8 @@ def setup_claude_code(args) -> int:
               f"{register_mcp(settings.entity, Path(settings.home), args.tools)}")
     root = pps_root()
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    atomic_write(root / CHOICE_FILE, json.dumps({"entity": settings.entity, "home": str(settings.home)}))
+    atomic_write(root / CHOICE_FILE, json.dumps({"entity": settings.entity, "home": str(settings.home),
+                                                 "python": sys.executable}))  # for the Claude Code plugin
     command = config["SessionStart"][0]["hooks"][0]["command"]
     checks = [try_session_start(command), server_check(settings)[0], hooks_check(settings, settings_file)]
     if not args.no_mcp:

@@ -210,7 +210,8 @@ def test_the_plugin_hook_script_runs_the_chosen_entity(home):
     pps(home, "init", "--entity", "lyra", "--plugins", "sqlite,crystals,http")  # setup keeps an existing entity
     pps(home, "setup", "claude-code", "--entity", "lyra", "--no-mcp")
     script = REPO / "plugins" / "claude_code" / "claude-plugin" / "bin" / "pps-hook"
-    env = env_for(home, PPS_PYTHON=sys.executable)
+    env = env_for(home, PATH="/usr/bin:/bin")  # no pps on PATH: the Python `pps setup` recorded is used
+    assert json.loads((home / ".pps" / "claude-code.json").read_text())["python"] == sys.executable
     body = {"session_id": "s1", "transcript_path": "", "hook_event_name": "SessionStart", "source": "startup"}
     done = subprocess.run([str(script), "SessionStart"], input=json.dumps(body), capture_output=True, text=True,
                           env=env, timeout=60)
