@@ -116,13 +116,13 @@ def test_setup_on_a_fresh_home_gives_a_working_install(home):
     assert "[ok  ] server: none running" in pps(home, "hooks", "status", "--entity", "lyra", check=False).stdout
 
 
-def _list_mcp_tools(home: Path, entry: dict) -> list[str]:
+def _list_mcp_tools(home: Path, entry: dict, **env: str) -> list[str]:
     import anyio
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
     async def go() -> list[str]:
-        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env_for(home))
+        params = StdioServerParameters(command=entry["command"], args=entry["args"], env=env_for(home, **env))
         async with Client(params) as client:
             assert "already in your context" in (client.instructions or "")
             return [t.name for t in (await client.list_tools()).tools]
@@ -207,7 +207,7 @@ def test_the_plugin_hook_script_without_pps_says_so(tmp_path):
 
 
 def test_the_plugin_hook_script_runs_the_chosen_entity(home):
-    pps(home, "init", "--entity", "lyra", "--plugins", "sqlite,crystals,http")  # setup keeps an existing entity
+    pps(home, "init", "--entity", "lyra", "--plugins", "sqlite,crystals,mcp,http")  # setup keeps an existing entity
     pps(home, "setup", "claude-code", "--entity", "lyra", "--no-mcp")
     script = REPO / "plugins" / "claude_code" / "claude-plugin" / "bin" / "pps-hook"
     env = env_for(home, PATH="/usr/bin:/bin")  # no pps on PATH: the Python `pps setup` recorded is used
@@ -216,3 +216,6 @@ def test_the_plugin_hook_script_runs_the_chosen_entity(home):
     done = subprocess.run([str(script), "SessionStart"], input=json.dumps(body), capture_output=True, text=True,
                           env=env, timeout=60)
     assert done.returncode == 0 and "additionalContext" in json.loads(done.stdout)["hookSpecificOutput"]
+    mcp = REPO / "plugins" / "claude_code" / "claude-plugin" / "bin" / "pps-mcp"  # the plugin's .mcp.json server
+    names = _list_mcp_tools(home, {"command": str(mcp), "args": []}, PATH="/usr/bin:/bin")
+    assert "ambient_recall" in names and "crystallize" in names and "store_message" not in names
