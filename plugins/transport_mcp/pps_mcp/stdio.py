@@ -73,6 +73,11 @@ async def _answer_before_eof(stdin_stream, stdout_stream):
         nonlocal changed
         async with in_send:
             async for msg in stdin_stream:
+                if isinstance(msg, Exception):  # a line that is no JSON-RPC message: the SDK answers nothing
+                    answer = _frame_error(msg)
+                    if answer is not None:
+                        await out_send.send(answer)
+                    continue
                 m = frame(msg)
                 if getattr(m, "method", None) is not None and getattr(m, "id", None) is not None:
                     pending.add(m.id)
@@ -99,6 +104,32 @@ async def _answer_before_eof(stdin_stream, stdout_stream):
         finally:
             await out_send.aclose()
             tg.cancel_scope.cancel()
+
+
+def _frame_error(exc: Exception):
+    """The JSON-RPC error answering a line the SDK could not read (``exc``), or None for a blank line.
+
+    Not JSON, or nested past the parser's depth: -32700 with id null. JSON but not a JSON-RPC message:
+    -32600, with the request's id when it has a usable one. The session goes on either way.
+    """
+    from mcp.shared.message import SessionMessage
+    from mcp_types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError
+
+    errors = exc.errors() if callable(getattr(exc, "errors", None)) else []
+    first = errors[0] if errors else {}
+    raw = first.get("input")
+    if first.get("type") == "json_invalid":
+        if isinstance(raw, str | bytes) and not raw.strip():
+            return None
+        detail = str(first.get("ctx", {}).get("error", "")) or "not JSON"
+        message = "Parse error: the frame nests too deep" if "recursion" in detail else f"Parse error: {detail}"
+        code, rid = PARSE_ERROR, None
+    else:
+        code, message = INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
+        ids = [e["input"].get("id") for e in errors if isinstance(e.get("input"), dict)]
+        rid = next((i for i in ids if isinstance(i, str | int) and not isinstance(i, bool)), None)
+    log.warning("answered an unreadable frame with %d: %s", code, message)
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=code, message=message)))
 
 
 async def _own_and_listen(settings, read_stream, write_stream, **profile) -> None:
