@@ -187,6 +187,10 @@ class Retriever:
         self._floor = 0  # every turn with id <= this has a vector
         self.ann = None  # ann.TurnANN past the threshold
         self._ann_checked: str | None = None  # the model whose saved index was looked for
+        self._big = False  # history past the threshold (without a loaded index)
+        self._built = None  # an index a background build finished, picked up by the next search
+        self._building = None  # that build's thread
+        self._closing = False
         self.ann_threshold = _threshold(memory)
         self._df = retrieval.DocFreq()
 
@@ -274,6 +278,11 @@ class Retriever:
             self.ann.add_blobs([t["id"] for t in batch], blobs)
 
     async def close(self) -> None:
+        self._closing = True  # a background index build stops at its next chunk
+        if self._building is not None:
+            await asyncio.to_thread(self._building.join, 60)
+            self._building = None
+        self._closing = False
         if self._task is not None and not self._task.done():
             self._task.cancel()
             try:
@@ -287,46 +296,96 @@ class Retriever:
             except Exception as exc:  # derived data: the next open adds what the file lacks
                 log.warning("turn vector index not saved: %s: %s", type(exc).__name__, exc)
 
-    def _prepare(self, conn, model: str) -> TurnVectors | Any:
-        """The exact matrix below the threshold, the HNSW index (``ann.TurnANN``) past it; either up to date."""
+    def _prepare(self, conn, model: str, wait: bool = False) -> TurnVectors | Any | None:
+        """The exact matrix below the threshold, the HNSW index (``ann.TurnANN``) past it; either up to date.
+
+        Building the index (minutes at a million turns) runs on a thread of its own with its own connection, so
+        capture and search go on meanwhile: exactly from the matrix when the threshold was crossed while
+        serving, lexically (None) when a large database opened without its index file. ``wait`` builds it here
+        (``pps reindex``)."""
         from . import ann
 
+        if self._built is not None and self._built.model == model:  # a background build finished
+            self.ann, self._built, self.vectors = self._built, None, None
         if self.ann is not None and self.ann.model == model:
             self.ann.catch_up(conn)
             return self.ann
         if self._ann_checked != model:
             self._ann_checked = model
             self.ann = None
-            saved = ann.paths(self.db.path)[0].exists()
-            if saved or turns.counts(conn)["total"] >= self.ann_threshold:
-                self.ann = ann.TurnANN.open_or_build(conn, self.db.path, model)
-                if self.ann is not None and (saved or len(self.ann) >= self.ann_threshold):
-                    self.vectors = None
-                    return self.ann
-                self.ann = None
+            loaded = ann.TurnANN.load(conn, self.db.path, model)
+            if loaded is not None:
+                loaded.catch_up(conn)
+                self.ann, self.vectors = loaded, None
+                return self.ann
+            self._big = turns.counts(conn)["total"] >= self.ann_threshold
+        if self._big or (self.vectors is not None and self.vectors.model == model
+                         and len(self.vectors) >= self.ann_threshold):
+            if wait:
+                self._building = None
+                self._build(model)
+                return self._prepare(conn, model)
+            self._start_build(model)
+            if self.vectors is None or self.vectors.model != model:
+                return None  # a large history without its index: lexical until it is built
+            self.vectors.load(conn)
+            return self.vectors
         if self.vectors is None or self.vectors.model != model:
             self.vectors = TurnVectors(model)
         self.vectors.load(conn)
-        if len(self.vectors) >= self.ann_threshold:  # crossed it while serving: index what is held, drop the matrix
-            index = ann.TurnANN(self.db.path, model, self.vectors.matrix.shape[1])
-            index.add(self.vectors.ids, self.vectors.matrix)
-            index.save(conn)
-            self.ann, self.vectors = index, None
-            return self.ann
+        if len(self.vectors) >= self.ann_threshold:  # crossed it while serving: build beside, stay exact meanwhile
+            self._start_build(model)
         return self.vectors
+
+    def _build(self, model: str) -> None:
+        """Build (or load) the index from every stored vector on a connection of its own; saves it."""
+        from . import ann
+
+        conn = sqlite3.connect(self.db.path, check_same_thread=False)
+
+        def stop_when_closing(_done: int) -> None:
+            if self._closing:
+                raise RuntimeError("the layer is closing")
+
+        try:
+            self._built = ann.TurnANN.open_or_build(conn, self.db.path, model, stop_when_closing)
+        except Exception as exc:  # derived data: searched exactly or lexically meanwhile; retried next open
+            log.warning("turn vector index not built: %s: %s", type(exc).__name__, exc)
+        finally:
+            conn.close()
+
+    def _start_build(self, model: str) -> None:
+        import threading
+
+        if self._building is not None and self._building.is_alive():
+            return
+        if self._building is not None:  # finished (or failed): a failed build is not retried in this process
+            return
+        self._building = threading.Thread(target=self._build, args=(model,), name="pps-turn-ann", daemon=True)
+        self._building.start()
+
+    def wait_ann(self, timeout: float | None = None) -> bool:
+        """Wait for a background build of the index (tests, benchmarks); True when none is running."""
+        if self._building is not None:
+            self._building.join(timeout)
+            return not self._building.is_alive()
+        return True
 
     def reset_ann(self, conn, remove: bool = False) -> None:
         """Forget the loaded index (``remove``: delete its files too); the next search loads or builds it."""
         from . import ann
 
-        self.ann = None
+        self.wait_ann()
+        self.ann = self._built = self._building = None
         self._ann_checked = None
         if remove:
             ann.remove_files(self.db.path)
 
     def repair_ann(self, conn, model: str) -> dict[str, Any] | None:
         """``pps reindex``: bring the index up to date with every stored vector (loading or building it)."""
-        index = self._prepare(conn, model)
+        self.wait_ann()
+        self._building = None
+        index = self._prepare(conn, model, wait=True)
         if index is not self.ann or self.ann is None:
             return None
         added = self.ann.repair(conn)
@@ -359,11 +418,12 @@ class Retriever:
         if qvec is not None:
             index = self._prepare(conn, model)
             if isinstance(index, TurnVectors):
-                scores = index.scores(qvec, cfg.context)
-            else:  # past the threshold: approximate candidates, exact scores
+                dense, floor = retrieval.dense_top(index.scores(qvec, cfg.context), cfg.candidates,
+                                                   cfg.dense_floor_rank)
+            elif index is not None:  # past the threshold: approximate candidates, exact scores
                 ids, _approx = index.search(qvec, cfg.candidates * ANN_OVERFETCH)
-                scores = rescore(conn, model, ids, qvec, cfg.context)
-            dense, floor = retrieval.dense_top(scores, cfg.candidates, cfg.dense_floor_rank)
+                dense, floor = retrieval.dense_top(rescore(conn, model, ids, qvec, cfg.context), cfg.candidates,
+                                                   cfg.dense_floor_rank)
         ranked = retrieval.fuse(conn, q, lexical, dense, floor, cfg, channel)[offset:offset + limit]
         found = {t["id"]: t for t in turns.by_ids(conn, [i for i, _s, _m in ranked])}
         out = []

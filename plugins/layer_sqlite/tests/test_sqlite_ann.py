@@ -43,8 +43,12 @@ async def test_past_the_threshold_search_uses_the_index_with_exact_scores(make_m
     m = await filled(make_memory, 60)
     raw = m.require_layer("raw_capture")
     r = raw.retriever
-    found = await m.call("raw_search", {"query": "when is the tax paperwork due", "limit": 5})
-    assert "tax forms" in found["results"][0]["content"]
+    found = await r.search("when is the tax paperwork due", 5)
+    assert "tax forms" in found[0]["content"]  # lexically while the index is built beside
+    assert found[0]["signals"]["dense"] is None and r.ann is None
+    assert r.wait_ann(60)
+    found = await r.search("when is the tax paperwork due", 5)
+    assert "tax forms" in found[0]["content"] and found[0]["signals"]["dense"]
     assert r.ann is not None and r.vectors is None and len(r.ann) == 60  # no matrix held in memory
     index_file, meta_file = ann.paths(raw.db.path)
     assert index_file.exists() and meta_file.exists()
@@ -61,6 +65,8 @@ async def test_the_index_grows_incrementally_and_persists(make_memory, pps_home)
     home = pps_home / "ann-persist"
     m = await filled(make_memory, 50, home=home)
     raw = m.require_layer("raw_capture")
+    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    assert raw.retriever.wait_ann(60)
     await m.call("raw_search", {"query": "kitten", "limit": 3})
     index_file = ann.paths(raw.db.path)[0]
     built = index_file.stat().st_mtime_ns
@@ -86,6 +92,7 @@ async def test_an_index_that_does_not_match_the_database_is_rebuilt(make_memory,
     m = await filled(make_memory, 45, home=home)
     raw = m.require_layer("raw_capture")
     await m.call("raw_search", {"query": "garden", "limit": 1})
+    assert raw.retriever.wait_ann(60)
     db_path = raw.db.path
     await m.close()
     # a restored/replaced database: the newest turn's vector is not the one the index was saved with
@@ -99,6 +106,8 @@ async def test_an_index_that_does_not_match_the_database_is_rebuilt(make_memory,
     before = ann.paths(db_path)[0].stat().st_mtime_ns
     m2 = await filled(make_memory, 0, home=home)
     await m2.call("raw_search", {"query": "garden", "limit": 1})
+    assert m2.require_layer("raw_capture").retriever.wait_ann(60)
+    await m2.call("raw_search", {"query": "garden", "limit": 1})
     assert ann.paths(db_path)[0].stat().st_mtime_ns != before
     assert len(m2.require_layer("raw_capture").retriever.ann) == 45
 
@@ -107,6 +116,7 @@ async def test_reindex_full_rebuilds_the_index(make_memory):
     m = await filled(make_memory, 45)
     raw = m.require_layer("raw_capture")
     await m.call("raw_search", {"query": "garden", "limit": 1})
+    assert raw.retriever.wait_ann(60)
     index_file = ann.paths(raw.db.path)[0]
     os.utime(index_file, ns=(1, 1))
     report = await raw.reindex(lambda done, total: None, full=True)
@@ -140,3 +150,17 @@ async def test_embedding_new_turns_does_not_rescan_history(make_memory, pps_home
     looks = [s for s in seen if "NOT EXISTS" in s]
     assert looks and all("WHERE id > 30 " in s or "WHERE id > 31 " in s for s in looks), looks
     assert raw.retriever._floor == 31
+
+
+async def test_crossing_the_threshold_while_serving_stays_exact_until_the_index_is_built(make_memory):
+    m = await filled(make_memory, 30)
+    r = m.require_layer("raw_capture").retriever
+    await r.search("garden", 3)
+    assert r.ann is None and len(r.vectors) == 30
+    await m.call("store_messages", {"messages": turns(20, start=30)})
+    await r.drain()
+    found = await r.search("the violin lesson", 3)  # the build starts beside; this search is still exact
+    assert found[0]["signals"]["dense"] is not None and "violin" in found[0]["content"]
+    assert r.wait_ann(60)
+    await r.search("the violin lesson", 3)
+    assert r.ann is not None and len(r.ann) == 50 and r.vectors is None
