@@ -43,20 +43,21 @@ def resolve_log(memory: Memory, p: SessionRecapParams, *, trusted: bool = False)
     """The log to recap. Through the operation (any caller holding the entity's token) only this
     entity's own logs are readable; ``trusted`` (the local CLI, run by the file's owner) reads any."""
     if p.log:
-        path = Path(p.log).expanduser()
+        # Whether the path is this entity's is decided before anything about the file is said, so a caller
+        # cannot learn whether a path elsewhere exists (one refusal for a file, a folder or nothing).
         try:
+            path = Path(p.log).expanduser().resolve()
             found = path.is_file()
-        except OSError:  # e.g. a name longer than the file system allows
-            found = False
-        if not found:
-            raise InvalidParams(f"log: no such file {p.log!r}", param="log")
-        if path.suffix.lower() not in (".jsonl", ".json", ".log", ".ndjson"):
-            raise InvalidParams("log: expected a JSONL session log (.jsonl)", param="log")
-        path = path.resolve()
-        if not trusted and not _entity_log(memory, path):
+        except (OSError, RuntimeError):  # a name too long for the file system; ~user with no such user
+            path, found = None, False
+        if not trusted and (path is None or not _entity_log(memory, path)):
             raise InvalidParams("log: not one of this entity's session logs (allowed: files matching [recap] logs, "
                                 "transcripts its Claude Code hooks saw, files under its home); add its folder to "
                                 "[recap] logs in pps.toml, or recap it with `pps recap LOG` (the CLI reads any file you can read)", param="log")
+        if path is None or not found:
+            raise InvalidParams(f"log: no such file {p.log!r}", param="log")
+        if path.suffix.lower() not in (".jsonl", ".json", ".log", ".ndjson"):
+            raise InvalidParams("log: expected a JSONL session log (.jsonl)", param="log")
         return path
     newest = store.newest_log(memory.settings, p.exclude_session)
     if newest is None:
