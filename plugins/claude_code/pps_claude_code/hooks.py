@@ -122,7 +122,7 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
 
         raise Unavailable(f"{how}; memory will be there at the next prompt (started cold, it loads its models "
                           f"once); see {Path(settings.home) / 'logs' / 'server.log'}")
-    if address is None and how not in ("autostart off",) and not how.startswith("pps-http is not"):
+    if address is None and not how.startswith(("autostart off", "pps-http is not")):
         log(settings.home, f"{event}: no server ({how}); opening the stores here")
     out = None
     with EntityClient(settings) as client:

@@ -41,6 +41,8 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
         return None, "owned by a process that serves no address (e.g. `pps serve mcp --no-listen`)"
     if not cc.autostart:
         return None, "autostart off"
+    if _no_owner_marker(home).exists() and _no_owner_marker(home).read_text() == _toml_stamp(home):
+        return None, "autostart off: the entity needs no owner process (no exclusive store)"
     if importlib.util.find_spec("pps_http") is None:
         return None, "pps-http is not installed (needed to start a server)"
     lock_path = home / "hooks" / "claude-code" / "server.lock"
@@ -66,6 +68,9 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
             if owner.get("pid") in (None, _spawned_pid(home)):
                 return _wait_for_address(home, deadline, f"the server (pid {owner['pid']}) is still starting")
             return None, "owned by a process that serves no address"
+        earlier = _spawned_pid(home)
+        if earlier and _alive(earlier):  # started before and still running without an address: do not stack up
+            return _wait_for_address(home, deadline, f"the server (pid {earlier}) is still starting")
         child = spawn(settings)
         _pid_file(home).write_text(str(child.pid))
         while time.monotonic() < deadline:
@@ -90,6 +95,28 @@ def _spawned_pid(home: Path) -> int | None:
         return int(_pid_file(home).read_text().strip())
     except (OSError, ValueError):
         return None
+
+
+def _no_owner_marker(home: Path) -> Path:
+    return Path(home) / "hooks" / "claude-code" / "no-owner"
+
+
+def _toml_stamp(home: Path) -> str:
+    try:
+        st = (Path(home) / "pps.toml").stat()
+    except OSError:
+        return ""
+    return f"{st.st_mtime_ns} {st.st_size} {st.st_ino}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _wait_for_address(home: Path, deadline: float, why: str) -> tuple[str | None, str]:
@@ -191,8 +218,17 @@ def serve(settings, idle_s: float) -> int:
     def publish() -> None:
         while not server.started and not server.should_exit:
             time.sleep(0.01)
-        if server.started:
-            memory.lock.set_address(f"{address}/entities/{settings.entity}")
+        if not server.started:
+            return
+        if not memory.lock.held:  # every store is a server of its own: no owner, hooks open the stores themselves
+            from .logbook import replace_private
+
+            replace_private(_no_owner_marker(settings.home), _toml_stamp(settings.home))  # until pps.toml changes
+            print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} entity {settings.entity} needs no owner process "
+                  "(no exclusive store): stopping", file=sys.stderr, flush=True)
+            server.should_exit = True
+            return
+        memory.lock.set_address(f"{address}/entities/{settings.entity}")
 
     threading.Thread(target=publish, name="pps-publish", daemon=True).start()
     if idle_s > 0:

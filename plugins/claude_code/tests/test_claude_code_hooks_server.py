@@ -170,3 +170,17 @@ def test_the_fast_path_reads_settings_as_the_full_loader_does(tmp_path, monkeypa
         assert light.plugins == full.plugins and light.entity == full.entity
         for k in env:
             monkeypatch.delenv(k)
+
+
+def test_an_entity_that_needs_no_owner_gets_no_server(tmp_path):
+    """Every store shared (no exclusive layer, e.g. all on PostgreSQL): the hooks open the stores themselves,
+    and the server they tried once is not started again on every hook."""
+    pps(tmp_path, "init", "--entity", "lyra", "--plugins", "recap,http", "--timezone", "UTC")
+    env = {"PPS_CLAUDE_CODE_AUTOSTART": "true", "PPS_CLAUDE_CODE_SERVER_START_S": "60"}
+    body = payload("SessionStart", tmp_path / "none.jsonl", source="startup")
+    for _ in range(2):
+        out = run_hook(tmp_path, "SessionStart", body, **env)
+        assert "hookSpecificOutput" in json.loads(out.stdout), out.stdout
+    log = (tmp_path / "lyra" / "logs" / "server.log").read_text()
+    assert log.count("starting for entity lyra") == 1 and "needs no owner process" in log
+    assert (tmp_path / "lyra" / "logs" / "hooks.log").read_text().splitlines()[-1].endswith("via=direct")
