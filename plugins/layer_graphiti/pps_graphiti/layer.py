@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -259,7 +260,14 @@ class GraphitiLayer(Layer):
         rel = db.relative_to(home)
         async with self.write_lock:  # every write path of this layer takes it
             await self.graph.query("CHECKPOINT;")
-            await asyncio.to_thread(_copy_db, db, dest / rel)
+            # A compacted copy (EXPORT, then IMPORT into a fresh file), not the file itself: Kuzu keeps deleted
+            # values in its pages, so a forgotten turn's episode and facts would still be in a plain copy.
+            export = dest / ".graph-export"
+            await self.graph.query(f"EXPORT DATABASE '{_cypher_path(export)}'")
+            try:
+                await asyncio.to_thread(_import_db, export, dest / rel)
+            finally:
+                await asyncio.to_thread(shutil.rmtree, export, True)
         return [str(rel), f"{rel}.wal"]  # the live WAL is left behind: the checkpoint folded it in
 
     async def after_restore(self, manifest: dict[str, Any]) -> None:
@@ -316,6 +324,47 @@ async def _move_group(graph: Graph, cypher: str, old: str, new: str) -> None:
     except RuntimeError as exc:  # a table this graphiti version does not create
         if "does not exist" not in str(exc):
             raise
+
+
+def _cypher_path(path: Path) -> str:
+    text = str(path)
+    if "'" in text or "\\" in text:
+        raise ValueError(f"cannot export the graph to {text!r} (a quote or backslash in the path)")
+    return text
+
+
+def _import_db(export: Path, target: Path) -> None:
+    """A fresh Kuzu database at ``target`` from an EXPORT DATABASE folder (tables, data and indexes)."""
+    import re
+
+    import kuzu
+
+    def statements(path: Path) -> list[str]:
+        return [s.strip() for s in re.split(r";\s*\n", path.read_text()) if s.strip()] if path.exists() else []
+
+    # Kuzu's import of its own export fails on full-text indexes (their tokenizer macros and stopword table are
+    # created twice): the macros are left out and each index is made again, one statement at a time, after it.
+    schema = [s for s in statements(export / "schema.cypher") if not re.match(r"CREATE MACRO `\w+_TOKENIZE`", s)]
+    (export / "schema.cypher").write_text("".join(s + ";\n" for s in schema))
+    indexes = statements(export / "index.cypher")
+    (export / "index.cypher").write_text("")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    db = kuzu.Database(str(target))
+    try:
+        conn = kuzu.Connection(db)
+        try:
+            try:
+                conn.execute("LOAD EXTENSION fts")  # the full-text indexes are recreated by the import
+            except RuntimeError:
+                pass
+            conn.execute(f"IMPORT DATABASE '{_cypher_path(export)}'")
+            for statement in indexes:
+                conn.execute(statement)
+            conn.execute("CHECKPOINT")
+        finally:
+            conn.close()
+    finally:
+        db.close()
 
 
 def _copy_db(db: Path, target: Path) -> None:
