@@ -93,15 +93,39 @@ def _reject_non_finite(value: Any, op: str, path: str = "") -> None:
             _reject_non_finite(v, op, f"{path}.{i}")
 
 
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _is_plain(value: Any) -> bool:
+    """Whether ``value`` is JSON data already (checked without building anything: the common case)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _PLAIN:
+            continue
+        if kind is dict:
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        else:
+            return False
+    return True
+
+
 def to_jsonable(result: Any) -> Any:
-    """Turn a handler's result into plain JSON data."""
+    """Turn a handler's result into plain JSON data (returned as it is when it already is)."""
+    if _is_plain(result):
+        return result
     if isinstance(result, BaseModel):
         return result.model_dump(mode="json")
     if isinstance(result, dict):
         return {k: to_jsonable(v) for k, v in result.items()}
     if isinstance(result, list | tuple):
         return [to_jsonable(v) for v in result]
-    return json.loads(json.dumps(result, default=str)) if not isinstance(result, str | int | float | bool | type(None)) else result
+    if isinstance(result, str | int | float | bool | type(None)):
+        return result
+    return json.loads(json.dumps(result, default=str))
 
 
 class Catalog:
