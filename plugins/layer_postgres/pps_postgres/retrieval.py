@@ -10,6 +10,7 @@ Summaries: BM25 fused with a pgvector cosine search (``<=>``) in SQL.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from pps_sqlite import retrieval, summaryindex
@@ -21,6 +22,8 @@ from .textsearch import bm25
 
 #: Rows loaded again behind the newest id a server has: ids commit out of order across servers.
 RELOAD_SLACK = 5000
+#: Authors named in questions are re-read this often (this server's own captures reset them at once).
+AUTHORS_TTL_S = 30.0
 
 
 def _vec(v) -> str:
@@ -30,6 +33,8 @@ def _vec(v) -> str:
 
 class PgRetriever(Retriever):
     """``turnindex.Retriever`` with its storage calls on PostgreSQL (``self.db`` is the PostgresStore)."""
+
+    _authors_at = 0.0
 
     async def _missing(self, model: str, limit: int, after: int = 0) -> list[dict[str, Any]]:
         from .store import COLUMNS, row_to_turn
@@ -99,8 +104,9 @@ class PgRetriever(Retriever):
             except Exception as exc:
                 self._warn(exc)
                 qvec = None
-        if self._authors is None:
-            self._authors = await self._author_tokens()
+        if self._authors is None or time.monotonic() - self._authors_at > AUTHORS_TTL_S:
+            self._authors = await self._author_tokens()  # also names another server's new authors
+            self._authors_at = time.monotonic()
         q = retrieval.parse_query(query, self._authors, cfg)
         async with self.db.connection() as conn:
             lexical = (await bm25(conn, "messages", q.terms, cfg.candidates, channel, self.db.corpus_stats)
