@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 from .errors import PPSError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
+
     from .memory import Memory
     from .settings import EntitySettings
     from .transport import Transport
@@ -146,6 +148,18 @@ def _memory(args: argparse.Namespace, own: bool = True) -> Memory:
     return Memory(_settings(args), own=own)
 
 
+def _private_dirs(path: Path) -> None:
+    """Create ``path`` and every missing folder above it (the PPS root too) 0700: ``mkdir -p`` would give
+    the folders above the umask's mode (0755), listing every entity's name to other users."""
+    missing = []
+    for folder in [path, *path.parents]:
+        if folder.exists():
+            break
+        missing.append(folder)
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from . import auth
     from .plugins import installed_plugins
@@ -169,10 +183,10 @@ def cmd_init(args: argparse.Namespace) -> int:
                   '# base_url = "http://127.0.0.1:11434/v1"', '# model = "llama3.1"', ""]
         from .atomic import atomic_write
 
-        home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _private_dirs(home)
         atomic_write(toml, "\n".join(lines))
         print(f"wrote {toml}")
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    _private_dirs(home)
     os.chmod(home, 0o700)
     auth.ensure_token(home)
     settings = _settings(args)  # validates what was written
