@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .logbook import failure_notice, log, log_path, private_append, record, replace_private
+from .logbook import failure_notice, log, log_path, private_append, private_dirs, record, replace_private
 from .recall_view import relevant_memories
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
@@ -129,7 +129,7 @@ def _read_toml(home: Path) -> dict[str, Any] | None:
     except (OSError, tomllib.TOMLDecodeError):
         return None
     try:
-        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(cache.parent)
         replace_private(cache, json.dumps({"stamp": stamp, "toml": toml}))
     except (OSError, TypeError, ValueError):  # a value JSON cannot hold (a TOML date): no copy
         pass
@@ -248,7 +248,7 @@ def sync(remote: Remote, light: Light, payload: dict[str, Any]) -> int:
         return 0
     transcript = str(Path(transcript).expanduser())
     state_file = _state_path(light.home, session)
-    state_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dirs(state_file.parent)
     lock = os.open(state_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -27,7 +27,7 @@ from typing import Any
 
 from .config import ClaudeCodeSettings, assistant_name, cc_settings, user_name
 from .install import normalize_event
-from .logbook import failure_notice, log, log_path, record
+from .logbook import failure_notice, log, log_path, private_dirs, record
 from .recall_view import relevant_memories
 
 _BATCH = 200
@@ -60,7 +60,7 @@ def sync_transcript(client, settings, cc: ClaudeCodeSettings, payload: dict[str,
         return 0
     transcript = str(Path(transcript).expanduser())
     state_file = _state_path(settings.home, session)
-    state_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dirs(state_file.parent)
     lock = os.open(state_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one hook of a session reads and sends at a time

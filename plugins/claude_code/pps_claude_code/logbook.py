@@ -25,7 +25,7 @@ def status_path(home: Path) -> Path:
 
 def private_append(path: Path, text: str) -> None:
     """Append to a file only its owner can read (created 0600; an older 0644 file is tightened)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dirs(path.parent)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         if os.fstat(fd).st_mode & 0o077:
@@ -55,6 +55,18 @@ def read_status(home: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def private_dirs(folder: Path) -> None:
+    """Create ``folder`` and every missing folder above it 0700 (``mkdir(parents=True, mode=...)`` gives
+    the folders above the umask's mode: ``hooks/`` was 0755)."""
+    missing = []
+    for f in [Path(folder), *Path(folder).parents]:
+        if f.is_dir():
+            break
+        missing.append(f)
+    for f in reversed(missing):
+        f.mkdir(mode=0o700, exist_ok=True)
+
+
 def replace_private(path: Path, text: str) -> None:
     """Replace ``path`` atomically with a 0600 file (no fsync: status and cursors are rebuilt if lost)."""
     path = Path(path)
@@ -73,7 +85,7 @@ def record(home: Path, key: str, **fields: Any) -> None:
         data = read_status(home)
         data[key] = {"at": time.time(), **fields}
         path = status_path(home)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dirs(path.parent)
         replace_private(path, json.dumps(data, indent=1))
     except OSError:
         pass

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from .logbook import private_dirs, replace_private
+
 POLL_S = 0.02
 
 
@@ -46,7 +48,7 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
     if importlib.util.find_spec("pps_http") is None:
         return None, "pps-http is not installed (needed to start a server)"
     lock_path = home / "hooks" / "claude-code" / "server.lock"
-    lock_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    private_dirs(lock_path.parent)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         while True:  # one hook starts it; the others wait for its address
@@ -72,7 +74,7 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
         if earlier and _alive(earlier):  # started before and still running without an address: do not stack up
             return _wait_for_address(home, deadline, f"the server (pid {earlier}) is still starting")
         child = spawn(settings)
-        _pid_file(home).write_text(str(child.pid))
+        replace_private(_pid_file(home), str(child.pid))
         while time.monotonic() < deadline:
             address = server_address(home)
             if address:
