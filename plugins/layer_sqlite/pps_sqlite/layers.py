@@ -73,6 +73,7 @@ class RawCaptureLayer(Layer):
         self.memory = memory
         self.backend = store
         self.retriever = store.retriever
+        self.derived_paths = tuple(getattr(store.retriever, "derived_paths", ()))  # the turn-vector index files
 
     @property
     def db(self) -> Database | None:

@@ -197,10 +197,17 @@ class Retriever:
     @property
     def derived_paths(self) -> tuple[str, ...]:
         """The vector index files, home-relative (backups skip them; they are rebuilt from SQLite)."""
+        from pathlib import Path
+
         from .ann import paths
 
         path = getattr(self.db, "path", None)
-        return tuple(p.name for p in paths(path)) if path is not None else ()
+        if path is None:
+            return ()
+        try:
+            return tuple(str(p.relative_to(Path(self.memory.home))) for p in paths(path))
+        except ValueError:  # the database outside the home: nothing of the home to skip
+            return ()
 
     def _embedder(self):
         try:

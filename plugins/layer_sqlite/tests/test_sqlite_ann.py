@@ -164,3 +164,9 @@ async def test_crossing_the_threshold_while_serving_stays_exact_until_the_index_
     assert r.wait_ann(60)
     await r.search("the violin lesson", 3)
     assert r.ann is not None and len(r.ann) == 50 and r.vectors is None
+
+
+async def test_the_index_files_are_derived_paths(make_memory):
+    m = await filled(make_memory, 0)
+    raw = m.require_layer("raw_capture")
+    assert set(raw.derived_paths) == {"pps.db.turns.usearch", "pps.db.turns.json"}
