@@ -173,7 +173,7 @@ async def call_ok_or_clear(memory, name, params):
         return False
 
 
-FULL = ["sqlite", "crystals", "chroma", "embeddings", "graphiti"]
+FULL = ["sqlite", "crystals", "chroma", "embeddings", "graphiti", "recap", "upkeep"]  # the embedded defaults
 
 
 @pytest.mark.parametrize("zone,plugins", [("Europe/Paris", FULL), ("America/Chicago", ["sqlite", "crystals"])],
@@ -182,6 +182,8 @@ async def test_deep_nesting_and_calendar_edges_on_every_operation_then_every_rea
     from pps_core.timeutil import MAX_YEAR, MIN_YEAR
 
     memory = await make_memory(plugins=plugins, timezone=zone, focal_entity="Lyra")
+    if plugins == FULL:
+        assert {"session_recap", "pps_upkeep", "texture_add_triplet", "anchor_save"} <= set(memory.catalog.names())
     await memory.call("store_message", {"content": "Lyra met Jeff", "author_name": "Jeff", "channel": "c"})
     await memory.call("crystallize", {"content": "seed crystal"})
     seeded = {}
