@@ -6,7 +6,7 @@ import asyncio
 
 from pydantic import BaseModel, Field, field_validator
 
-from pps_core import Operation
+from pps_core import Operation, Text
 from pps_core.errors import InvalidParams, Unavailable
 
 from .files import check_filename, check_title
@@ -22,19 +22,10 @@ def _plain(check, value: str) -> str:
 
 
 class AnchorSaveParams(BaseModel):
-    content: str = Field(..., min_length=1, max_length=200_000, description="the word-photo, in markdown")
+    content: Text = Field(..., min_length=1, max_length=200_000, description="the word-photo, in markdown")
     title: str = Field(..., min_length=1, max_length=200, description="its title; also names the file")
     location: str | None = Field(None, max_length=200, description="where it happened (e.g. 'terminal', 'kitchen')")
     tags: list[str] = Field(default_factory=list, max_length=50, description="a few words to group it by")
-
-    @field_validator("content")
-    @classmethod
-    def _content(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("must not be blank")
-        if "\x00" in v:
-            raise ValueError("must not contain NUL characters")
-        return v
 
     @field_validator("title")
     @classmethod

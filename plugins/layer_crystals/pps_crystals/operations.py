@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
-from pps_core import Operation
+from pps_core import Operation, Text
 
 
 class CrystallizeParams(BaseModel):
     model_config = {"extra": "forbid"}
-    content: str = Field(..., min_length=1, max_length=200_000, description="the crystal's markdown")
-
-    @field_validator("content")
-    @classmethod
-    def _not_blank(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("must not be blank")
-        if "\x00" in v:
-            raise ValueError("must not contain NUL characters")
-        return v
+    content: Text = Field(..., min_length=1, max_length=200_000, description="the crystal's markdown")
 
 
 class GetCrystalsParams(BaseModel):
