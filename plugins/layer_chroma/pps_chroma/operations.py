@@ -81,15 +81,10 @@ class AnchorGetParams(BaseModel):
 
 
 class AnchorEditParams(AnchorGetParams):
-    content: str = Field(..., min_length=1, max_length=200_000, description="the new markdown body")
+    content: Text = Field(..., min_length=1, max_length=200_000, description="the new markdown body")
     title: str | None = Field(None, min_length=1, max_length=200, description="a new title (the file keeps its name)")
     location: str | None = Field(None, max_length=200, description="a new location ('' removes it)")
     tags: list[str] | None = Field(None, max_length=50, description="new tags (omit to keep them)")
-
-    @field_validator("content")
-    @classmethod
-    def _content(cls, v: str) -> str:
-        return AnchorSaveParams._content(v)
 
     @field_validator("tags")
     @classmethod
