@@ -25,6 +25,7 @@ from .errors import (
 from .events import Events
 from .hookspecs import hookimpl
 from .layer import FailedLayer, Layer
+from .lineage import ForgottenTurns, TurnCopy
 from .memory import Memory
 from .models import (
     LayerHealth,
@@ -37,6 +38,7 @@ from .models import (
     Summary,
 )
 from .params import NoParams, Params, StorePath, Text
+from .privacy import Captured, CapturedMetadata, drop_private, drop_private_deep
 from .ranking import Ranker
 from .settings import EntitySettings, PluginSettings, load_settings
 from .textsearch import lexical_scores
@@ -46,6 +48,7 @@ from .transport import Transport
 __version__ = "0.1.0"
 
 __all__ = [
+    "Captured", "CapturedMetadata", "ForgottenTurns", "TurnCopy", "drop_private", "drop_private_deep",
     "ConfigError", "Conflict", "Embedder", "EntitySettings", "Events", "FailedLayer", "Forbidden", "Ingester",
     "IngestionQueue", "InvalidParams", "Layer", "LayerHealth", "LayerStatus", "Memory", "Message", "NoParams",
     "NotFound", "Operation", "PPSError", "Params", "PluginSettings", "Pointer", "Ranker", "SearchResult",

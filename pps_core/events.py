@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import PPSError
+from .lineage import ForgottenTurns
 from .models import Message, Summary
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,13 +53,21 @@ class Events:
         """A turn is durably stored (not for an idempotent repeat)."""
         self._fire("pps_message_stored", message=message)
 
-    async def messages_forgotten(self, ids: list[int]) -> list[str]:
-        """Turns were forgotten: every listener deletes what it derived from them. Awaits what listeners return;
-        answers the failures (``"plugin: error"``, never content), so the caller can say what is incomplete."""
+    async def messages_forgotten(self, ids: list[int], texts: Sequence[str] = (), message_ids: Sequence[str] = (),
+                                 requested_by: str = "unspecified") -> list[str]:
+        """Turns were forgotten by the store that captured them: every declared copy (``memory.lineage``) and
+        every ``pps_messages_forgotten`` listener deletes what it derived from them. ``texts`` (the turns'
+        contents, in memory only) let copies that keep text rather than ids find it. Awaits what listeners
+        return; answers the failures (``"plugin: error"``, never content), so the caller can say what is
+        incomplete."""
         pm = self._pm()
         if pm is None or not ids:
             return []
+        lineage = getattr(self._memory, "lineage", None)
         problems: list[str] = []
+        if lineage is not None:
+            problems += await lineage.forget(ForgottenTurns(tuple(ids), tuple(texts), tuple(message_ids),
+                                                            requested_by))
         results = []
         hook = "pps_messages_forgotten"
         given = {"memory": self._memory, "ids": list(ids)}

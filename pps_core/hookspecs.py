@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .cli import CommandRegistry
     from .embedding import Embedder
     from .layer import Layer
+    from .lineage import TurnCopy
     from .memory import Memory
     from .models import Message, Summary
     from .ranking import Ranker
@@ -124,6 +125,18 @@ def pps_messages_forgotten(memory: Memory, ids: list[int]) -> Any:
     A plugin that keeps anything derived from those turns (graph episodes and the facts extracted only from
     them, an index) deletes it here. It may return an awaitable: all results that are awaitable are awaited
     before the forget operation answers, so what it reports is complete. Log nothing of the turns' content.
+    """
+
+
+@hookspec
+def pps_turn_copies(memory: Memory) -> list[TurnCopy]:
+    """Declare every place this plugin keeps text derived from turns, each with the function that forgets.
+
+    Called once when the entity opens. All results, flattened (see :mod:`pps_core.lineage`). A plugin that
+    implements ``pps_message_stored``, ``pps_summary_stored`` or ``pps_messages_forgotten`` must implement this
+    hook too (return ``[]`` if it truly keeps nothing), or the entity refuses to open: no copy is kept silently.
+    Each copy's ``forget`` receives :class:`~pps_core.lineage.ForgottenTurns` (ids and, in memory only, the
+    texts) after the capturing store deleted the turns; it may be async; it logs nothing of the content.
     """
 
 

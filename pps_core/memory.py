@@ -19,6 +19,7 @@ from .embedding import Embedder
 from .errors import ConfigError, PPSError, Unavailable, UnknownOperation, storage_error
 from .events import Events
 from .layer import FailedLayer, Layer
+from .lineage import Lineage, undeclared_observers
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
 from .plugins import build_plugin_manager
@@ -100,6 +101,8 @@ class Memory:
         self.opened = False
         #: Typed event helpers: ``memory.events.message_stored(message)``.
         self.events = Events(self, lambda: self.pm)
+        #: Every declared copy of turn-derived text (:mod:`pps_core.lineage`); filled when the memory opens.
+        self.lineage = Lineage()
         self._gate = WriteGate()
 
     @classmethod
@@ -116,6 +119,10 @@ class Memory:
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             self.pm = pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            silent = undeclared_observers(pm)
+            if silent:
+                raise ConfigError(f"plugin {silent[0]!r} observes turns but declares no copies of them: implement "
+                                  "pps_turn_copies (return [] if it keeps nothing); see pps_core.lineage")
             built = self._build_layers(pm)
             # Stores on a server (every layer non-exclusive) are shared by any number of processes: no lock.
             if self._own and any(layer.exclusive for layer in built):
@@ -125,6 +132,7 @@ class Memory:
                     raise (storage_error(exc) or exc) from exc
             await self._open_layers(built)
             self._collect_rankers(pm)
+            self.lineage = Lineage.collect(pm, self)
             ops: list[Operation] = []
             for batch in pm.hook.pps_operations(memory=self):
                 ops.extend(batch or [])

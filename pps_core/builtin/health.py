@@ -38,9 +38,20 @@ async def pps_regenerate_token(memory: Memory, _p: NoParams) -> dict[str, Any]:
             "message": "token rotated; read it with `pps token` (it is never returned over the wire)"}
 
 
+async def turn_copies(memory: Memory, _p: NoParams) -> dict[str, Any]:
+    copies = memory.lineage.describe()
+    return {"entity": memory.settings.entity, "count": len(copies), "copies": copies,
+            "note": "every place this entity's plugins keep text derived from turns, and what forgetting a turn "
+                    "does to it (pps_core.lineage)"}
+
+
 @hookimpl
 def pps_operations(memory: Memory) -> list[Operation]:
     return [
+        Operation(name="turn_copies", params=NoParams, handler=turn_copies, group="health", read_only=True,
+                  idempotent=True,
+                  description="Every copy this entity keeps of text derived from turns (declared by its plugins) and "
+                              "how forgetting reaches it."),
         Operation(name="pps_health", params=NoParams, handler=pps_health, group="health", read_only=True,
                   idempotent=True, description="Health of every layer: available, why not, counts, backlog, latency."),
         Operation(name="pps_regenerate_token", params=NoParams, handler=pps_regenerate_token, group="auth",

@@ -62,11 +62,25 @@ def pps_memory_closing(memory):
 
 
 @hookimpl
-def pps_messages_forgotten(memory, ids):
-    """Forgotten turns: their episodes go, and the facts and entities only they gave the graph."""
-    layer = _layer(memory)
-    if layer is None:
-        return None
-    from .writes import forget_turns
+def pps_turn_copies(memory):
+    """The graph keeps turns as episodes, and what was extracted from them as facts and entity summaries."""
+    from pps_core.lineage import TurnCopy
 
-    return forget_turns(layer, list(ids))
+    async def forget(turns):
+        layer = _layer(memory)
+        if layer is None:
+            return None
+        from .writes import forget_turns
+
+        return await forget_turns(layer, list(turns.ids))
+
+    s = memory.settings.plugin_settings(_settings(), "graphiti")
+    where = f"graph database ({s.driver})"
+    return [TurnCopy("graph episodes and facts", where, forget=forget,
+                     how="the turns' episodes are deleted, with the facts and entities only they gave the graph")]
+
+
+def _settings():
+    from .settings import GraphitiSettings
+
+    return GraphitiSettings
