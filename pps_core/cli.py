@@ -36,16 +36,36 @@ class CommandRegistry:
     """What ``pps_register_commands`` receives: plugins add ``pps`` subcommands through it."""
 
     def __init__(self, sub: argparse._SubParsersAction[argparse.ArgumentParser],
-                 handlers: dict[str, Handler]) -> None:
+                 handlers: dict[str, Handler], *, prefix: str = "") -> None:
         self._sub = sub
         self._handlers = handlers
+        self._prefix = prefix
+        self._groups: dict[str, CommandRegistry] = {}
 
     def add(self, name: str, handler: Handler, *, help: str) -> argparse.ArgumentParser:
         """A new subcommand ``pps <name>``; returns its parser. ``handler(args) -> int`` runs it."""
         if name in self._handlers:
-            raise ValueError(f"two plugins add a `pps {name}` command")
+            raise ValueError(f"two plugins add a `pps {self._prefix}{name}` command")
         self._handlers[name] = handler
         return self._sub.add_parser(name, help=help)
+
+    def group(self, name: str, *, help: str, metavar: str = "KIND") -> CommandRegistry:
+        """A command several plugins share, each adding its own kind: ``cli.group("import", help=...)
+        .add("chatgpt", handler, help=...)`` makes ``pps import chatgpt``. The first plugin's ``help`` names the
+        group; two plugins adding the same kind is an error."""
+        found = self._groups.get(name)
+        if found is not None:
+            return found
+        if name in self._handlers:
+            raise ValueError(f"two plugins add a `pps {self._prefix}{name}` command")
+        parser = self._sub.add_parser(name, help=help)
+        dest = f"_pps_{name}_kind"
+        handlers: dict[str, Handler] = {}
+        group = CommandRegistry(parser.add_subparsers(dest=dest, metavar=metavar, required=True), handlers,
+                                prefix=f"{self._prefix}{name} ")
+        self._handlers[name] = lambda args: handlers[getattr(args, dest)](args)
+        self._groups[name] = group
+        return group
 
     @staticmethod
     def entity_args(parser: argparse.ArgumentParser) -> None:

@@ -87,3 +87,39 @@ def test_hook_pps_register_commands():
     pm.hook.pps_register_commands(cli=CommandRegistry(parser.add_subparsers(dest="command"), handlers))
     args = parser.parse_args(["greet", "--entity", "lyra"])
     assert args.command == "greet" and handlers["greet"](args) == 0
+
+
+def test_plugins_share_a_command_group():
+    """`pps import` is one command whose kinds come from several plugins; a kind added twice is an error."""
+    import argparse
+
+    import pytest
+
+    from pps_core import hookimpl
+    from pps_core.cli import CommandRegistry
+    from pps_core.plugins import build_plugin_manager
+
+    def kind(name):
+        class Adds:
+            __pps_name__ = f"adds-{name}"
+
+            @hookimpl
+            def pps_register_commands(self, cli):
+                p = cli.group("import", help="import history").add(name, lambda args: f"{name} {args.path}",
+                                                                    help=f"from {name}")
+                p.add_argument("path")
+
+        return Adds()
+
+    parser = argparse.ArgumentParser(prog="pps")
+    handlers: dict = {}
+    registry = CommandRegistry(parser.add_subparsers(dest="command"), handlers)
+    pm = build_plugin_manager([], [kind("chatgpt"), kind("jsonl")])
+    pm.hook.pps_register_commands(cli=registry)
+    args = parser.parse_args(["import", "jsonl", "x.jsonl"])
+    assert handlers["import"](args) == "jsonl x.jsonl"
+    assert handlers["import"](parser.parse_args(["import", "chatgpt", "e.zip"])) == "chatgpt e.zip"
+    with pytest.raises(ValueError, match="two plugins add a `pps import jsonl` command"):
+        registry.group("import", help="").add("jsonl", lambda args: 0, help="again")
+    with pytest.raises(ValueError, match="two plugins add a `pps import` command"):
+        CommandRegistry(argparse.ArgumentParser().add_subparsers(), {"import": lambda a: 0}).group("import", help="")

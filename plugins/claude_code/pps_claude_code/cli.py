@@ -24,13 +24,20 @@ def add_commands(cli) -> None:
     cli.entity_args(p)
     p.add_argument("--recall", action="store_true", help="UserPromptSubmit: inject the memories relevant to the prompt")
 
-    p = cli.add("import", cmd_import, help="import turns: Claude Code transcripts or JSONL (idempotent)")
-    p.add_argument("format", choices=["claude-code", "jsonl"])
-    p.add_argument("path", help="a transcript .jsonl or a directory of them (claude-code); a .jsonl file (jsonl)")
+    imports = cli.group("import", help="import history into an entity (idempotent: importing twice adds nothing)",
+                        metavar="FORMAT")
+    p = imports.add("claude-code", cmd_import, help="Claude Code transcripts: one .jsonl or a directory of them")
+    p.add_argument("path", help="a transcript .jsonl or a directory of them")
     cli.entity_args(p)
-    p.add_argument("--user-name", help="author of the human's prompts (claude-code; default: the configured name)")
-    p.add_argument("--channel", help="channel for lines that name none (jsonl)")
+    p.add_argument("--user-name", help="author of the human's prompts (default: the configured name)")
     p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
+    p.set_defaults(format="claude-code")
+    p = imports.add("jsonl", cmd_import, help="one JSON turn per line (content, author_name, channel, created_at, ...)")
+    p.add_argument("path", help="a .jsonl file")
+    cli.entity_args(p)
+    p.add_argument("--channel", help="channel for lines that name none")
+    p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
+    p.set_defaults(format="jsonl")
 
     p = cli.add("doctor", cmd_doctor, help="check the whole install: entity, plugins, stores, model, server, hooks, MCP")
     cli.entity_args(p)
@@ -118,10 +125,10 @@ def cmd_import(args) -> int:
         return 2
     try:
         if args.format == "jsonl":
-            turns = list(importer.read_jsonl(path, args.channel))
+            turns = list(importer.read_jsonl(path, getattr(args, "channel", None)))
         else:
             turns = list(importer.claude_code_turns(path, assistant_name(settings),
-                                                    args.user_name or user_name(settings)))
+                                                    getattr(args, "user_name", None) or user_name(settings)))
     except ValueError as exc:
         print(f"pps: error: {exc}", file=sys.stderr)
         return 2

@@ -1,0 +1,1 @@
+"""pps-importers: history in from ChatGPT and claude.ai exports, and PPS's open export out and back in."""
