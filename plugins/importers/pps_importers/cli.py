@@ -52,8 +52,8 @@ def _fail(message: str) -> int:
 
 def cmd_import_chat(args) -> int:
     from . import chatgpt, claude_ai
-    from .sources import ExportError, load_conversations
     from .send import store_turns
+    from .sources import ExportError, load_conversations
     from .turns import Speakers
 
     settings = _settings(args)

@@ -274,10 +274,11 @@ class AnchorLayer(Layer):
     # -- writes ---------------------------------------------------------------------------------
 
     def save(self, content: str, title: str, location: str | None = None,
-             tags: list[str] | None = None) -> tuple[Photo, str | None]:
-        """Write the file, then index it; (photo, why it is not indexed yet, or None)."""
+             tags: list[str] | None = None, when: datetime | None = None) -> tuple[Photo, str | None]:
+        """Write the file, then index it; (photo, why it is not indexed yet, or None). ``when``: the date it
+        carries (default now)."""
         title = check_title(title)
-        text = render(title, content, now_utc(), tags or [], location)
+        text = render(title, content, when or now_utc(), tags or [], location)
         stem = slugify(title)
         with self._lock:
             for n in range(1, 10_000):

@@ -26,6 +26,8 @@ class AnchorSaveParams(BaseModel):
     title: str = Field(..., min_length=1, max_length=200, description="its title; also names the file")
     location: str | None = Field(None, max_length=200, description="where it happened (e.g. 'terminal', 'kitchen')")
     tags: list[str] = Field(default_factory=list, max_length=50, description="a few words to group it by")
+    date: str | None = Field(None, max_length=64, description="when it happened (ISO 8601; no zone = the entity's); "
+                                                              "default now")
 
     @field_validator("title")
     @classmethod
@@ -113,7 +115,12 @@ async def anchor_save(memory, p: AnchorSaveParams):
     if len(p.content) > limit:
         raise InvalidParams(f"anchor_save: content is {len(p.content)} characters; the limit is {limit}",
                             param="content")
-    photo, not_indexed = await asyncio.to_thread(_layer(memory).save, p.content, p.title, p.location, p.tags)
+    when = None
+    if p.date is not None:
+        from pps_core.timeutil import parse_timestamp
+
+        when = parse_timestamp(p.date, memory.tz, "date")
+    photo, not_indexed = await asyncio.to_thread(_layer(memory).save, p.content, p.title, p.location, p.tags, when)
     out = {"saved": photo.filename, "title": photo.title, "date": photo.date, "chars": len(photo.body),
            "indexed": not_indexed is None}
     if not_indexed:

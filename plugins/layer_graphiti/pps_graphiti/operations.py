@@ -44,6 +44,12 @@ class TimelineParams(BaseModel):
     limit: int = Field(50, ge=1, le=1000)
 
 
+class FactsParams(BaseModel):
+    model_config = {"extra": "forbid"}
+    limit: int = Field(500, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=10_000_000)
+
+
 class AddParams(BaseModel):
     content: str = Field(..., min_length=1, max_length=100_000, description="text to extract facts from (LLM)")
     channel: str | None = Field(None, max_length=200, description="where it came from")
@@ -109,6 +115,12 @@ async def texture_timeline(memory, p: TimelineParams):
     return await timeline(_layer(memory), since, until, p.limit)
 
 
+async def texture_facts(memory, p: FactsParams):
+    from .writes import all_facts
+
+    return await all_facts(_layer(memory), p.offset, p.limit)
+
+
 async def texture_add(memory, p: AddParams):
     from graphiti_core.nodes import EpisodeType
 
@@ -152,6 +164,10 @@ def operations() -> list[Operation]:
                   description="The neighbourhood of an entity: facts and entities up to `depth` hops away."),
         Operation("texture_timeline", TimelineParams, texture_timeline, group=g, read_only=True, idempotent=True,
                   description="Facts that became valid between `since` and `until` (ISO or '24h'/'7d'), oldest first."),
+        Operation("texture_facts", FactsParams, texture_facts, group=g, read_only=True, idempotent=True,
+                  description="Every fact of the graph, oldest first, a page at a time (for an export): subject, "
+                              "predicate, object, fact, valid_at, invalid_at, created_at and how many episodes "
+                              "(ingested turns or notes) it was extracted from (0: added directly)."),
         Operation("texture_add", AddParams, texture_add, group=g,
                   description="Add text to the graph; the configured LLM extracts entities and facts."),
         Operation("texture_add_triplet", TripletParams, texture_add_triplet, group=g, idempotent=True,

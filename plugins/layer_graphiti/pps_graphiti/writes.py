@@ -149,6 +149,23 @@ async def timeline(layer: GraphitiLayer, since: datetime, until: datetime, limit
     return {"since": to_storage(since), "until": to_storage(until), "count": len(facts), "facts": facts}
 
 
+async def all_facts(layer: GraphitiLayer, offset: int, limit: int) -> dict[str, Any]:
+    """Every fact (not duplicate markers), oldest first by creation, a page at a time."""
+    graph = layer.require()
+    total = await graph.query(f"MATCH {graph.edge_match} WHERE e.group_id = $group_id AND e.name <> $dup "
+                              "RETURN count(e) AS c", group_id=layer.group_id, dup="IS_DUPLICATE_OF")
+    found = await graph.edges_where("e.name <> $dup", order="ORDER BY e.created_at, e.uuid SKIP $offset",
+                                    limit=limit, offset=offset, dup="IS_DUPLICATE_OF")
+    facts = []
+    for edge, sname, tname in found:
+        created = as_utc(edge.created_at)
+        facts.append(_fact(edge, sname, tname) | {"created_at": to_storage(created) if created else None,
+                                                  "episodes": len(edge.episodes or [])})
+    n = int(total[0]["c"]) if total else 0
+    return {"total": n, "offset": offset, "count": len(facts),
+            "next_offset": offset + len(facts) if offset + len(facts) < n else None, "facts": facts}
+
+
 def _naive_utc(layer: GraphitiLayer, dt: datetime) -> datetime:
     from graphiti_core.driver.driver import GraphProvider
 
