@@ -92,5 +92,6 @@ class Events:
         """A summary is stored and its turns are marked."""
         self._fire("pps_summary_stored", summary=summary)
 
-    def operation_called(self, name: str, params: dict[str, Any], ok: bool, ms: float) -> None:
-        self._fire("pps_operation_called", name=name, params=params, ok=ok, ms=ms)
+    def operation_called(self, name: str, params: dict[str, Any], ok: bool, ms: float, status: int | None = None) -> None:
+        self._fire("pps_operation_called", name=name, params=params, ok=ok, ms=ms,
+                   status=status if status is not None else (200 if ok else 500))

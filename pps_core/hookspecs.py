@@ -146,5 +146,8 @@ def pps_summary_stored(memory: Memory, summary: Summary) -> None:
 
 
 @hookspec
-def pps_operation_called(memory: Memory, name: str, params: dict[str, Any], ok: bool, ms: float) -> None:
-    """Called after every catalog operation (for metrics or tracing). Must be cheap and never raise."""
+def pps_operation_called(memory: Memory, name: str, params: dict[str, Any], ok: bool, ms: float,
+                         status: int) -> None:
+    """Called after every call of a catalog operation (for metrics or tracing), successful or not: ``status`` is
+    200, the error's HTTP status (422 for parameters refused before the handler, with ``params`` empty) or 500.
+    Must be cheap and never raise."""

@@ -217,29 +217,39 @@ class Memory:
         return op
 
     async def call(self, name: str, params: dict[str, Any] | None = None) -> Any:
-        """Validate ``params`` and run the operation; returns plain JSON data or raises PPSError."""
+        """Validate ``params`` and run the operation; returns plain JSON data or raises PPSError.
+
+        Every call of a known operation fires ``operation_called`` once, with the HTTP-style status it ended with
+        (200; a PPSError's status, 422 for parameters refused before the handler; 500 for a bug; 499 cancelled)."""
         op = self.operation(name)
-        validated = op.validate(params)
         started = time.perf_counter()
-        ok = False
+        status = 500
+        validated = None
         try:
+            validated = op.validate(params)
             if op.read_only:
                 result = to_jsonable(await op.handler(self, validated))
             else:
                 async with self._gate.write():
                     result = to_jsonable(await op.handler(self, validated))
-            ok = True
+            status = 200
             return result
-        except PPSError:
+        except PPSError as exc:
+            status = exc.status
+            raise
+        except asyncio.CancelledError:
+            status = 499
             raise
         except Exception as exc:  # disk full / read-only home: a clear error instead of a traceback
             mapped = storage_error(exc)
             if mapped is None:
                 raise
+            status = mapped.status
             raise mapped from exc
         finally:
-            self.events.operation_called(name=name, params=validated.model_dump(mode="json"), ok=ok,
-                                         ms=(time.perf_counter() - started) * 1000)
+            self.events.operation_called(name=name, params={} if validated is None else validated.model_dump(mode="json"),
+                                         ok=status == 200, ms=(time.perf_counter() - started) * 1000,
+                                         status=status)
 
     def writes_paused(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold every write through the catalog (in this process) until the block ends: a consistent moment

@@ -17,8 +17,9 @@ from .errors import ConfigError
 GROUP = "pps.plugins"
 
 #: PPS's own behaviour, registered like any plugin before the entity's (pytest's default plugins):
-#: ambient_recall, health and token, backup/restore/reindex. Each implements the public hookspecs.
-BUILTIN_PLUGINS = ("pps_core.builtin.recall", "pps_core.builtin.health", "pps_core.builtin.maintenance")
+#: ambient_recall, health and token, backup/restore/reindex, metrics. Each implements the public hookspecs.
+BUILTIN_PLUGINS = ("pps_core.builtin.recall", "pps_core.builtin.health", "pps_core.builtin.maintenance",
+                   "pps_core.builtin.metrics")
 
 
 def installed_plugins() -> dict[str, str]:

@@ -68,8 +68,12 @@ class Recorder:
         self.events.append(("closing", memory.settings.entity))
 
     @hookimpl
-    def pps_operation_called(self, memory, name, params, ok, ms):
-        self.events.append(("called", name, params, ok, ms >= 0))
+    def pps_turn_copies(self, memory):
+        return []  # it records events, keeps no copy of a turn (a plugin observing turns must say so)
+
+    @hookimpl
+    def pps_operation_called(self, memory, name, params, ok, ms, status):
+        self.events.append(("called", name, params, ok, ms >= 0, status))
 
     @hookimpl
     def pps_message_stored(self, memory, message):
@@ -82,6 +86,10 @@ class Recorder:
 
 class Exploding:
     __pps_name__ = "exploding"
+
+    @hookimpl
+    def pps_turn_copies(self, memory):
+        return []
 
     @hookimpl
     def pps_message_stored(self, memory, message):
@@ -224,9 +232,10 @@ async def test_hook_pps_operation_called(make_memory):
     with pytest.raises(Conflict):
         await memory.call("refuse")
     with pytest.raises(InvalidParams):
-        await memory.call("say", {"content": "  "})  # refused before the handler: not an operation call
-    assert [e for e in rec.events if e[0] == "called"] == [("called", "say", {"content": "hi"}, True, True),
-                                                           ("called", "refuse", {}, False, True)]
+        await memory.call("say", {"content": "  "})  # refused before the handler: a 422, the input not passed on
+    assert [e for e in rec.events if e[0] == "called"] == [("called", "say", {"content": "hi"}, True, True, 200),
+                                                           ("called", "refuse", {}, False, True, 409),
+                                                           ("called", "say", {}, False, True, 422)]
 
 
 async def test_hook_pps_message_stored(make_memory, caplog):
@@ -239,6 +248,10 @@ async def test_hook_pps_message_stored(make_memory, caplog):
 
     class Refuses:
         __pps_name__ = "refuses"
+
+        @hookimpl
+        def pps_turn_copies(self, memory):
+            return []
 
         @hookimpl
         def pps_message_stored(self, memory, message):
@@ -263,6 +276,10 @@ async def test_hook_pps_messages_forgotten(make_memory):
         __pps_name__ = "index"
 
         @hookimpl
+        def pps_turn_copies(self, memory):
+            return []
+
+        @hookimpl
         def pps_messages_forgotten(self, memory, ids):
             async def drop():
                 forgotten.extend(ids)
@@ -270,6 +287,10 @@ async def test_hook_pps_messages_forgotten(make_memory):
 
     class Broken:
         __pps_name__ = "broken"
+
+        @hookimpl
+        def pps_turn_copies(self, memory):
+            return []
 
         @hookimpl
         def pps_messages_forgotten(self, memory, ids):

@@ -145,6 +145,22 @@ def _list_endpoint(entity: _Entity):
     return list_tools
 
 
+def _metrics_endpoint(entity: _Entity):
+    """Prometheus text for one entity (``pps_core.metrics``), behind the entity's token like its operations."""
+
+    async def metrics(request: Request) -> Response:
+        from pps_core.metrics import prometheus_text
+
+        try:
+            entity.auth.check_scope(request.scope)
+        except PPSError as exc:
+            return _error(exc)
+        return Response(await prometheus_text(entity.memory), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    metrics.__name__ = f"{entity.name}_metrics"
+    return metrics
+
+
 def _schema_ref(op: Operation, components: dict[str, Any], owners: dict[str, type]) -> str:
     key = op.params.__name__
     if owners.setdefault(key, op.params) is not op.params:
@@ -248,6 +264,9 @@ def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", addr
 
     for entity in entities.values():
         app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint()))
+        app.add_api_route(f"/entities/{entity.name}/metrics", _metrics_endpoint(entity), methods=["GET"],
+                          include_in_schema=False)
+    app.add_api_route("/metrics", _metrics_endpoint(primary), methods=["GET"], include_in_schema=False)
     app.router.routes.append(Route("/mcp", primary.mcp_endpoint()))
 
     add_docs_routes(app, entities, primary.name, components)
