@@ -82,12 +82,36 @@ def _check_shape(value: Any, op: str) -> None:
             stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
 
 
+#: Integers a store can keep (SQLite INTEGER, PostgreSQL bigint): a bigger id is no id, and a clear error.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
+def _unencodable(text: str) -> bool:
+    """A lone surrogate (JSON's ``"\\ud800"``) cannot be stored as UTF-8 anywhere."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _reject_non_finite(value: Any, op: str, path: str = "") -> None:
+    """Refuse what no store can keep, naming where it is: NaN/infinity, integers past 64 bits, strings (values
+    or keys) with lone surrogates."""
+    where = path or "value"
     if isinstance(value, float) and not math.isfinite(value):
-        raise InvalidParams(f"{op}: {path or 'value'} must be a finite number", param=path or None)
+        raise InvalidParams(f"{op}: {where} must be a finite number", param=path or None)
+    if isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value <= INT_MAX:
+        raise InvalidParams(f"{op}: {where} is out of range (integers fit in 64 bits)", param=path or None)
+    if isinstance(value, str) and _unencodable(value):
+        raise InvalidParams(f"{op}: {where} is not valid Unicode (a lone surrogate)", param=path or None)
     if isinstance(value, dict):
         for k, v in value.items():
-            _reject_non_finite(v, op, f"{path}.{k}" if path else str(k))
+            key = f"{path}.{k}" if path else str(k)
+            if isinstance(k, str) and _unencodable(k):
+                raise InvalidParams(f"{op}: a key of {where} is not valid Unicode (a lone surrogate)",
+                                    param=path or None)
+            _reject_non_finite(v, op, key)
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _reject_non_finite(v, op, f"{path}.{i}")

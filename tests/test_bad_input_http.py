@@ -215,3 +215,24 @@ def test_deep_nesting_and_calendar_edges_on_every_operation_then_every_read(srv)
         expected = 404 if name == "anchor_get" else 200  # no such word-photo: a clean 404
         assert r.status_code == expected, (name, params, r.status_code, r.text[:500])
     client.close()
+
+
+@pytest.mark.parametrize(("op", "params", "param"), [
+    ("store_message", {"content": "ok", "author_name": "J", "channel": "c", "metadata": {"k": "\ud800"}}, "metadata.k"),
+    ("store_message", {"content": "ok", "author_name": "J", "channel": "c", "metadata": {"\udfff": 1}}, "metadata"),
+    ("store_message", {"content": "ok", "author_name": "J", "channel": "c", "metadata": {"a": ["x", "\ud800"]}},
+     "metadata.a.1"),
+    ("forget_turns", {"ids": [2**63]}, "ids.0"),
+    ("list_turns", {"ids": [2**63 + 5]}, "ids.0"),
+    ("get_conversation_context", {"turns": -(2**63) - 1}, "turns"),
+])
+def test_values_no_store_can_keep_are_a_4xx_naming_the_parameter(srv, op, params, param):
+    """Issue 22 item 12: a lone surrogate in metadata and ids past 64 bits were 500s (UnicodeEncodeError,
+    OverflowError)."""
+    before = state(srv)
+    body = json.dumps(params).encode()  # ASCII JSON: a lone surrogate travels as \\ud800, as any client sends it
+    answer = httpx.post(f"{srv.url}/entities/lyra/tools/{op}", content=body,
+                        headers={**srv.headers("lyra"), "Content-Type": "application/json"}, timeout=30)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["param"] == param
+    assert state(srv) == before
