@@ -1,4 +1,4 @@
-"""The TurnStore of pps_sqlite on PostgreSQL: psycopg 3 (async) with a connection pool.
+"""``pps_turns.TurnStore`` on PostgreSQL: psycopg 3 (async) with a connection pool.
 
 Every operation is one transaction. Exactly-once capture is the unique index on ``message_id``
 (``INSERT ... ON CONFLICT DO NOTHING``), so it holds across any number of PPS servers. Read cursors stay
@@ -12,7 +12,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pps_sqlite.store import context_plan
+from pps_turns import context_plan
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
@@ -58,21 +58,23 @@ def row_to_summary(r: dict[str, Any]) -> dict[str, Any]:
 
 
 class PostgresStore:
-    """:class:`pps_sqlite.store.TurnStore` on PostgreSQL."""
+    """:class:`pps_turns.TurnStore` on PostgreSQL."""
+
+    #: Any number of PPS processes may serve one entity at once (unique message_id, advisory locks): when every
+    #: layer of an entity is non-exclusive, Memory.open takes no owner lock (``Layer.exclusive``).
+    exclusive = False
+    derived_paths: tuple[str, ...] = ()
 
     def __init__(self, memory) -> None:
-        from .retrieval import PgRetriever, PgSummaryIndex
+        from .retrieval import TurnMatrix
+        from .textsearch import CorpusStats
 
-        self.memory = memory
         self.settings = memory.settings.plugin_settings(PostgresSettings, "postgres")
         self.schema = schema_for(self.settings, memory.settings.entity)
         self.pool = None
         self.lock_key = CAPTURE_LOCK + self.schema
-        from .textsearch import CorpusStats
-
         self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
-        self.retriever = PgRetriever(memory, self)
-        self.index = PgSummaryIndex(memory, self)
+        self.matrix = TurnMatrix(self)
 
     @property
     def detail(self) -> str:
@@ -112,7 +114,6 @@ class PostgresStore:
             await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
 
     async def close(self) -> None:
-        await self.retriever.close()
         if self.pool is not None:
             await self.pool.close()
             self.pool = None
@@ -175,11 +176,20 @@ class PostgresStore:
         return ids
 
     async def lexical_search(self, query, limit, offset=0, channel=None):
+        """tsvector BM25 of the query's words (a baseline for bench/locomo.py; the domain searches through
+        ``lexical_turns``)."""
         async with self.connection() as conn:
             scores = await bm25(conn, "messages", content_terms(query), limit + offset, channel, self.corpus_stats)
             ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[offset:offset + limit]
             found = {t["id"]: t for t in await self._by_ids(conn, [i for i, _s in ranked])}
         return [{**found[i], "score": round(s, 6)} for i, s in ranked if i in found]
+
+    async def turns_by_ids(self, ids) -> list[dict[str, Any]]:
+        async with self.connection() as conn:
+            return await self._by_ids(conn, list(ids))
+
+    async def author_names(self) -> list[str]:
+        return [r["author_name"] for r in await self.fetch("SELECT DISTINCT author_name FROM messages")]
 
     async def _by_ids(self, conn, ids: list[int]) -> list[dict[str, Any]]:
         if not ids:
@@ -342,8 +352,6 @@ class PostgresStore:
         return [r["id"] for r in rows]
 
     async def forget(self, ids, who, how):
-        from pps_sqlite.store import forget_vectors
-
         ids = sorted(set(ids))
         async with self.connection() as conn, conn.transaction():
             rows = await (await conn.execute("DELETE FROM messages WHERE id = ANY(%s) RETURNING id, summary_id",
@@ -355,7 +363,8 @@ class PostgresStore:
             if found:
                 await conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (%s, %s, %s, %s)",
                                    (who, how, json.dumps(found), json.dumps(flagged)))
-        await forget_vectors(self.retriever, found)
+        if found:
+            self.matrix.forget()
         return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_flagged": flagged}
 
     async def forget_log(self, limit, offset=0):
@@ -424,9 +433,6 @@ class PostgresStore:
         rows = await self.fetch(f"SELECT {SUMMARY_COLUMNS} FROM message_summaries WHERE id = ANY(%s)", (list(ids),))
         return [row_to_summary(r) for r in rows]
 
-    async def search_summaries(self, query, limit, offset=0):
-        return await self.index.search(query, limit, offset)
-
     async def summary_stats(self):
         async with self.connection() as conn, conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -452,10 +458,92 @@ class PostgresStore:
     async def summary_count(self):
         return (await self.fetch("SELECT count(*) AS n FROM message_summaries"))[0]["n"]
 
-    # -- derived indexes ------------------------------------------------------------------------
+    # -- full text ------------------------------------------------------------------------------
 
-    async def reindex_turns(self, progress, full):
-        return await self.retriever.reindex(progress, full)
+    async def lexical_turns(self, terms, n, channel=None, budget=0):
+        if not terms:
+            return {}
+        async with self.connection() as conn:
+            return await bm25(conn, "messages", terms, n, channel, self.corpus_stats)
 
-    async def reindex_summaries(self, progress, full):
-        return await self.index.reindex(progress, full)
+    async def lexical_summaries(self, query, n):
+        async with self.connection() as conn:
+            scores = await bm25(conn, "message_summaries", content_terms(query), n, stats=self.corpus_stats)
+            rows = await (await conn.execute(f"SELECT {SUMMARY_COLUMNS} FROM message_summaries WHERE id = ANY(%s)",
+                                             (list(scores),))).fetchall() if scores else []
+        by = {r["id"]: row_to_summary(r) for r in rows}
+        return [{**by[i], "score": round(s, 6)}
+                for i, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])) if i in by]
+
+    # -- vectors --------------------------------------------------------------------------------
+
+    async def turns_missing_vectors(self, model, limit, after):
+        rows = await self.fetch(
+            f"SELECT {COLUMNS} FROM messages m WHERE id > %s AND NOT EXISTS (SELECT 1 FROM message_vectors v "
+            "WHERE v.message_id = m.id AND v.model = %s) ORDER BY id LIMIT %s", (after, model, limit))
+        todo = [row_to_turn(r) for r in rows]
+        # ids commit out of order across servers: never skip past what was seen
+        return todo, todo[-1]["id"] if todo else after
+
+    async def write_turn_vectors(self, model, turns, vectors):
+        from .retrieval import vec
+
+        async with self.connection() as conn, conn.transaction():
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
+                    "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
+                    [(t["id"], model, vec(v)) for t, v in zip(turns, vectors, strict=True)])
+
+    async def count_turns_missing_vectors(self, model):
+        return (await self.fetch("SELECT count(*) AS n FROM messages m WHERE NOT EXISTS (SELECT 1 FROM "
+                                 "message_vectors v WHERE v.message_id = m.id AND v.model = %s)", (model,)))[0]["n"]
+
+    async def drop_turn_vectors(self):
+        async with self.connection() as conn:
+            dropped = (await conn.execute("DELETE FROM message_vectors")).rowcount
+        self.matrix.forget()
+        return dropped
+
+    async def turn_similarities(self, model, qvec, n, context, channel=None):
+        vectors = await self.matrix.load(model)
+        return vectors.scores(qvec, context)
+
+    async def repair_turn_index(self, model):
+        return None  # no index beside the table: the matrix is rebuilt from it
+
+    async def summaries_missing_vectors(self, model, limit, after):
+        rows = await self.fetch(
+            "SELECT s.id, s.summary_text FROM message_summaries s WHERE s.id > %s AND NOT EXISTS (SELECT 1 FROM "
+            "summary_vectors v WHERE v.summary_id = s.id AND v.model = %s) ORDER BY s.id LIMIT %s",
+            (after, model, limit))
+        todo = [(r["id"], r["summary_text"]) for r in rows]
+        return todo, todo[-1][0] if todo else after
+
+    async def write_summary_vectors(self, model, ids, vectors):
+        from .retrieval import vec
+
+        async with self.connection() as conn, conn.transaction():
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO summary_vectors (summary_id, model, embedding) VALUES (%s, %s, %s::vector) "
+                    "ON CONFLICT (summary_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
+                    [(i, model, vec(v)) for i, v in zip(ids, vectors, strict=True)])
+
+    async def count_summaries_missing_vectors(self, model):
+        return (await self.fetch(
+            "SELECT count(*) AS n FROM message_summaries s WHERE NOT EXISTS (SELECT 1 FROM summary_vectors v "
+            "WHERE v.summary_id = s.id AND v.model = %s)", (model,)))[0]["n"]
+
+    async def drop_summary_vectors(self):
+        async with self.connection() as conn:
+            return (await conn.execute("DELETE FROM summary_vectors")).rowcount
+
+    async def summary_similarities(self, model, qvec, n):
+        from .retrieval import vec
+
+        q = vec(qvec)
+        found = await self.fetch(
+            "SELECT summary_id, 1 - (embedding <=> %s::vector) AS sim FROM summary_vectors WHERE model = %s "
+            "ORDER BY embedding <=> %s::vector LIMIT %s", (q, model, q, n))
+        return {r["summary_id"]: float(r["sim"]) for r in found}

@@ -292,3 +292,45 @@ def forget_log(conn: sqlite3.Connection, limit: int, offset: int = 0) -> tuple[i
                         "ORDER BY id DESC LIMIT ? OFFSET ?", (limit, offset)).fetchall()
     return total, [{"id": r[0], "forgotten_at": r[1], "who": r[2], "how": r[3], "turn_ids": json.loads(r[4]),
                     "summaries_flagged": json.loads(r[5])} for r in rows]
+
+
+# -- browsing (list_turns, turn_activity): indexes and GROUP BY, never the whole history ---------------------
+
+
+def list_page(conn: sqlite3.Connection, *, since: str | None, until: str | None, channel: str | None,
+              author: str | None, ids: list[int] | None, newest_first: bool, limit: int,
+              offset: int) -> tuple[int, list[dict[str, Any]]]:
+    clauses, args = [], []
+    if since:
+        clauses.append("created_at >= ?")
+        args.append(since)
+    if until:
+        clauses.append("created_at < ?")
+        args.append(until)
+    if channel:
+        clauses.append("(channel = ? OR substr(channel, 1, ?) = ?)")
+        args += [channel, len(channel) + 1, channel + ":"]
+    if author:
+        clauses.append("author_name = ? COLLATE NOCASE")
+        args.append(author)
+    if ids:
+        clauses.append(f"id IN ({', '.join('?' * len(ids))})")
+        args += ids
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    total = conn.execute(f"SELECT COUNT(*) FROM messages{where}", args).fetchone()[0]
+    order = "DESC" if newest_first else "ASC"
+    rows = conn.execute(f"SELECT {COLUMNS} FROM messages{where} ORDER BY created_at {order}, id {order} "
+                        "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+    return total, [row_to_turn(r) for r in rows]
+
+
+def activity(conn: sqlite3.Connection, start: str, end: str, width: int):
+    """Turns per (bucket, channel) in [start, end), the backlog before ``start``, turns summarized per bucket."""
+    turns = conn.execute(f"SELECT substr(created_at, 1, {int(width)}), channel, COUNT(*) FROM messages "
+                         "WHERE created_at >= ? AND created_at < ? GROUP BY 1, 2", (start, end)).fetchall()
+    before = conn.execute("SELECT COUNT(*) FROM messages WHERE created_at < ?", (start,)).fetchone()[0]
+    summed_before = conn.execute(
+        "SELECT COALESCE(SUM(message_count), 0) FROM message_summaries WHERE created_at < ?", (start,)).fetchone()[0]
+    summed = conn.execute(f"SELECT substr(created_at, 1, {int(width)}), SUM(message_count) FROM message_summaries "
+                          "WHERE created_at >= ? AND created_at < ? GROUP BY 1", (start, end)).fetchall()
+    return [tuple(r) for r in turns], before - summed_before, [tuple(r) for r in summed]
