@@ -56,6 +56,10 @@ class Emits:
 class Recorder:
     __pps_name__ = "recorder"
 
+    @hookimpl
+    def pps_turn_copies(self, memory):
+        return []  # keeps nothing of a turn
+
     def __init__(self):
         self.events = []
 
@@ -89,7 +93,7 @@ class Exploding:
 
     @hookimpl
     def pps_turn_copies(self, memory):
-        return []
+        return []  # keeps nothing of a turn
 
     @hookimpl
     def pps_message_stored(self, memory, message):
