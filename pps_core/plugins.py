@@ -17,9 +17,10 @@ from .errors import ConfigError
 GROUP = "pps.plugins"
 
 #: PPS's own behaviour, registered like any plugin before the entity's (pytest's default plugins):
-#: ambient_recall, health and token, backup/restore/reindex, metrics. Each implements the public hookspecs.
+#: ambient_recall, health and token, backup/restore/reindex, metrics, the startup resource and wake-up prompt.
+#: Each implements the public hookspecs.
 BUILTIN_PLUGINS = ("pps_core.builtin.recall", "pps_core.builtin.health", "pps_core.builtin.maintenance",
-                   "pps_core.builtin.metrics")
+                   "pps_core.builtin.metrics", "pps_core.builtin.published")
 
 
 def installed_plugins() -> dict[str, str]:

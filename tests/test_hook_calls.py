@@ -72,10 +72,6 @@ class Recorder:
         self.events.append(("closing", memory.settings.entity))
 
     @hookimpl
-    def pps_turn_copies(self, memory):
-        return []  # it records events, keeps no copy of a turn (a plugin observing turns must say so)
-
-    @hookimpl
     def pps_operation_called(self, memory, name, params, ok, ms, status):
         self.events.append(("called", name, params, ok, ms >= 0, status))
 

@@ -49,14 +49,15 @@ def test_chatgpt_export_zip_imports_the_branch_the_user_saw_once(root, tmp_path)
     assert first.stderr == ""  # no progress bar when stderr is not a terminal
     turns = turns_of(root)
     swarm = [t for t in turns if t["channel"] == "chatgpt:6760f2a1-0c3e-8000-a1b2-3c4d5e6f7a8b"]
-    assert [t["content"] for t in swarm] == [
+    assert [" ".join(t["content"].split()) for t in swarm] == [  # (spacing as the <private> filter leaves it)
         "My hive swarmed this morning. What now?",
         "Look for the cluster nearby, usually within a hundred metres.",
-        "It is in an apple tree, about three metres up.  Can I reach it?",  # the edited question, private dropped
-        "Yes: a stepladder and a box, shake the branch once, firmly.",      # the regenerated reply the user kept
-        "[image]\nThis is the box I used.",
+        "It is in an apple tree, about three metres up. Can I reach it?",  # the edited question, private dropped
+        "Yes: a stepladder and a box, shake the branch once, firmly.",     # the regenerated reply the user kept
+        "[image] This is the box I used.",
         "That box will do; keep it shaded until evening.",
     ]
+    assert swarm[4]["content"] == "[image]\nThis is the box I used."
     assert [t["author_name"] for t in swarm] == ["Ana", "Lyra"] * 3
     assert swarm[0]["created_at"].startswith("2026-01-01T10:00:00.512")
     assert swarm[-1]["created_at"].startswith("2026-01-01T11:00:10")

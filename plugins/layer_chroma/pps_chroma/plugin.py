@@ -17,3 +17,10 @@ def pps_operations(memory):
     from .operations import operations
 
     return operations()
+
+
+@hookimpl
+def pps_resources(settings):
+    from .published import FAMILY
+
+    return [FAMILY]

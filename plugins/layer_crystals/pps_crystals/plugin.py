@@ -17,3 +17,17 @@ def pps_operations(memory):
     from .operations import operations
 
     return operations()
+
+
+@hookimpl
+def pps_resources(settings):
+    from .published import FAMILY
+
+    return [FAMILY]
+
+
+@hookimpl
+def pps_prompts(settings):
+    from .published import PROMPT
+
+    return [PROMPT]

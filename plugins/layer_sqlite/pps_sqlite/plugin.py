@@ -20,3 +20,17 @@ def pps_operations(memory):
     import pps_turns
 
     return pps_turns.operations_for_memory()
+
+
+@hookimpl
+def pps_resources(settings):
+    from pps_turns import published
+
+    return published.resources()
+
+
+@hookimpl
+def pps_prompts(settings):
+    from pps_turns import published
+
+    return published.prompts()

@@ -119,4 +119,24 @@ def create_server(memory=None, *, backend: Backend | None = None, name: str | No
     # never traces on the read path (DESIGN §7), so it is dropped, as the SDK documents.
     server.middleware[:] = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     server.pps_backend = backend  # type: ignore[attr-defined]
+    _publish(server, memory, settings, backend.call)
     return server
+
+
+def _publish(server: Server, memory, settings, call) -> None:
+    """Resources and prompts of the entity's plugins (``pps_resources``/``pps_prompts``), read through ``call``."""
+    from pps_core.publish import Published
+
+    from .published import publish
+
+    pm = getattr(memory, "pm", None)
+    if pm is None and settings is not None:  # forwarding: the plugins' descriptions, without opening any store
+        from pps_core.plugins import build_plugin_manager
+
+        try:
+            pm = build_plugin_manager(settings.plugins)
+        except PPSError as exc:
+            log.warning("no resources or prompts: %s", exc.message)
+            return
+    if pm is not None:
+        publish(server, Published.collect(pm, settings), call, memory=memory)
