@@ -1,12 +1,14 @@
 """``pps import pps DIR``: an export written by ``pps export`` into a fresh entity, with every count checked.
 
 Through the entity's operations only: turns by ``store_messages`` (their ``message_id`` kept, so the
-``<private>`` filter and idempotence apply as on every capture path), each summary by ``store_summary`` over
+``<private>`` filter, idempotence and forgetting apply as on every capture path: a message_id this entity
+forgot is not stored again, and the expected count says so), each summary by ``store_summary`` over
 exactly the restored turns it covered, word-photos by ``anchor_save`` (with their date), crystals by
 ``crystallize`` in their order, and the graph's facts that were added directly by ``texture_add_triplet``.
-Facts the graph extracted from turns are not restored as facts: they are derived from the restored turns,
-and the graph extracts them again when it ingests those turns (with an ``[llm]``), so forgetting a turn
-still reaches them.
+Every other text read from the directory (word-photos, crystals, summaries, facts) passes ``drop_private`` too:
+a directory is a channel, and may have been edited. Facts the graph extracted from turns are not restored as
+facts: they are derived from the restored turns, and the graph extracts them again when it ingests those
+turns (with an ``[llm]``), so forgetting a turn still reaches them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pps_core.errors import UnknownOperation
+from pps_core.privacy import drop_private, drop_private_deep
 from pps_core.progress import progress
 
 from .export import FORMAT, FORMAT_VERSION
@@ -115,8 +118,10 @@ def restore_entity(client, src: Path) -> dict[str, Any]:
         entries = [{k: t[k] for k in ("content", "author_name", "channel", "session_id", "created_at", "metadata",
                                       "message_id") if t.get(k) is not None} for t in turns]
         result = store_turns(client, entries, "restore turns")
-        ids = {t["message_id"]: i for t, i in zip(entries, result["ids"], strict=False)}
-        report["turns"] = {"exported": exported["turns"], "expected": len(turns)}
+        ids = {t["message_id"]: i for t, i in zip(entries, result["ids"], strict=False) if i is not None}
+        report["turns"] = {"exported": exported["turns"], "expected": len(turns) - result["forgotten"]}
+        if result["forgotten"]:  # the entity forgot these message_ids once: a forgotten turn never comes back
+            report["turns"]["note"] = f"{result['forgotten']} forgotten in this entity earlier, not stored again"
     if "summaries" in exported:
         summaries = _jsonl(src / "summaries.jsonl")
         lost = 0
@@ -124,9 +129,9 @@ def restore_entity(client, src: Path) -> dict[str, Any]:
             for s in summaries:
                 covered = [ids[m] for m in s.get("message_ids") or [] if m in ids]
                 if not covered:
-                    lost += 1  # its turns were forgotten before the export: nothing to cover
+                    lost += 1  # its turns were forgotten (before the export, or by this entity): nothing to cover
                 else:
-                    params = {"summary_text": s["summary_text"], "message_ids": covered}
+                    params = {"summary_text": drop_private(s["summary_text"]), "message_ids": covered}
                     if s.get("channels"):
                         params["channels"] = s["channels"]
                     if s.get("summary_type"):
@@ -135,12 +140,13 @@ def restore_entity(client, src: Path) -> dict[str, Any]:
                 bar.update(1)
         report["summaries"] = {"exported": exported["summaries"], "expected": len(summaries) - lost}
         if lost:
-            report["summaries"]["note"] = f"{lost} covered no exported turn"
+            report["summaries"]["note"] = f"{lost} covered no restored turn"
     if "word_photos" in exported:
         files = sorted((src / "word_photos").glob("*.md"))
         dated = []
         for path in files:
             fields, body = _read_front_matter(path.read_text(encoding="utf-8"))
+            fields, body = drop_private_deep(fields), drop_private(body)
             dated.append((str(fields.get("date") or ""), path.name, fields, body))
         for _date, name, fields, body in sorted(dated):  # oldest first, so the newest stays newest
             params = {"content": body, "title": fields.get("title") or Path(name).stem}
@@ -152,10 +158,10 @@ def restore_entity(client, src: Path) -> dict[str, Any]:
     if "crystals" in exported:
         files = sorted((src / "crystals").glob("crystal_*.md"), key=lambda p: (len(p.stem), p.stem))
         for path in files:
-            client.call("crystallize", {"content": path.read_text(encoding="utf-8")})
+            client.call("crystallize", {"content": drop_private(path.read_text(encoding="utf-8"))})
         report["crystals"] = {"exported": exported["crystals"], "expected": len(files)}
     if "facts" in exported:
-        facts = json.loads((src / "graph" / "facts.json").read_text(encoding="utf-8"))["facts"]
+        facts = drop_private_deep(json.loads((src / "graph" / "facts.json").read_text(encoding="utf-8"))["facts"])
         direct = [f for f in facts if not f.get("episodes")]
         for f in direct:
             params = {"source": f["subject"], "relationship": f["predicate"], "target": f["object"],

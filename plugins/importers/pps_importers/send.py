@@ -52,16 +52,20 @@ def stored_turns(client) -> int | None:
 
 def store_turns(client, turns: list[dict[str, Any]], desc: str) -> dict[str, Any]:
     """Store ``turns`` through ``client`` (an EntityClient); returns what was read, added and the ids stored
-    (in input order: a repeat answers with the id stored first)."""
+    (in input order: a repeat answers with the id stored first; None for a message_id the entity forgot, which
+    is never stored again: ``forgotten`` counts them)."""
     limits = client.settings.limits
     turns = [fit(t, limits.max_content_chars) for t in turns]
     before = stored_turns(client)
-    ids: list[int] = []
+    ids: list[int | None] = []
+    forgotten = 0
     with progress(len(turns), desc) as bar:
         for batch in batches(turns, limits.max_request_bytes):
             answer = client.call("store_messages", {"messages": batch})
             ids += answer.get("ids") or []
+            forgotten += int(answer.get("forgotten") or 0)  # tombstoned message_ids: acknowledged, never stored
             bar.update(len(batch))
     after = stored_turns(client)
     added = after - before if before is not None and after is not None else None
-    return {"read": len(turns), "added": added, "total": after, "via": client.mode, "ids": ids}
+    return {"read": len(turns), "added": added, "total": after, "via": client.mode, "ids": ids,
+            "forgotten": forgotten}

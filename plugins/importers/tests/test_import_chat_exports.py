@@ -72,6 +72,11 @@ def test_chatgpt_export_zip_imports_the_branch_the_user_saw_once(root, tmp_path)
     assert "0 new" in again.stdout and len(turns_of(root)) == 8
     # the bare conversations.json of the same export is the same messages: nothing new either
     assert "0 new" in pps(root, "import", "chatgpt", str(CHATGPT), "--entity", "lyra").stdout
+    # a forgotten message is never stored again, and the report says so rather than "already stored"
+    pps(root, "call", "--entity", "lyra", "forget_turns", json.dumps({"ids": [swarm[2]["id"]]}))
+    after_forget = pps(root, "import", "chatgpt", str(export), "--entity", "lyra")
+    assert "0 new" in after_forget.stdout and "1 forgotten earlier, not stored again" in after_forget.stdout
+    assert len(turns_of(root)) == 7 and "apple tree, about" not in json.dumps(turns_of(root))
 
 
 def test_claude_ai_export_imports_text_blocks_with_their_times(root, tmp_path):
