@@ -23,6 +23,13 @@ def pps_operations(memory):
 
 
 @hookimpl
+def pps_turn_copies(memory):
+    import pps_turns
+
+    return pps_turns.turn_copies("the PostgreSQL database (messages, message_summaries, their vectors and indexes)")
+
+
+@hookimpl
 def pps_resources(settings):
     from pps_turns import published
 

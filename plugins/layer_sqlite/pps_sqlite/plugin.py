@@ -23,6 +23,16 @@ def pps_operations(memory):
 
 
 @hookimpl
+def pps_turn_copies(memory):
+    import pps_turns
+
+    from .db import SQLiteSettings
+
+    file = memory.settings.plugin_settings(SQLiteSettings, "sqlite").file
+    return pps_turns.turn_copies(f"<home>/{file}", f"<home>/{file}.turns.usearch (and .turns.json)")
+
+
+@hookimpl
 def pps_resources(settings):
     from pps_turns import published
 
