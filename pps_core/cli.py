@@ -59,11 +59,23 @@ class CommandRegistry:
         if name in self._handlers:
             raise ValueError(f"two plugins add a `pps {self._prefix}{name}` command")
         parser = self._sub.add_parser(name, help=help)
+        # `pps import --entity lyra claude-code FILE` (the options before the kind) works as it did before
+        # `import` was a group: kept apart here, they fill the kind's own options when it leaves them unset.
+        parser.add_argument("--entity", "-e", dest="_group_entity", help="entity name (also after the kind)")
+        parser.add_argument("--home", dest="_group_home", help="entity home directory (also after the kind)")
         dest = f"_pps_{name}_kind"
         handlers: dict[str, Handler] = {}
         group = CommandRegistry(parser.add_subparsers(dest=dest, metavar=metavar, required=True), handlers,
                                 prefix=f"{self._prefix}{name} ")
-        self._handlers[name] = lambda args: handlers[getattr(args, dest)](args)
+
+        def run(args: argparse.Namespace) -> int:
+            for option in ("entity", "home"):
+                given = getattr(args, f"_group_{option}", None)
+                if given is not None and getattr(args, option, None) is None:
+                    setattr(args, option, given)
+            return handlers[getattr(args, dest)](args)
+
+        self._handlers[name] = run
         self._groups[name] = group
         return group
 

@@ -22,6 +22,10 @@ from .errors import ConfigError, InvalidParams, NotFound
 #: Runs one operation of the entity for the caller, as the caller's transport would: ``await call(name, params)``.
 Call = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
+#: In ``Resources.changed_by``: every successful operation that is not read-only (an aggregate such as the
+#: startup package, which any plugin's writes may change, without naming their operations).
+ANY_WRITE = "*"
+
 
 @dataclass(frozen=True)
 class ResourceItem:
@@ -42,7 +46,8 @@ class Resources:
     ``read(call, uri)`` returns the text of one (raise :class:`NotFound` for a URI it does not hold);
     ``template`` (RFC 6570, ``"pps://crystals/{name}"``) names every resource of the family when ``items``
     shows only some, and ``complete(call, argument, value)`` offers values for a template's variable.
-    ``changed_by``: operations whose success changes the family (the list, or the text of its resources).
+    ``changed_by``: operations whose success changes the family (the list, or the text of its resources);
+    :data:`ANY_WRITE` (``"*"``) stands for every operation that is not read-only.
     """
 
     family: str
@@ -133,9 +138,10 @@ class Published:
         f = self.family(uri)
         return f.mime_type, await f.read(call, uri)
 
-    def changed(self, operation: str) -> list[Resources]:
-        """The families a successful call of ``operation`` changed."""
-        return [f for f in self.families if operation in f.changed_by]
+    def changed(self, operation: str, read_only: bool = True) -> list[Resources]:
+        """The families a successful call of ``operation`` changed (``read_only``: as the operation declares)."""
+        return [f for f in self.families
+                if operation in f.changed_by or (not read_only and ANY_WRITE in f.changed_by)]
 
     async def prompt(self, call: Call, name: str, arguments: dict[str, str] | None) -> tuple[Prompt, list[PromptMessage]]:
         prompt = self.prompts.get(name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..hookspecs import hookimpl
-from ..publish import Call, Prompt, PromptArgument, PromptMessage, ResourceItem, Resources
+from ..publish import ANY_WRITE, Call, Prompt, PromptArgument, PromptMessage, ResourceItem, Resources
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..settings import EntitySettings
@@ -48,9 +48,7 @@ async def _wake_up(call: Call, arguments: dict[str, str]) -> list[PromptMessage]
 def pps_resources(settings: EntitySettings) -> list[Resources]:
     return [Resources(family="startup", description="the startup package", items=_startup_items,
                       read=_startup_read,
-                      changed_by=frozenset({"store_message", "store_messages", "store_summary", "crystallize",
-                                            "crystal_delete", "crystal_forget", "anchor_save", "anchor_edit",
-                                            "anchor_delete", "forget_turns", "forget_range", "forget_search"}))]
+                      changed_by=frozenset({ANY_WRITE}))]  # any plugin's writes may change the package
 
 
 @hookimpl

@@ -144,16 +144,17 @@ class Publisher:
 
     # -- changes -------------------------------------------------------------------------------
 
-    def operation_done(self, name: str) -> None:
+    def operation_done(self, name: str, read_only: bool) -> None:
         """After a successful operation (sync: from a hook or a handler); tells clients in the background."""
-        if not self.published.changed(name):
+        families = self.published.changed(name, read_only)
+        if not families:
             return
-        task = asyncio.get_running_loop().create_task(self.changed(name))
+        task = asyncio.get_running_loop().create_task(self.changed(families))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def changed(self, name: str) -> None:
-        for family in self.published.changed(name):
+    async def changed(self, families) -> None:
+        for family in families:
             found = tuple(i.uri for i in await self._items(family))
             if self.listed.get(family.family) != found:
                 self.listed[family.family] = found
@@ -188,16 +189,17 @@ class _Listener:
         self.publisher = weakref.ref(publisher)
 
     @hookimpl
-    def pps_operation_called(self, name: str, status: int) -> None:
+    def pps_operation_called(self, memory, name: str, status: int) -> None:
         publisher = self.publisher()
         if publisher is not None and status == 200:
-            publisher.operation_done(name)
+            op = memory.catalog.get(name)
+            publisher.operation_done(name, op.read_only if op is not None else True)
 
 
-def publish(server: Server, published: Published, call: Call, *, memory=None) -> Publisher:
+def publish(server: Server, published: Published, call: Call, *, memory=None, tools=None) -> Publisher:
     """Serve ``published`` on ``server``: resources, templates, subscriptions, prompts, completion, and change
     notifications (through ``memory``'s operation events when the entity is open here, else after this server's
-    own tool calls)."""
+    own tool calls, whose read-only flags ``tools``, an async list of the backend's tool specs, gives)."""
     pub = Publisher(published, call)
     if published.families:
         server.add_request_handler("resources/list", types.PaginatedRequestParams, pub.list_resources)
@@ -228,7 +230,9 @@ def publish(server: Server, published: Published, call: Call, *, memory=None) ->
             async def call_tool(ctx, params: types.CallToolRequestParams):
                 result = await inner(ctx, params)
                 if not getattr(result, "is_error", False):
-                    pub.operation_done(params.name)
+                    specs = await tools() if tools is not None else []
+                    pub.operation_done(params.name, next((s.read_only for s in specs if s.name == params.name),
+                                                         True))
                 return result
 
             server.add_request_handler("tools/call", entry.params_type, call_tool)

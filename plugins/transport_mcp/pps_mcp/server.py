@@ -119,12 +119,13 @@ def create_server(memory=None, *, backend: Backend | None = None, name: str | No
     # never traces on the read path (DESIGN §7), so it is dropped, as the SDK documents.
     server.middleware[:] = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
     server.pps_backend = backend  # type: ignore[attr-defined]
-    _publish(server, memory, settings, backend.call)
+    _publish(server, memory, settings, backend)
     return server
 
 
-def _publish(server: Server, memory, settings, call) -> None:
-    """Resources and prompts of the entity's plugins (``pps_resources``/``pps_prompts``), read through ``call``."""
+def _publish(server: Server, memory, settings, backend: Backend) -> None:
+    """Resources and prompts of the entity's plugins (``pps_resources``/``pps_prompts``), read through the
+    backend, as tool calls are."""
     from pps_core.publish import Published
 
     from .published import publish
@@ -139,4 +140,4 @@ def _publish(server: Server, memory, settings, call) -> None:
             log.warning("no resources or prompts: %s", exc.message)
             return
     if pm is not None:
-        publish(server, Published.collect(pm, settings), call, memory=memory)
+        publish(server, Published.collect(pm, settings), backend.call, memory=memory, tools=backend.tools)

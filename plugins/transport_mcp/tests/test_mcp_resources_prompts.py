@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from pps_mcp.server import create_server
 
 from pps_core import ConfigError, Prompt, PromptArgument, PromptMessage, ResourceItem, Resources, hookimpl
-from pps_core.publish import tail
+from pps_core.publish import Published, tail
 
 PLUGINS = ["sqlite", "crystals", "chroma", "embeddings"]
 
@@ -204,6 +204,10 @@ async def test_hook_pps_resources(make_memory):
             await client.read_resource("pps://shelf/a/b")
         assert err.value.error.code == -32602 and err.value.error.data["param"] == "uri"
     assert shelf.settings == ["testentity"]  # called with the entity's settings
+    published = Published.collect(memory.pm, memory.settings)
+    assert [f.family for f in published.changed("crystallize", read_only=False)] == ["startup", "crystals", "shelf"]
+    assert [f.family for f in published.changed("texture_add", read_only=False)] == ["startup"]  # any write
+    assert published.changed("crystal_list", read_only=True) == []
     with pytest.raises(ConfigError, match="two plugins publish resources under pps://crystals"):
         create_server(await make_memory("twice", plugins=["crystals"], extra_plugins=[Shelf("crystals")]))
     with pytest.raises(ConfigError, match="resource family 'Shelf!'"):
