@@ -86,8 +86,8 @@ def run_call(args: Any, operation: str, params: dict[str, Any]) -> Any:
         if forwarded is not None:
             return forwarded
 
-    async def go() -> Any:
-        async with Memory(settings) as memory:
+    async def go() -> Any:  # lazy: the call opens only the stores it needs, after its parameters are checked
+        async with Memory(settings, lazy=True) as memory:
             return await memory.call(operation, params)
 
     return asyncio.run(go())

@@ -59,7 +59,8 @@ def _close_results(client) -> None:
 
     ours = {id(c) for c in getattr(client, "connections", [])}
     for obj in gc.get_objects():
-        if isinstance(obj, QueryResult) and not obj.is_closed and id(obj.connection) in ours:
+        # type(), not isinstance(): isinstance reads __class__, and openai's lazy proxies import openai then
+        if type(obj) is QueryResult and not obj.is_closed and id(obj.connection) in ours:
             obj.close()
 
 

@@ -17,7 +17,7 @@ from pps_core.errors import Unavailable
 from pps_core.render import uningested_status
 from pps_core.timeutil import from_storage, now_utc, to_storage
 
-from .clients import NO_LLM
+from .settings import NO_LLM
 
 if TYPE_CHECKING:  # pragma: no cover
     from .layer import GraphitiLayer
