@@ -185,12 +185,11 @@ class Memory:
             return self
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
-            self.pm = pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            pm = self.load_catalog()  # before any store opens: a wrong name or parameter costs no store
             silent = undeclared_observers(pm)
             if silent:
                 raise ConfigError(f"plugin {silent[0]!r} observes turns but declares no copies of them: implement "
                                   "pps_turn_copies (return [] if it keeps nothing); see pps_core.lineage")
-            self._collect_operations(pm)  # before any store opens: a wrong name or parameter costs no store
             built = self._build_layers(pm)
             # Stores on a server (every layer non-exclusive) are shared by any number of processes: no lock.
             if self._own and any(layer.exclusive for layer in built):
@@ -211,6 +210,13 @@ class Memory:
         self.opened = True
         self.events.memory_opened()
         return self
+
+    def load_catalog(self) -> pluggy.PluginManager:
+        """Load the entity's plugins and its catalog, opening nothing (``pps operations``, ``--help``)."""
+        if self.pm is None:
+            self.pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            self._collect_operations(self.pm)
+        return self.pm
 
     def _collect_operations(self, pm: pluggy.PluginManager) -> None:
         ops: list[Operation] = []
