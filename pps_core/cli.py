@@ -334,7 +334,7 @@ def cmd_operations(args: argparse.Namespace) -> int:
         return 0
     for op in ops:
         print(f"{op.name:<28} {op.group:<11} {op.description.split('. ')[0]}")
-    print("\n`pps operations NAME` shows how to call one (parameters, defaults, limits, an example).")
+    print("`pps operations NAME` shows how to call one (parameters, defaults, limits, an example).", file=sys.stderr)
     return 0
 
 
