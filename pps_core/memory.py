@@ -417,9 +417,12 @@ class Memory:
 
 
 def _per_plugin(pm: pluggy.PluginManager, hook: str, memory: Memory) -> list[tuple[str, Any]]:
-    """Each plugin's answer to a ``memory`` hook, with the plugin's name, in pluggy's call order."""
+    """Each plugin's answer to a ``memory`` hook, with the plugin's name, in pluggy's call order (each call goes
+    through pluggy, so ``PPS_TRACE_PLUGINS`` still shows it)."""
+    impls = list(reversed(getattr(pm.hook, hook).get_hookimpls()))
+    everyone = [impl.plugin for impl in impls]
     out = []
-    for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
-        out.append((impl.plugin_name, impl.function(**{n: memory for n in impl.argnames if n == "memory"})))
+    for impl in impls:
+        answer = pm.subset_hook_caller(hook, [p for p in everyone if p is not impl.plugin])(memory=memory)
+        out.append((impl.plugin_name, answer[0] if answer else None))
     return out
-
