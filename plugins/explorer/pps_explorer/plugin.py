@@ -21,6 +21,18 @@ def pps_http_mount(app, memory, auth):
 
     explorer = Explorer(memory, auth)
     app.router.routes.append(Mount(explorer.base, app=explorer.app))
+    _announce(memory, explorer.base)
+
+
+def _announce(memory, base: str) -> None:
+    """Print the explorer's URL beside the server's start line (the server's address is in the owner lock by now:
+    ``<address>/entities/<name>``)."""
+    import sys
+
+    address = str((getattr(memory.lock, "info", None) or {}).get("address") or "")
+    root = address.rsplit("/entities/", 1)[0] if "/entities/" in address else address
+    where = f"{root}{base}/" if root else f"{base}/ on this server"
+    print(f"pps: memory explorer for {memory.settings.entity!r} at {where}", file=sys.stderr, flush=True)
 
 
 @hookimpl
