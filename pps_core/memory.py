@@ -231,6 +231,7 @@ class Memory:
 
     def _build_layers(self, pm: pluggy.PluginManager) -> list[Layer]:
         built: list[Layer] = []
+        self._layer_plugin = {}  # a memory opened again builds its layers anew
         for plugin, batch in _per_plugin(pm, "pps_layers", self):
             for layer in batch or []:
                 if not layer.name:

@@ -208,3 +208,14 @@ async def test_a_write_opens_every_layer_first(tmp_path):
     assert sorted(log) == ["open mine", "open theirs"]
     assert list(m.layers) == ["mine", "theirs"] or list(m.layers) == ["theirs", "mine"]
     await m.close()
+
+
+async def test_a_memory_opens_again_after_closing(tmp_path):
+    log: list[str] = []
+    m = await _lazy(tmp_path, log)
+    await m.call("poke")
+    await m.close()
+    await m.open()
+    assert await m.call("peek") == {"layer": "mine"}
+    await m.close()
+    assert log.count("open mine") == 2 and log.count("close mine") == 2

@@ -101,7 +101,8 @@ def test_home_shows_health_and_the_last_capture_per_channel(page):
     assert "raw_capture" in main and "rich_texture" in main and "backlog: unsummarized" in main
     titles = page.locator(".card h2").all_inner_texts()  # the names the navigation uses, not the layer ids
     assert {"Turns", "Summaries", "Crystals", "Word-photos", "Graph"} <= set(titles), titles
-    assert "core_anchors" not in titles and "word_photos" not in main and "word-photos" in main
+    counts = page.locator(".card dt").all_inner_texts()
+    assert "core_anchors" not in titles and "word-photos" in counts and "word_photos" not in counts, counts
     assert re.search(r"discord\s+2026-03-03 09:00", main) and re.search(r"terminal\s+2026-03-02 08:29", main)
     _visit(page, "/startup")
     assert "=== AMBIENT RECALL MANIFEST ===" in page.inner_text("pre.package")
