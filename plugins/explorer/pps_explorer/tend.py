@@ -100,7 +100,8 @@ async def graph(ctx: Ctx):
         else (None, None)
     entities = (listed or {}).get("entities") or []
     # no entity asked for: the most connected one (the focal entity may not be in the graph at all)
-    name = ctx.arg("entity") or (entities[0]["name"] if entities else focal)
+    top = [e["name"] for e in entities if e["facts"] == entities[0]["facts"]] if entities else [focal]
+    name = ctx.arg("entity") or (focal if focal in top else top[0])  # among equals, the focal entity
     values: dict[str, Any] = {"name": name, "focal": focal, "depth": depth, "q": q, "explored": None,
                               "drawing": None, "err": None, "facts": None, "page": None, "search_err": None,
                               "entities": entities, "entity_total": (listed or {}).get("total")}

@@ -158,6 +158,17 @@ def test_new_word_photo_and_delete_it(page, explorer_server):
     assert not (home / "kitchen-light.md").exists() and (home / ".deleted" / "kitchen-light.md").exists()
 
 
+def test_the_graph_lists_entities_and_opens_on_the_most_connected(page):
+    _visit(page, "/graph")
+    names = page.locator("nav.entities a").all_inner_texts()
+    assert names and names[0].startswith("Lyra"), names  # Lyra has the most facts in the seed (4)
+    assert "Jeff" in " ".join(names) and "Chicago" in " ".join(names)
+    expect(page.locator("h1")).to_have_text("Graph: Lyra")
+    page.click("nav.entities a:has-text('Brandi')")
+    expect(page.locator("h1")).to_have_text("Graph: Brandi")
+    page.screenshot(path=str(ARTEFACTS / "graph-brandi.png"), full_page=True)
+
+
 def test_delete_a_graph_fact(page, explorer_server):
     fact = explorer_server.seeded["facts"][2]  # Lyra WATCHES Snow
     _visit(page, "/graph")
@@ -169,17 +180,6 @@ def test_delete_a_graph_fact(page, explorer_server):
     explored = explorer_server.call("texture_explore", {"entity_name": "Lyra", "depth": 1}, entity="lyra").json()
     assert fact["uuid"] not in {f["uuid"] for f in explored["facts"]}
     assert "Snow" not in {f["object"] for f in explored["facts"]} and len(explored["facts"]) == 3
-
-
-def test_the_graph_lists_entities_and_opens_on_the_most_connected(page):
-    _visit(page, "/graph")
-    names = page.locator("nav.entities a").all_inner_texts()
-    assert names and names[0].startswith("Lyra"), names  # Lyra has the most facts in the seed
-    assert "Jeff" in " ".join(names) and "Chicago" in " ".join(names)
-    expect(page.locator("h1")).to_have_text("Graph: Lyra")
-    page.click("nav.entities a:has-text('Brandi')")
-    expect(page.locator("h1")).to_have_text("Graph: Brandi")
-    page.screenshot(path=str(ARTEFACTS / "graph-brandi.png"), full_page=True)
 
 
 def test_plot_labels_fit_inside_their_drawing(page):
