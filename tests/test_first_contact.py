@@ -219,3 +219,19 @@ async def test_a_memory_opens_again_after_closing(tmp_path):
     assert await m.call("peek") == {"layer": "mine"}
     await m.close()
     assert log.count("open mine") == 2 and log.count("close mine") == 2
+
+
+def test_read_your_writes_across_serverless_calls(tmp_path):
+    """A turn one ``pps call`` stores is found by meaning by the next one (each call opens and closes its memory:
+    the capture's background embedding never gets to run)."""
+    pytest.importorskip("pps_embeddings")
+    out = run(tmp_path, "init", "--entity", "v", "--plugins", "sqlite,embeddings", "--timezone", "UTC")
+    assert out.returncode == 0, out.stderr
+    stored = run(tmp_path, "call", "-e", "v", "store_message",
+                 '{"content": "The deck screws rusted through after one winter.", "author_name": "J", "channel": "t"}')
+    assert stored.returncode == 0, stored.stderr
+    found = run(tmp_path, "call", "-e", "v", "raw_search", '{"query": "metal fasteners corrosion"}')
+    assert found.returncode == 0, found.stderr
+    answer = json.loads(found.stdout)
+    assert [r["content"] for r in answer["results"]] == ["The deck screws rusted through after one winter."]
+    assert answer["results"][0]["scores"]["dense"] > 0.2 and "vectors_pending" not in answer

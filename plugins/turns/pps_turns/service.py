@@ -153,8 +153,14 @@ class TurnDomain:
     async def raw_search(self, p: SearchParams) -> dict[str, Any]:
         self._open_store()
         results = await self.memory.search_layer(self.raw.name, p.query, p.limit, p.offset, channel=p.channel)
-        return {"query": p.query, "count": len(results), "offset": p.offset,
-                "results": [{"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
+        out = {"query": p.query, "count": len(results), "offset": p.offset}
+        pending = self.retriever.vectors_pending
+        if pending:  # found by their words only, not by meaning yet
+            out["vectors_pending"] = pending
+            out["note"] = (f"{pending} turns have no vector yet, so this search found them by their words only; "
+                           f"they are embedded in the background and by each search, or all at once with "
+                           f"`pps reindex`")
+        return {**out, "results": [{"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
                              "channel": r.metadata.get("channel"), "session_id": r.metadata.get("session_id"),
                              "message_id": r.metadata.get("message_id"), "summary_id": r.metadata.get("summary_id"),
                              "created_at": r.timestamp, "local_time": render_iso_local(r.timestamp, self.memory.tz),
