@@ -30,7 +30,9 @@ PAGES = [("home", "/", "memory at a glance"), ("startup", "/startup", "would wak
          ("photo", "/photos/first-snow.md", "First snow"), ("graph", "/graph?depth=2", "Graph: Lyra"),
          ("plots", "/plots?days=14&until=2026-03-04", "Plots"), ("forget", "/forget", "Forget turns"),
          ("around", "/around?ts=2026-03-02T08:10:00Z&id=11", "Around 2026-03-02 08:10 UTC"),
-         ("forget-search", "/forget?q=harbour", "Forget turns"), ("plots-year", "/plots?days=365", "Plots")]
+         ("forget-search", "/forget?q=harbour", "Forget turns"), ("plots-year", "/plots?days=365", "Plots"),
+         ("photo-new", "/photos/new", "New word-photo"), ("photo-edit", "/photos/first-snow.md/edit", "Edit First snow"),
+         ("not-found", "/no/such/page", "no such page")]
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +68,7 @@ def page(browser, explorer_server):
     tab.fill("input[name=token]", "wrong")
     tab.click("button[type=submit]")
     assert "does not grant access" in tab.inner_text(".notice")
+    tab.screenshot(path=str(ARTEFACTS / "login.png"), full_page=True)
     tab.fill("input[name=token]", explorer_server.token("lyra"))
     tab.click("button[type=submit]")
     tab.wait_for_url(f"{base}/")
@@ -90,6 +93,8 @@ def test_login_sets_an_httponly_strict_cookie(page):
 def test_each_page_renders_without_csp_violations(page, name, path, heading):
     _visit(page, path)
     assert heading in page.inner_text("h1") or heading in page.inner_text("main")
+    if name == "not-found":  # the browser logs the 404 status itself
+        page.problems[:] = [p for p in page.problems if "status of 404" not in p]
     assert page.problems == [], page.problems  # a blocked inline script or style would be logged here
     assert page.evaluate("typeof htmx") == "object"  # the vendored htmx loaded under the CSP
     page.screenshot(path=str(ARTEFACTS / f"{name}.png"), full_page=True)
@@ -307,3 +312,19 @@ def test_forget_what_a_search_finds_after_confirming(page, explorer_server):
 def test_the_start_line_prints_the_explorers_url(explorer_server):
     log = explorer_server.log.read_text()
     assert f"pps: memory explorer for 'lyra' at {explorer_server.url}/ui/lyra/" in log, log[-2000:]
+
+
+#: Pages photographed where a test reaches them (a login form, the answers of a POST): path -> screenshot.
+ELSEWHERE = {"/login": "login.png", "/forget/confirm": "forget-confirm.png", "/forget/do": "forget-done.png"}
+
+
+def test_every_page_is_photographed():
+    """Every page the explorer serves is visited above, checked and photographed: PAGES (or ELSEWHERE) names a
+    path each GET route matches, so a new page cannot land without its screenshot."""
+    from pps_explorer import pages
+
+    routes = ["/", "/login", *(p for p, _h, methods in pages.routes() if "GET" in methods)]
+    visited = [path.split("?")[0] for _n, path, _h in PAGES] + list(ELSEWHERE)
+    missing = [r for r in routes if not any(re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", r), v) for v in visited)]
+    assert missing == [], f"pages with no screenshot: {missing}"
+    assert "not-found" in {n for n, _p, _h in PAGES}  # and the page of a wrong address
