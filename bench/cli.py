@@ -108,15 +108,20 @@ def main() -> None:
     load = os.getloadavg()
     print(f"entity on {', '.join(loaded)}; {args.turns} turns; {runs} runs each; "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
-    print(f"{'command':<40} {'p50 s':>7} {'max s':>7} {'cpu s':>6} {'x sqlite':>9} {'x --version':>11}  "
-          "target    met")
+    print(f"{'command':<40} {'p50 s':>7} {'max s':>7} {'cpu s':>6} {'cpu max':>7} {'x sqlite':>9} "
+          f"{'x --version':>11}  target    met  met (cpu)")
+
+    def met(values: list[float], target: str, limit: float | None) -> str:
+        return "" if limit is None else ("yes" if (pct(values, 50) if "p50" in target else max(values)) < limit
+                                         else "NO")
+
     for label, wall, cpu, target, limit in rows:
         p50, worst = pct(wall, 50), max(wall)
-        met = "" if limit is None else ("yes" if (p50 if "p50" in target else worst) < limit else "NO")
-        print(f"{label:<40} {p50:7.3f} {worst:7.3f} {pct(cpu, 50):6.2f} {p50 / base_sql:9.1f} "
-              f"{p50 / base_version:11.2f}  {target:<9} {met}")
+        print(f"{label:<40} {p50:7.3f} {worst:7.3f} {pct(cpu, 50):6.2f} {max(cpu):7.2f} {p50 / base_sql:9.1f} "
+              f"{p50 / base_version:11.2f}  {target:<9} {met(wall, target, limit):<4} {met(cpu, target, limit)}")
     print("wall p50/max per command (a new process each run, no server); cpu = user + system seconds of that "
-          "process, the floor of its wall time on an idle machine")
+          "process and its children, the floor of its wall time on an idle machine; 'met (cpu)' judges the "
+          "target on that floor (what an idle machine would show), 'met' on the wall time of this run")
 
 
 if __name__ == "__main__":
