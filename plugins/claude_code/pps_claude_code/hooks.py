@@ -113,7 +113,6 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
            deadline: float) -> dict[str, Any] | None:
     """Do the work of one hook; returns the JSON to print for Claude Code, or None."""
     from pps_core.client import EntityClient
-
     from pps_core.owner import read_owner
 
     from .server import ensure_server
