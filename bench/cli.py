@@ -63,6 +63,9 @@ def setup(root: Path, turns: int) -> dict[str, str]:
                        ("texture_add_triplet", {"source": "Brandi", "relationship": "RECOMMENDS",
                                                 "target": "cedar"})]:
         subprocess.run([PPS, "call", op, json.dumps(params)], env=env, check=True, capture_output=True)
+    # every turn embedded, as a server's background work leaves them: raw_search is timed without the
+    # up to 32 pending turns a search embeds first (read your writes)
+    subprocess.run([PPS, "reindex"], env=env, check=True, capture_output=True)
     return env
 
 
