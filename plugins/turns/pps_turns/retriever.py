@@ -145,7 +145,6 @@ class Retriever(_Embedding):
         except Exception as exc:
             self.warn(exc)
 
-
     async def _batch(self, emb: Any, size: int = EMBED_BATCH) -> int:
         model = self.model(emb)
         todo, top = await self.store.turns_missing_vectors(model, size, self.floor)
