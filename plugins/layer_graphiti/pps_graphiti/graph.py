@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import warnings
 from datetime import UTC, datetime
@@ -43,6 +44,7 @@ def open_driver(settings: GraphitiSettings, home: Path, group_id: str) -> GraphD
         warnings.simplefilter("ignore", DeprecationWarning)
         driver = KuzuDriver(str(path), max_concurrent_queries=4)
     owner_only(path)
+    QueryGate.install(driver)
     #: The WAL was replayed (the last owner did not close the graph): see Graph.ensure_indexes.
     driver.pps_replayed = wal > 0
     # graphiti's add_episode compares group ids with driver._database, which KuzuDriver never sets.
@@ -61,6 +63,57 @@ def _close_results(client) -> None:
     for obj in gc.get_objects():
         if isinstance(obj, QueryResult) and not obj.is_closed and id(obj.connection) in ours:
             obj.close()
+
+
+class QueryGate:
+    """Every query of one embedded graph passes this gate, so the database can be swapped under the driver
+    (``compact``): ``closed()`` waits for the queries under way and holds new ones until it ends. graphiti and
+    this plugin reach Kuzu only through ``driver.execute_query``; each call copies its rows out before it
+    returns, so nothing refers to the old database once the queries under way are done."""
+
+    def __init__(self, run) -> None:
+        self._run = run
+        self._busy = 0
+        self._closed = False
+        self._changed: asyncio.Condition | None = None
+
+    @classmethod
+    def install(cls, driver: GraphDriver) -> QueryGate:
+        gate = cls(driver.execute_query)
+        driver.execute_query = gate.execute_query  # type: ignore[method-assign]
+        driver.pps_gate = gate  # type: ignore[attr-defined]
+        return gate
+
+    def _cond(self) -> asyncio.Condition:
+        if self._changed is None:  # made on first use, on the loop that uses the graph
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def execute_query(self, cypher_query_: str, **kwargs: Any):
+        cond = self._cond()
+        async with cond:
+            await cond.wait_for(lambda: not self._closed)
+            self._busy += 1
+        try:
+            return await self._run(cypher_query_, **kwargs)
+        finally:
+            async with cond:
+                self._busy -= 1
+                cond.notify_all()
+
+    @contextlib.asynccontextmanager
+    async def closed(self):
+        cond = self._cond()
+        async with cond:
+            await cond.wait_for(lambda: not self._closed)
+            self._closed = True
+            await cond.wait_for(lambda: self._busy == 0)
+        try:
+            yield
+        finally:
+            async with cond:
+                self._closed = False
+                cond.notify_all()
 
 
 def owner_only(path: Path) -> None:
@@ -220,6 +273,15 @@ class Graph:
                                     group_id=self.group_id)
         return {"entities": int(nodes[0]["c"]) if nodes else 0, "facts": int(edges[0]["c"]) if edges else 0,
                 "episodes": int(episodes[0]["c"]) if episodes else 0}
+
+    async def facts_touching(self, node_uuid: str) -> list[str]:
+        """The facts (texts) of the edges an entity is the subject or object of, oldest first."""
+        pattern = ("(n:Entity {uuid: $uuid})-[:RELATES_TO]-(e:RelatesToNode_)" if self.provider == GraphProvider.KUZU
+                   else "(n:Entity {uuid: $uuid})-[e:RELATES_TO]-(:Entity)")
+        rows = await self.query(f"MATCH {pattern} WHERE e.name <> $dup RETURN DISTINCT e.uuid AS uuid, "
+                                "e.fact AS fact, e.created_at AS created_at", uuid=node_uuid, dup="IS_DUPLICATE_OF")
+        rows.sort(key=lambda r: (str(r["created_at"]), r["uuid"]))
+        return [r["fact"] for r in rows if r["fact"]]
 
     async def mentioning_episodes(self, node_uuid: str) -> list[str]:
         rows = await self.query("MATCH (ep:Episodic)-[:MENTIONS]->(n:Entity {uuid: $uuid}) RETURN ep.uuid AS uuid",

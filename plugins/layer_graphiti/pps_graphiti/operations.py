@@ -64,7 +64,7 @@ class TripletParams(BaseModel):
 
 
 class DeleteParams(BaseModel):
-    uuid: str = Field(..., min_length=1, max_length=100, description="a fact's (or entity's) uuid")
+    uuid: str = Field(..., min_length=1, max_length=100, description="a fact's, entity's or episode's uuid")
 
 
 class IngestParams(BaseModel):
@@ -158,7 +158,8 @@ def operations() -> list[Operation]:
                   description="Add one fact (source -relationship-> target) directly, without an LLM. Entities "
                               "are reused by exact name."),
         Operation("texture_delete", DeleteParams, texture_delete, group=g, destructive=True, idempotent=True,
-                  description="Delete a fact (or an entity with its facts) by uuid."),
+                  description="Delete a fact, an entity (with its facts) or an episode (with the facts and "
+                              "entities only it gave the graph) by uuid; the entities' summaries lose it too."),
         Operation("graphiti_ingestion_stats", NoParams, graphiti_ingestion_stats, group="graph ingest",
                   read_only=True, idempotent=True,
                   description="How many captured turns wait to be ingested into the graph, and the worker's state."),
