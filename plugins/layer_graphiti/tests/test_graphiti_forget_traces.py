@@ -156,3 +156,29 @@ async def test_a_backup_after_deleting_a_fact_does_not_crash_the_server(graph_me
     assert b"Pixel" in data and b"zqbackupcanary" not in data
     found = await memory.call("texture_search", {"query": "Jeff has Pixel"})  # the live graph still serves
     assert found["results"][0]["content"] == "Jeff has Pixel"
+
+
+async def test_a_compaction_owed_at_a_stop_runs_at_the_next_open(graph_memory, monkeypatch):
+    """A stop that did not compact (a crash after the delete) leaves the pending mark: the next open removes
+    what a cut-short compaction left beside the graph, and compacts before it serves."""
+    from pps_graphiti import compact
+
+    memory = await graph_memory(graphiti={"compact_delay_s": 3600})
+    made = await memory.call("texture_add_triplet", {"source": "Jeff", "relationship": "knows", "target": "Brandi",
+                                                     "fact": "Jeff knows the zqcrashcanary pin"})
+    await memory.call("texture_add_triplet", {"source": "Jeff", "relationship": "has", "target": "Pixel"})
+    await memory.call("texture_delete", {"uuid": made["uuid"]})
+    home = memory.home
+    with monkeypatch.context() as m:
+        m.setattr(compact, "at_close", lambda layer: asyncio.sleep(0))
+        await memory.close()
+    assert (home / "graphiti" / "graph.kuzu.compact-pending").exists()
+    assert disk_hits(home / "graphiti", ["zqcrashcanary"])  # the stop left it in the file
+    (home / "graphiti" / "graph.kuzu.compact-export").mkdir()  # as a compaction cut short leaves them
+    (home / "graphiti" / "graph.kuzu.compact").write_bytes(b"zqcrashcanary half-built")
+
+    again = await graph_memory(graphiti={"compact_delay_s": 3600})
+    assert disk_hits(home / "graphiti", ["zqcrashcanary"]) == {}
+    assert not (home / "graphiti" / "graph.kuzu.compact-pending").exists()
+    found = await again.call("texture_search", {"query": "Jeff has Pixel"})
+    assert found["results"][0]["content"] == "Jeff has Pixel"
