@@ -204,12 +204,11 @@ async def _swap(layer: GraphitiLayer, path: Path, fresh: Path | None) -> None:
     gate."""
     import kuzu
 
-    from .graph import _close_results, owner_only
+    from .graph import owner_only
 
     driver = layer.require().driver
     gate = driver.pps_gate
-    async with gate.closed():
-        _close_results(driver.client)
+    async with gate.closed():  # every query's results are closed by the gate: nothing refers to the database
         driver.client.close()
         driver.db.close()
         wal = Path(f"{path}.wal")

@@ -52,68 +52,73 @@ def open_driver(settings: GraphitiSettings, home: Path, group_id: str) -> GraphD
     return driver
 
 
-def _close_results(client) -> None:
-    """Close the query results of this connection pool that something still holds (an asyncio future does):
-    Kuzu 0.11 frees one after its database is closed with a segfault, at the latest when the process exits."""
-    import gc
-
-    from kuzu.query_result import QueryResult
-
-    ours = {id(c) for c in getattr(client, "connections", [])}
-    for obj in gc.get_objects():
-        if isinstance(obj, QueryResult) and not obj.is_closed and id(obj.connection) in ours:
-            obj.close()
-
-
 class QueryGate:
-    """Every query of one embedded graph passes this gate, so the database can be swapped under the driver
-    (``compact``): ``closed()`` waits for the queries under way and holds new ones until it ends. graphiti and
-    this plugin reach Kuzu only through ``driver.execute_query``; each call copies its rows out before it
-    returns, so nothing refers to the old database once the queries under way are done."""
+    """Every query of one embedded graph passes this gate, so the database can be closed and reopened under the
+    driver (``compact``): ``closed()`` waits for the queries under way and holds new ones until it ends.
+    graphiti and this plugin reach Kuzu only through ``driver.execute_query``, which this replaces: each query
+    copies its rows out and closes its results before it returns (Kuzu 0.11 crashes freeing a result after its
+    database closed), and a query counts as under way until its thread is done, even if its caller was
+    cancelled. Unlike graphiti's, a failing query is not logged with its parameters (they hold turn text)."""
 
-    def __init__(self, run) -> None:
-        self._run = run
+    def __init__(self, driver: GraphDriver) -> None:
+        self._driver = driver
         self._busy = 0
         self._closed = False
-        self._changed: asyncio.Condition | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._open = asyncio.Event()
+        self._open.set()
 
     @classmethod
     def install(cls, driver: GraphDriver) -> QueryGate:
-        gate = cls(driver.execute_query)
+        gate = cls(driver)
         driver.execute_query = gate.execute_query  # type: ignore[method-assign]
         driver.pps_gate = gate  # type: ignore[attr-defined]
         return gate
 
-    def _cond(self) -> asyncio.Condition:
-        if self._changed is None:  # made on first use, on the loop that uses the graph
-            self._changed = asyncio.Condition()
-        return self._changed
-
     async def execute_query(self, cypher_query_: str, **kwargs: Any):
-        cond = self._cond()
-        async with cond:
-            await cond.wait_for(lambda: not self._closed)
-            self._busy += 1
+        while self._closed:
+            await self._open.wait()
+        self._busy += 1
+        self._idle.clear()
+        task = asyncio.ensure_future(self._run(cypher_query_, kwargs))
+        task.add_done_callback(self._done)
+        return await asyncio.shield(task)
+
+    def _done(self, task: asyncio.Future) -> None:
+        if not task.cancelled():
+            task.exception()  # retrieved here: a caller that was cancelled never will
+        self._busy -= 1
+        if self._busy == 0:
+            self._idle.set()
+
+    async def _run(self, cypher: str, kwargs: dict[str, Any]):
+        params = {k: v for k, v in kwargs.items() if v is not None and k not in ("database_", "routing_")}
+        results = await self._driver.client.execute(cypher, parameters=params)
+        batch = results if isinstance(results, list) else [results]
         try:
-            return await self._run(cypher_query_, **kwargs)
+            if not results:
+                return [], None, None
+            rows = [list(r.rows_as_dict()) for r in batch]
+            return (rows if isinstance(results, list) else rows[0]), None, None
         finally:
-            async with cond:
-                self._busy -= 1
-                cond.notify_all()
+            for r in batch:
+                if r is not None and not r.is_closed:
+                    r.close()
 
     @contextlib.asynccontextmanager
     async def closed(self):
-        cond = self._cond()
-        async with cond:
-            await cond.wait_for(lambda: not self._closed)
-            self._closed = True
-            await cond.wait_for(lambda: self._busy == 0)
+        while self._closed:  # one at a time
+            await self._open.wait()
+        self._closed = True
+        self._open.clear()
         try:
+            while self._busy:
+                await self._idle.wait()
             yield
         finally:
-            async with cond:
-                self._closed = False
-                cond.notify_all()
+            self._closed = False
+            self._open.set()
 
 
 def owner_only(path: Path) -> None:
@@ -169,10 +174,11 @@ class Graph:
 
     async def close(self) -> None:
         if self.provider == GraphProvider.KUZU:
-            # graphiti leaves Kuzu to the garbage collector; the file lock must go now (reopen, tests).
-            _close_results(self.driver.client)
-            self.driver.client.close()
-            self.driver.db.close()
+            # graphiti leaves Kuzu to the garbage collector; the file lock must go now (reopen, tests). The gate
+            # has closed every query's results, and waits here for the queries still running in their threads.
+            async with self.driver.pps_gate.closed():
+                self.driver.client.close()
+                self.driver.db.close()
         else:
             await self.driver.close()
 
