@@ -3,9 +3,10 @@
     .venv/bin/python bench/graph_forget.py [--entities 500] [--facts 2000] [--deletes 5]
 
 Builds the graph of bench/graph.py (Kuzu file, local ONNX embedder, no LLM), then times, in the same run on the
-same graph: ``texture_delete`` of a fact (delete, summaries rebuilt, file compacted: export, import, swap),
-against the baseline of the same delete without the compaction (what texture_delete cost before); the swap
-alone (the time reads are held at the gate); and the file's size before and after.
+same graph: ``texture_delete`` of a fact (delete, its entities' summaries rebuilt; the compaction is scheduled)
+against the baseline of graphiti's bare delete (what texture_delete did before); the compaction a forget waits
+for (reopen, export, import into a fresh file, swap); the final swap alone (reads held at the gate); and the
+file's size before and after.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ async def main() -> None:
     args = ap.parse_args()
     rng = random.Random(5)
     from graphiti_core.edges import EntityEdge
-    from pps_graphiti import compact, writes
+    from pps_graphiti import compact
 
     with tempfile.TemporaryDirectory() as home:
         memory = Memory.for_entity("bench", home=home, plugins=["sqlite", "embeddings", "graphiti"],
@@ -53,31 +54,33 @@ async def main() -> None:
             uuids = [r["uuid"] for r in rows]
             await memory.call("texture_search", {"query": "warm up"})
 
-            baseline = []  # the delete as it was: the fact, and now its entities' summaries, no compaction
+            baseline = []  # the delete as it was: graphiti's, no summaries rebuilt, no compaction
             for uid in uuids[:args.deletes]:
                 t = time.perf_counter()
                 async with layer.write_lock:
                     edge = await EntityEdge.get_by_uuid(layer.graph.driver, uid)
                     await edge.delete(layer.graph.driver)
-                    await writes.rebuild_summaries(layer, {edge.source_node_uuid, edge.target_node_uuid})
                 baseline.append((time.perf_counter() - t) * 1000)
-            full, swaps = [], []
+            full, compactions, swaps = [], [], []
             for uid in uuids[args.deletes:]:
                 t = time.perf_counter()
-                await memory.call("texture_delete", {"uuid": uid})
+                await memory.call("texture_delete", {"uuid": uid})  # the compaction is scheduled, not run
                 full.append((time.perf_counter() - t) * 1000)
-                async with layer.write_lock:
+                t = time.perf_counter()
+                async with layer.write_lock:  # what a forget runs before it returns
                     stats = await compact.compact_locked(layer)
+                compactions.append((time.perf_counter() - t) * 1000)
                 swaps.append(stats["swap_ms"] if stats else 0.0)
             size_after = path.stat().st_size
             counts = (await memory.call("pps_health"))["layers"]["rich_texture"]["counts"]
 
     med = statistics.median
     print(f"graph: {counts['entities']} entities, {counts['facts']} facts; {args.deletes} deletes each")
-    print(f"texture_delete with compaction      median {med(full):8.1f} ms   max {max(full):8.1f} ms")
-    print(f"baseline: delete, no compaction     median {med(baseline):8.1f} ms   max {max(baseline):8.1f} ms"
-          f"   ratio {med(full) / med(baseline):.0f}x")
-    print(f"of which the swap (reads held)      median {med(swaps):8.1f} ms   max {max(swaps):8.1f} ms")
+    print(f"texture_delete (summaries rebuilt)  median {med(full):8.1f} ms   max {max(full):8.1f} ms")
+    print(f"baseline: the bare graphiti delete  median {med(baseline):8.1f} ms   max {max(baseline):8.1f} ms"
+          f"   ratio {med(full) / med(baseline):.1f}x")
+    print(f"compaction (a forget waits for it)  median {med(compactions):8.1f} ms   max {max(compactions):8.1f} ms")
+    print(f"of which the final swap (reads held) median {med(swaps):7.1f} ms   max {max(swaps):8.1f} ms")
     print(f"graph file: {size_before / 1e6:.1f} MB before the deletes, {size_after / 1e6:.1f} MB after compaction")
 
 
