@@ -9,10 +9,12 @@ exclusively before it reads the newest id, so no turn below that id can still be
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime
 from typing import Any
 
-from pps_turns import context_plan
+from pps_turns import context_plan, forgotten_ack
+from pps_turns import message_id_digest as digest
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
@@ -23,6 +25,8 @@ from pps_core.timeutil import from_storage, to_storage
 from .schema import migrate
 from .settings import PostgresSettings, schema_for
 from .textsearch import bm25
+
+log = logging.getLogger("pps.postgres")
 
 COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
 SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
@@ -146,6 +150,10 @@ class PostgresStore:
                     if row is not None:
                         turn = row_to_turn(row)
                         acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+                        continue
+                    if await (await conn.execute("SELECT 1 FROM forgotten_message_ids WHERE digest = %s",
+                                                 (digest(t["message_id"]),))).fetchone():
+                        acks.append(forgotten_ack(t))
                         continue
                 row = await (await conn.execute(
                     "INSERT INTO messages (message_id, content, author_name, channel, session_id, created_at, "
@@ -356,27 +364,67 @@ class PostgresStore:
         return [r["id"] for r in rows]
 
     async def forget(self, ids, who, how):
+        """As ``pps_sqlite``: turns, the summaries that covered them (their turns back to the backlog),
+        tombstones of their message ids, a log row of ids; then VACUUM, so the dead rows leave the table files."""
         ids = sorted(set(ids))
         async with self.connection() as conn, conn.transaction():
-            rows = await (await conn.execute("DELETE FROM messages WHERE id = ANY(%s) RETURNING id, summary_id",
+            rows = await (await conn.execute("SELECT id, summary_id, message_id FROM messages WHERE id = ANY(%s)",
                                              (ids,))).fetchall()
             found = sorted(r["id"] for r in rows)
-            flagged = sorted({r["summary_id"] for r in rows if r["summary_id"] is not None})
-            if flagged:
-                await conn.execute("UPDATE message_summaries SET rewrite = 'forgotten' WHERE id = ANY(%s)", (flagged,))
+            summaries = sorted({r["summary_id"] for r in rows if r["summary_id"] is not None})
+            gone_covered = sum(1 for r in rows if r["summary_id"] is not None)
+            returned = 0
+            if summaries:
+                cur = await conn.execute("UPDATE messages SET summary_id = NULL WHERE summary_id = ANY(%s)",
+                                         (summaries,))
+                returned = cur.rowcount - gone_covered
+            await conn.execute("DELETE FROM messages WHERE id = ANY(%s)", (found,))
+            if summaries:
+                await conn.execute("DELETE FROM message_summaries WHERE id = ANY(%s)", (summaries,))
+            marks = [digest(r["message_id"]) for r in rows if r["message_id"] is not None]
+            if marks:
+                await conn.execute("INSERT INTO forgotten_message_ids (digest) SELECT unnest(%s::text[]) "
+                                   "ON CONFLICT DO NOTHING", (marks,))
             if found:
                 await conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (%s, %s, %s, %s)",
-                                   (who, how, json.dumps(found), json.dumps(flagged)))
+                                   (who, how, json.dumps(found), json.dumps(summaries)))
         if found:
             self.matrix.forget()
-        return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_flagged": flagged}
+            await self._vacuum("messages", "message_vectors", "message_summaries", "summary_vectors")
+        return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_removed": summaries,
+                "returned_to_backlog": returned}
+
+    async def _vacuum(self, *tables: str) -> None:
+        """Dead rows keep their bytes in the table files until VACUUM rewrites the pages (outside a transaction)."""
+        from psycopg import sql
+
+        try:
+            async with self.connection() as conn:  # the pool's connections are in autocommit
+                for table in tables:
+                    await conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(table)))
+        except Exception as exc:  # forgetting is done; the bytes go at the next autovacuum
+            log.warning("VACUUM after forgetting did not run: %s: %s", type(exc).__name__, exc)
+
+    async def save_forget_token(self, token_digest, query_digest, ids, expires_at, now):
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("DELETE FROM forget_tokens WHERE expires_at <= %s", (now,))
+            await conn.execute("INSERT INTO forget_tokens (digest, query_digest, turn_ids, expires_at) "
+                               "VALUES (%s, %s, %s, %s)", (token_digest, query_digest, json.dumps(list(ids)),
+                                                           expires_at))
+
+    async def take_forget_token(self, token_digest, query_digest, now):
+        async with self.connection() as conn, conn.transaction():
+            row = await (await conn.execute(
+                "DELETE FROM forget_tokens WHERE digest = %s AND query_digest = %s AND expires_at > %s "
+                "RETURNING turn_ids", (token_digest, query_digest, now))).fetchone()
+        return json.loads(row["turn_ids"]) if row else None
 
     async def forget_log(self, limit, offset=0):
         total = (await self.fetch("SELECT count(*) AS n FROM forget_log"))[0]["n"]
         rows = await self.fetch("SELECT id, forgotten_at, who, how, turn_ids, summary_ids FROM forget_log "
                                 "ORDER BY id DESC LIMIT %s OFFSET %s", (limit, offset))
         return total, [{"id": r["id"], "forgotten_at": ts(r["forgotten_at"]), "who": r["who"], "how": r["how"],
-                        "turn_ids": json.loads(r["turn_ids"]), "summaries_flagged": json.loads(r["summary_ids"])}
+                        "turn_ids": json.loads(r["turn_ids"]), "summaries_removed": json.loads(r["summary_ids"])}
                        for r in rows]
 
     # -- summaries ------------------------------------------------------------------------------

@@ -149,8 +149,15 @@ class SQLiteStore:
     async def forget(self, ids, who, how):
         out = await self._run(turns.forget, list(ids), who, how)
         if out["forgotten"]:
-            self.dense.forget()
+            await self._run(self.dense.forget, out["forgotten"])
+            self.summary_matrix.invalidate()
         return out
+
+    async def save_forget_token(self, token_digest, query_digest, ids, expires_at, now):
+        await self._run(turns.save_forget_token, token_digest, query_digest, list(ids), expires_at, now)
+
+    async def take_forget_token(self, token_digest, query_digest, now):
+        return await self._run(turns.take_forget_token, token_digest, query_digest, now)
 
     async def forget_log(self, limit, offset=0):
         return await self._run(turns.forget_log, limit, offset)

@@ -121,10 +121,34 @@ class TurnIndex:
             return rescore(conn, model, ids, qvec, context)
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
 
-    def forget(self) -> None:
-        """Forgotten turns leave the matrix: it is reloaded from the (smaller) table at the next search. The
-        HNSW index skips ids that no longer have a row (``rescore`` reads only stored vectors)."""
+    def forget(self, conn, ids: list[int]) -> None:
+        """Forgotten turns leave the matrix (reloaded from the smaller table at the next search) and the HNSW
+        index. usearch keeps a removed vector's bytes in its slot, in memory and in a saved file, so the index
+        file goes at once, the loaded index (the ids removed: it never answers them) serves until a clean one,
+        built on a thread from the vectors that remain, replaces it, and a tainted index is never saved. A build
+        already running is waited for first (it read vectors that are gone now)."""
+        from . import ann
+
         self.vectors = None
+        if self.ann is None and self._building is None and not any(p.exists() for p in ann.paths(self.db.path)):
+            return
+        import numpy as np
+
+        self.wait_ann()
+        keys = np.asarray(ids, dtype=np.uint64)
+        model = None
+        for index in (self.ann, self._built):
+            if index is not None:
+                index.index.remove(keys)
+                index.tainted = True
+                model = index.model
+        ann.remove_files(self.db.path)
+        if self._built is not None and self.ann is None:
+            self.ann = self._built
+        self._built = None
+        self._building = None
+        if model is not None:
+            self._start_build(model)
 
     def drop(self, conn) -> None:
         """Every vector was deleted: the matrix and the index files go too (rebuilt by the next reindex)."""
@@ -139,7 +163,8 @@ class TurnIndex:
             await asyncio.to_thread(self._building.join, 60)
             self._building = None
         self._closing = False
-        if self.ann is not None and self.ann.dirty and getattr(self.db, "conn", None) is not None:
+        if (self.ann is not None and self.ann.dirty and not self.ann.tainted
+                and getattr(self.db, "conn", None) is not None):
             try:
                 await self.db.run(self.ann.save, self.db.conn)
             except Exception as exc:  # derived data: the next open adds what the file lacks
@@ -234,6 +259,8 @@ class TurnIndex:
         """``pps reindex``: bring the index up to date with every stored vector (loading or building it)."""
         self.wait_ann()
         self._building = None
+        if self.ann is not None and self.ann.tainted:  # turns were forgotten: a clean index, built here
+            self.reset_ann(conn, True)
         index = self._prepare(conn, model, wait=True)
         if index is not self.ann or self.ann is None:
             return None

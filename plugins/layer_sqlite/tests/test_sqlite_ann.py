@@ -167,3 +167,35 @@ async def test_the_index_files_are_derived_paths(make_memory):
     m = await filled(make_memory, 0)
     raw = m.require_layer("raw_capture")
     assert set(raw.derived_paths) == {"pps.db.turns.usearch", "pps.db.turns.json"}
+
+
+async def test_forgotten_turns_leave_the_index_file_and_never_come_back(make_memory, pps_home):
+    """Issue 22 item 7: the HNSW file kept every forgotten turn's vector (all there after a restart; usearch keeps
+    a removed vector's bytes in its slot), until `pps reindex --full`."""
+    home = pps_home / "ann-forget"
+    m = await filled(make_memory, 60, home=home)
+    raw = m.require_layer("raw_capture")
+    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    assert raw.backend.dense.wait_ann(60)
+    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    index_file = ann.paths(raw.backend.db.path)[0]
+    gone = list(range(1, 21))
+    held = raw.backend.dense.ann.index.get(np.asarray(gone, dtype=np.uint64))
+    fingerprints = [np.asarray(v, dtype=np.int8).tobytes() for v in held]
+    assert all(f in index_file.read_bytes() for f in fingerprints)
+    await m.call("forget_turns", {"ids": gone})
+    assert not any(f in index_file.read_bytes() for f in fingerprints if index_file.exists())
+    found = await m.call("raw_search", {"query": "the kitten climbed the curtains", "limit": 10})
+    assert not {r["id"] for r in found["results"]} & set(gone)
+    assert raw.backend.dense.wait_ann(60)
+    await m.call("raw_search", {"query": "kitten", "limit": 3})  # the clean index replaces the tainted one
+    await m.close()
+    data = index_file.read_bytes()
+    assert not any(f in data for f in fingerprints)
+
+    m2 = await filled(make_memory, 0, home=home)
+    raw2 = m2.require_layer("raw_capture")
+    await m2.call("raw_search", {"query": "kitten", "limit": 3})
+    held = raw2.backend.dense.ann
+    assert held is not None and len(held) == 40
+    assert not any(held.index.contains(np.asarray(gone, dtype=np.uint64)))

@@ -21,10 +21,10 @@ from __future__ import annotations
 from typing import Any
 
 from .service import TurnDomain, build, for_memory, operations
-from .store import BrowsableTurnStore, TurnStore, context_plan
+from .store import BrowsableTurnStore, TurnStore, context_plan, forgotten_ack, message_id_digest
 
-__all__ = ["BrowsableTurnStore", "TurnDomain", "TurnStore", "build", "context_plan", "for_memory",
-           "operations", "operations_for_memory"]
+__all__ = ["BrowsableTurnStore", "TurnDomain", "TurnStore", "build", "context_plan", "for_memory", "forgotten_ack",
+           "message_id_digest", "operations", "operations_for_memory"]
 
 
 def _domain_of(memory: Any) -> TurnDomain:

@@ -186,7 +186,8 @@ class ForgetRangeParams(_Who):
 
 
 class ForgetSearchParams(_Who):
-    query: str = Field(..., min_length=1, max_length=10_000, description="what to find (as raw_search)")
+    query: str = Field(..., min_length=1, max_length=10_000,
+                       description="words to find: a turn matches when it contains one of them (stop words aside)")
     channel: str | None = Field(None, max_length=200, description="only turns of this channel")
     limit: int = Field(20, ge=1, le=100, description="at most this many matches")
     confirm: str | None = Field(None, max_length=100,

@@ -8,6 +8,7 @@ through the catalog).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import secrets
 import time as _time
@@ -51,6 +52,14 @@ TURNS_PER_SUMMARY = 50
 #: How long a forget_search confirmation token stays valid.
 TOKEN_TTL_S = 600.0
 
+def _same_word(term: str, word: str) -> bool:
+    """The query's word, or an inflection of it as the full-text index's stemmer matched it (cottage/cottages)."""
+    if term == word:
+        return True
+    short, long = sorted((term, word), key=len)
+    return len(short) >= 4 and long.startswith(short[:-1]) and len(long) - len(short) <= 3
+
+
 _DOMAINS: weakref.WeakKeyDictionary[Any, TurnDomain] = weakref.WeakKeyDictionary()
 
 
@@ -77,7 +86,6 @@ class TurnDomain:
         self.summary_search = SummarySearch(memory, store)
         self.raw = RawCaptureLayer(self)
         self.summaries = SummariesLayer(self)
-        self._forget_tokens: dict[str, tuple[float, str, list[int]]] = {}
 
     def layers(self) -> list[Any]:
         return [self.raw, self.summaries]
@@ -128,7 +136,7 @@ class TurnDomain:
 
     async def store_message(self, p: TurnIn) -> dict[str, Any]:
         acks = await self.capture([self._prepare(p, "")])
-        return {"stored": True, **acks[0]}
+        return {"stored": acks[0]["id"] is not None, **acks[0]}
 
     async def store_messages(self, p: StoreMessagesParams) -> dict[str, Any]:
         if len(p.messages) > self.memory.settings.limits.max_batch:
@@ -136,7 +144,11 @@ class TurnDomain:
                                 param="messages")
         batch = [self._prepare(t, f"messages.{i}.") for i, t in enumerate(p.messages)]
         acks = await self.capture(batch)
-        return {"stored": len(acks), "ids": [a["id"] for a in acks], "acks": acks}
+        out = {"stored": sum(1 for a in acks if a["id"] is not None), "ids": [a["id"] for a in acks], "acks": acks}
+        forgotten = sum(1 for a in acks if a.get("forgotten"))
+        if forgotten:
+            out["forgotten"] = forgotten  # message ids that were forgotten: never stored again
+        return out
 
     async def raw_search(self, p: SearchParams) -> dict[str, Any]:
         self._open_store()
@@ -324,35 +336,50 @@ class TurnDomain:
         if since >= until:
             raise InvalidParams("since: must be before until", param="since")
         ids = await self._open_store().in_range(p.channel, since, until)
-        out = await self.forget(ids, p.requested_by, f"range {p.channel} {since}..{until}")
+        out = await self.forget(ids, p.requested_by, "range")  # the log keeps no channel name
         return {"channel": p.channel, "since": since, "until": until, **out}
 
     async def forget_search(self, p: ForgetSearchParams) -> dict[str, Any]:
-        pending = self._forget_tokens
-        now = _time.monotonic()
-        for token in [t for t, (exp, _q, _i) in pending.items() if exp < now]:
-            del pending[token]
+        """Two steps. The first lists only turns that contain a word of the query (BM25, with the words each
+        matched: a turn found only "by meaning" is never offered for deletion) and returns a token; the token is
+        kept in the store (digests, 10 minutes, one use), so any process (``pps call``) can confirm it."""
+        store = self._open_store()
+        query_digest = hashlib.sha256(f"{p.channel or ''}\x00{p.query}".encode("utf-8", "surrogatepass")).hexdigest()
         if p.confirm is not None:
-            entry = pending.get(p.confirm)
-            if entry is None or entry[1] != p.query:
+            token_digest = hashlib.sha256(p.confirm.encode("utf-8", "surrogatepass")).hexdigest()
+            ids = await store.take_forget_token(token_digest, query_digest, _time.time())
+            if ids is None:
                 raise NotFound("confirm: no such token for this query (tokens last 10 minutes and work once); "
                                "call forget_search without confirm again", param="confirm")
-            del pending[p.confirm]
-            return await self.forget(entry[2], p.requested_by, "search")
-        self._open_store()
-        found = await self.memory.search_layer(self.raw.name, p.query, p.limit, 0, channel=p.channel)
-        ids = [int(r.source) for r in found]
-        token = secrets.token_urlsafe(18) if ids else None
+            return await self.forget(ids, p.requested_by, "search")
+        from pps_core.textsearch import content_terms, tokens
+
+        terms = content_terms(p.query)[:64]
+        scores = await store.lexical_turns(terms, p.limit, p.channel) if terms else {}
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:p.limit]
+        found = {t["id"]: t for t in await store.turns_by_ids([i for i, _s in ranked])}
+        wanted = set(terms)
+        matches = []
+        for i, score in ranked:
+            t = found.get(i)
+            words = set(tokens(t["content"])) if t else set()
+            matched = sorted(w for w in wanted if any(_same_word(w, x) for x in words))
+            if t is None or not matched:
+                continue
+            matches.append({"id": i, "score": round(score, 4), "matched": matched, "created_at": t["created_at"],
+                            "local_time": render_iso_local(t["created_at"], self.memory.tz),
+                            "channel": t["channel"], "author_name": t["author_name"], "content": t["content"]})
+        token = secrets.token_urlsafe(18) if matches else None
         if token:
-            pending[token] = (now + TOKEN_TTL_S, p.query, ids)
-        tz = self.memory.tz
-        return {"query": p.query, "count": len(ids), "confirm": token,
+            now = _time.time()
+            await store.save_forget_token(hashlib.sha256(token.encode()).hexdigest(), query_digest,
+                                          [m["id"] for m in matches], now + TOKEN_TTL_S, now)
+        return {"query": p.query, "count": len(matches), "confirm": token,
                 "expires_in_s": int(TOKEN_TTL_S) if token else None,
                 "instructions": "Nothing is deleted yet. Check these turns, then call forget_search again with the "
-                                "same query and confirm=<token> to delete exactly them." if token else "No match.",
-                "matches": [{"id": int(r.source), "created_at": r.timestamp,
-                             "local_time": render_iso_local(r.timestamp, tz), "channel": r.metadata.get("channel"),
-                             "author_name": r.metadata.get("author_name"), "content": r.content} for r in found]}
+                                "same query and confirm=<token> to delete exactly them." if token else
+                                "No turn contains a word of this query.",
+                "matches": matches}
 
     async def forget_log(self, p: ForgetLogParams) -> dict[str, Any]:
         total, entries = await self._open_store().forget_log(p.limit, p.offset)
@@ -377,9 +404,11 @@ def operations(domain_of: Callable[[Any], TurnDomain]) -> list[Operation]:
         return handler
 
     ro = {"read_only": True, "idempotent": True}
-    gone = ("Deletes for good: the turn, its full text, its vector, the graph's episodes of it and the facts "
-            "extracted only from them; summaries that covered it are flagged for rewrite. Logged (ids, time, "
-            "requested_by), never the content.")
+    gone = ("Deletes for good: the turn, its full text, its vector, every summary that covered it (the turns it "
+            "still covered go back to the backlog, to be summarized again), and every copy another plugin declared "
+            "(graph episodes and facts, the recap; see turn_copies). Its message_id is never stored again (an "
+            "import or a hook that brings it back stores nothing). Logged (ids, time, requested_by), never the "
+            "content.")
     return [
         # not idempotent: without message_id a repeat stores a second turn (MCP's idempotentHint must hold for
         # every call); with message_id a repeat stores nothing and answers as the first did

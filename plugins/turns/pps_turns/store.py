@@ -24,6 +24,7 @@ Every method is atomic on its own: it commits all of its writes or none. Errors 
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -39,6 +40,18 @@ def context_plan(unsummarized: int, wanted: int, per_summary: int) -> tuple[int 
     if unsummarized >= wanted:
         return wanted, 0
     return None, math.ceil((wanted - unsummarized) / per_summary)
+
+
+def message_id_digest(message_id: str) -> str:
+    """What a tombstone keeps of a forgotten turn's ``message_id``: its SHA-256, never the id (an importer's
+    derived id may carry text)."""
+    return hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def forgotten_ack(turn: Turn) -> dict[str, Any]:
+    """The ack for a turn whose ``message_id`` was forgotten: nothing is stored, and the ack says why."""
+    return {"id": None, "message_id": turn["message_id"], "created_at": turn["created_at"],
+            "channel": turn["channel"], "forgotten": True}
 
 
 @runtime_checkable
@@ -142,14 +155,28 @@ class TurnStore(Protocol):
         ...
 
     async def forget(self, ids: list[int], who: str, how: str) -> dict[str, Any]:
-        """Delete turns for good: the row, its full-text entry, its vector and any copy the store keeps (an
-        in-memory matrix, an index file), so no copy of the store (a backup) holds the text. Flag the summaries
-        that covered them ``rewrite = "forgotten"``; log ids, time, ``who`` and ``how``, never content.
-        Returns ``{"forgotten": [ids], "not_found": [ids], "summaries_flagged": [ids]}``."""
+        """Delete turns for good, in one transaction: the row, its full-text entry, its vector and any copy the
+        store keeps (an in-memory matrix, an index file), so no copy of the store (a backup) holds the text;
+        every summary that covered one goes too (text, full-text entry, vector), and the turns it still covered
+        return to the backlog (unsummarized); a tombstone per ``message_id``; authors nobody speaks as any more.
+        Log ids, time, ``who`` and ``how`` (``"ids"``, ``"range"`` or ``"search"``), never content.
+        Returns ``{"forgotten": [ids], "not_found": [ids], "summaries_removed": [ids],
+        "returned_to_backlog": n}``."""
         ...
 
     async def forget_log(self, limit: int, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
-        """(entries, newest first: ``{"id", "forgotten_at", "who", "how", "turn_ids", "summaries_flagged"}``)."""
+        """(entries, newest first: ``{"id", "forgotten_at", "who", "how", "turn_ids", "summaries_removed"}``)."""
+        ...
+
+    async def save_forget_token(self, token_digest: str, query_digest: str, ids: list[int], expires_at: float,
+                                now: float) -> None:
+        """Keep a ``forget_search`` confirmation (digests only; epoch seconds), dropping expired ones, so any
+        process serving the entity can redeem it."""
+        ...
+
+    async def take_forget_token(self, token_digest: str, query_digest: str, now: float) -> list[int] | None:
+        """The turn ids of a valid confirmation for this query, used up (deleted) in the same transaction; None
+        for an unknown, expired, used or other-query token (a token for another query stays valid)."""
         ...
 
     # -- summaries ------------------------------------------------------------------------------
