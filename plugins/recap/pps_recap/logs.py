@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pps_claude_code.transcripts import is_wrapper
+
 from .collapse import category, collapse
 
 _SKIP_SYSTEM = ("[stop]", "[stats]", "Warning:")
-_WRAPPERS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
-             "<command-args>", "<system-reminder>")
 
 
 def text_of(content: Any) -> str:
@@ -150,7 +150,7 @@ def _claude_code(c: _Collapser, entry: dict[str, Any], ts: datetime | None) -> N
         kind = b.get("type")
         if kind == "text":
             text = (b.get("text") or "").strip()
-            if entry["type"] == "user" and text.startswith(_WRAPPERS):
+            if entry["type"] == "user" and is_wrapper(text):
                 continue
             c.say("User" if entry["type"] == "user" else "Assistant", text, ts)
         elif kind == "thinking":
