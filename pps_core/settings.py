@@ -138,7 +138,6 @@ class EntitySettings(PluginSettings):
 
     entity: str = Field("default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     home: Path
-    focal_entity: str | None = Field(None, description="whose point of view ranks the graph; default: entity")
     identity: str | None = Field(None, description="one line shown at the top of a budgeted recall")
     plugins: list[str] = Field(default_factory=lambda: list(DEFAULT_PLUGINS))
     timezone: str = Field(default_factory=_system_timezone)
@@ -159,10 +158,6 @@ class EntitySettings(PluginSettings):
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown time zone {value!r} (use an IANA name like 'America/Chicago')") from None
         return value
-
-    @property
-    def focal(self) -> str:
-        return self.focal_entity or self.entity
 
     def section(self, name: str) -> dict[str, Any]:
         """The raw ``[name]`` table of pps.toml (a plugin's own settings section)."""
