@@ -161,8 +161,8 @@ def _private_dirs(path: Path) -> None:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from . import auth
-    from .plugins import installed_plugins
-    from .settings import DEFAULT_PLUGINS, entity_home
+    from .plugins import default_plugins
+    from .settings import entity_home
 
     home = entity_home(args.entity, args.home)
     toml = home / "pps.toml"
@@ -172,8 +172,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     else:
         from .settings import validate_values
 
-        installed = installed_plugins()
-        plugins = args.plugins.split(",") if args.plugins else [p for p in DEFAULT_PLUGINS if p in installed]
+        plugins = args.plugins.split(",") if args.plugins else default_plugins()
         values = {"entity": name, "plugins": plugins, "timezone": args.timezone}
         values = {k: v for k, v in values.items() if v is not None}
         validate_values(values, home)  # a typo is refused before anything is written

@@ -65,9 +65,3 @@ def test_two_entities_keep_their_own_plugin_sets(tmp_path):
     a, b = load_settings("a", tmp_path / "a"), load_settings("b", tmp_path / "b")
     assert a.plugins == ["sqlite"] and b.plugins == ["crystals"]
     assert a.timezone != b.timezone
-
-
-def test_the_recap_section_can_be_turned_off_in_toml(pps_home):
-    write_toml(pps_home, "[startup]\nrecap = false\n")  # the older spelling still works
-    assert load_settings("lyra", pps_home).startup.omit == ["Last session"]
-    assert load_settings("other", pps_home.parent / "other").startup.omit == []

@@ -151,7 +151,9 @@ class RecapLayer(Layer):
 
     def default_sections(self) -> list[SectionConfig]:
         """The last session's recap comes first in the startup package (``[startup] omit = ["Last session"]``
-        leaves it out)."""
+        leaves it out; so does ``[startup] recap = false``, the older spelling)."""
+        if (self.memory.settings.startup.model_extra or {}).get("recap") is False:
+            return []
         return [SectionConfig(name="Last session", layer=self.name, count=1, position=0)]
 
     def __init__(self, memory: Memory) -> None:
