@@ -58,6 +58,7 @@ def text_of(content: Any) -> str:
 
 
 def is_transcript_entry(entry: dict[str, Any]) -> bool:
+    """A Claude Code transcript entry (``type`` user/assistant with an API ``message``); the recap plugin asks too."""
     return entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict)
 
 

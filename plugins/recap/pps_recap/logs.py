@@ -5,7 +5,7 @@ Two formats, told apart line by line:
   optional ``reasoning``, ``tool_calls`` with ``function.name/arguments``, ``tool_call_id``), with an
   optional ``timestamp`` (ISO 8601 or epoch seconds; ``ts``/``time``/``created_at`` also read);
 - Claude Code transcripts (``type`` user/assistant, ``message.content`` blocks: text, thinking,
-  tool_use, tool_result).
+  tool_use, tool_result), recognised and read through ``pps_claude_code.transcripts`` (the format's owner).
 """
 
 from __future__ import annotations
@@ -16,26 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pps_claude_code.transcripts import is_wrapper
+from pps_claude_code.transcripts import is_transcript_entry, is_wrapper, text_of
 
 from .collapse import category, collapse
 
 _SKIP_SYSTEM = ("[stop]", "[stats]", "Warning:")
-
-
-def text_of(content: Any) -> str:
-    """The text of a message's content: a string, or the ``text`` blocks of a block list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        return "\n".join(p for p in parts if p)
-    return ""
-
-
-def is_transcript_entry(entry: dict[str, Any]) -> bool:
-    """A Claude Code transcript entry (``type`` user/assistant with an API ``message``)."""
-    return entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict)
 
 
 @dataclasses.dataclass
