@@ -97,7 +97,8 @@ def _novelty_fn(memory: Memory, loop: asyncio.AbstractEventLoop):
 
 def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str | None, novelty: bool,
               loop: asyncio.AbstractEventLoop | None = None, progress=None, embed: bool = True):
-    """Blocking: the recap of ``path`` with the entity's embedder and summarizer."""
+    """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds since
+    turns were last forgotten (:func:`store.readable_from`)."""
     from .pipeline import generate
     from .summarize import make_summarizer
 
@@ -107,7 +108,7 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
     embedder = memory.embedder if embed else None
     return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,
                     tz=memory.tz, chunk_tokens=rs.chunk_tokens, merge_threshold=rs.merge_threshold,
-                    progress=progress)
+                    progress=progress, start=store.readable_from(memory.home, path))
 
 
 async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:
@@ -128,7 +129,8 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
                                     novelty=novelty and not p.fast, loop=loop, embed=not p.fast)
     written = None
     if p.write and recap.text:
-        written = str(await asyncio.to_thread(store.save, memory.home, recap.text, path, recap.stats))
+        saved = await asyncio.to_thread(store.save, memory.home, recap.text, path, recap.stats, recap.start)
+        written = str(saved) if saved else None
     return {
         "text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
         "summarizer": recap.stats.get("summarizer"), "stats": recap.stats,
@@ -176,7 +178,8 @@ class RecapLayer(Layer):
                           embed=False)  # inside the startup call's per-layer timeout: no model
         if not recap.text:
             return None
-        store.save(home, recap.text, newest, recap.stats)
+        if store.save(home, recap.text, newest, recap.stats, recap.start) is None:
+            return None  # turns were forgotten meanwhile
         return store.load(home)
 
     async def startup(self, count: int | None) -> StartupItems:
