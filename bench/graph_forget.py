@@ -42,7 +42,7 @@ async def main() -> None:
 
     with tempfile.TemporaryDirectory() as home:
         memory = Memory.for_entity("bench", home=home, plugins=["sqlite", "embeddings", "graphiti"],
-                                   focal_entity="Lyra", timezone="UTC")
+                                   graphiti={"focal_entity": "Lyra"}, timezone="UTC")
         async with memory:
             await bench_graph.populate_graph(memory, args.entities, args.facts, rng)
             layer = memory.layer("rich_texture")
