@@ -1,4 +1,4 @@
-"""Test support for PPS and its plugins: fixtures (a pytest plugin) and the layer contract suite.
+"""Test support for PPS and its plugins: fixtures (a pytest plugin), the layer and transport contract suites.
 
     from pps_core.testing import LayerContract
 
@@ -13,5 +13,7 @@
 
 from .contract import LayerContract
 from .fakes import ScriptedLayer, broken_layer_plugin, layer_plugin
+from .transport import ContractClient, ServedEntity, TransportContract, error_from
 
-__all__ = ["LayerContract", "ScriptedLayer", "broken_layer_plugin", "layer_plugin"]
+__all__ = ["ContractClient", "LayerContract", "ScriptedLayer", "ServedEntity", "TransportContract", "broken_layer_plugin",
+           "error_from", "layer_plugin"]

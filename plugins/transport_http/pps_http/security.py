@@ -149,8 +149,13 @@ def challenge(exc: PPSError) -> str | None:
     return 'Bearer realm="pps", error="invalid_token"' if isinstance(exc, InvalidToken) else 'Bearer realm="pps"'
 
 
-async def send_error(send, exc: PPSError) -> None:
-    body = json.dumps(exc.to_dict()).encode()
+async def send_error(send, exc: PPSError, *, jsonrpc: bool = False) -> None:
+    """The catalog's error body; on an MCP endpoint (``jsonrpc``) wrapped as a JSON-RPC error whose ``data`` is
+    that body, so an MCP client reads why (the SDK reads a JSON-RPC error at any status)."""
+    payload: dict = exc.to_dict()
+    if jsonrpc:
+        payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": exc.message, "data": payload}}
+    body = json.dumps(payload).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     value = challenge(exc)
     if value:
@@ -197,8 +202,9 @@ class BodyLimit:
         limit = self.limit_for(scope["path"])
         declared = _header(scope, b"content-length")
         too_large = TooLarge(f"request body over {limit} bytes (limits.max_request_bytes)")
+        rpc = scope["path"].rstrip("/").endswith("/mcp")
         if declared and declared.isdigit() and int(declared) > limit:
-            await send_error(send, too_large)
+            await send_error(send, too_large, jsonrpc=rpc)
             return
         chunks, total = [], 0
         while True:
@@ -208,7 +214,7 @@ class BodyLimit:
             body = message.get("body", b"")
             total += len(body)
             if total > limit:
-                await send_error(send, too_large)
+                await send_error(send, too_large, jsonrpc=rpc)
                 return
             chunks.append(body)
             if not message.get("more_body"):
