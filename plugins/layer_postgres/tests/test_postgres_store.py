@@ -195,7 +195,7 @@ async def test_bm25_pruning_to_rare_lexemes_ranks_as_scoring_every_candidate(mak
 
 async def test_an_author_another_server_stored_is_known_to_this_one(make_memory, postgres_section, tmp_path,
                                                                     monkeypatch):
-    from pps_postgres import retrieval
+    from pps_turns import retriever
 
     a = await open_memory(make_memory, postgres_section, home=tmp_path / "a")
     b = await open_memory(make_memory, postgres_section, home=tmp_path / "b")
@@ -204,6 +204,6 @@ async def test_an_author_another_server_stored_is_known_to_this_one(make_memory,
     await b.call("store_messages", {"messages": [
         {"content": "I like jazz music", "author_name": "Jeff", "channel": "t"},  # a tie on words: the
         {"content": "I like jazz music", "author_name": "Melanie", "channel": "t"}]})  # named author decides
-    monkeypatch.setattr(retrieval, "AUTHORS_TTL_S", 0.0)
+    monkeypatch.setattr(retriever, "AUTHORS_TTL_S", 0.0)
     found = await a.call("raw_search", {"query": "What kind of music does Melanie like?", "limit": 1})
     assert found["results"][0]["author_name"] == "Melanie"  # her name in the question is an author, not a word
