@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -61,6 +62,14 @@ class Entity:
     #: The opened memory when this process owns the entity; None when calls are forwarded.
     memory: Memory | None = None
     gate: TokenGate
+    #: Calls running now, and when the last one ended (``time.monotonic``): a server started on demand stops
+    #: once idle (``pps_core.serving.run(idle_s=...)``).
+    active: int = 0
+    last_call: float = 0.0
+
+    def idle_for(self) -> float:
+        """Seconds since the last call ended (since the entity was reached, before any); 0 while one runs."""
+        return 0.0 if self.active else time.monotonic() - self.last_call
 
     @property
     def max_request_bytes(self) -> int:
@@ -88,9 +97,18 @@ class Entity:
         raise NotImplementedError
 
     async def call(self, name: str, params: dict[str, Any] | None, *, caller: Caller,
-                   size: int | None = None) -> Any:  # pragma: no cover - abstract
+                   size: int | None = None) -> Any:
         """Run one operation for ``caller``: plain JSON data back, or a :class:`~pps_core.errors.PPSError`
         (never another exception: an unexpected failure is logged here and reported without its traceback)."""
+        self.active += 1
+        try:
+            return await self._call(name, params, caller=caller, size=size)
+        finally:
+            self.active -= 1
+            self.last_call = time.monotonic()
+
+    async def _call(self, name: str, params: dict[str, Any] | None, *, caller: Caller,
+                    size: int | None) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def publish(self, address: str | None) -> None:
@@ -106,6 +124,7 @@ class LocalEntity(Entity):
         self.settings = memory.settings
         self.name = memory.settings.entity
         self.gate = TokenGate(self.name, memory.home)
+        self.last_call = time.monotonic()
         self._specs: tuple[int, list[ToolSpec]] | None = None
 
     async def tools(self) -> list[ToolSpec]:
@@ -116,8 +135,8 @@ class LocalEntity(Entity):
             self._specs = (id(catalog), [op.spec() for op in catalog])
         return self._specs[1]
 
-    async def call(self, name: str, params: dict[str, Any] | None, *, caller: Caller,
-                   size: int | None = None) -> Any:
+    async def _call(self, name: str, params: dict[str, Any] | None, *, caller: Caller,
+                    size: int | None) -> Any:
         memory = self.memory
         assert memory is not None
         self.admit(caller)  # before the catalog: a caller without the token learns nothing about it
@@ -148,6 +167,7 @@ class RemoteEntity(Entity):
         self.home = Path(settings.home)
         self.address = address.rstrip("/")
         self.gate = TokenGate(self.name, self.home)
+        self.last_call = time.monotonic()
 
     async def _request(self, method: str, path: str, body: Any = None) -> Any:
         token = read_token(self.home)
@@ -165,8 +185,8 @@ class RemoteEntity(Entity):
         answer = await self._request("GET", "/tools")
         return [ToolSpec.from_dict(spec) for spec in answer["tools"]]
 
-    async def call(self, name: str, params: dict[str, Any] | None, *, caller: Caller,
-                   size: int | None = None) -> Any:
+    async def _call(self, name: str, params: dict[str, Any] | None, *, caller: Caller,
+                    size: int | None) -> Any:
         self.admit(caller)
         self.check_size(params, size)
         return await self._request("POST", f"/tools/{quote(name, safe='')}", params or {})

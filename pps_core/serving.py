@@ -15,6 +15,8 @@ import logging
 import os
 import signal
 import sys
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .errors import PPSError
@@ -43,18 +45,38 @@ def transports_of(pm: pluggy.PluginManager) -> dict[str, Transport]:
 
 def serve_command(name: str, argv: list[str], entity: str | None, home: str | None) -> int:
     """Run ``pps serve <name> ARGV`` to the end; returns the exit code."""
-    from .plugins import build_plugin_manager
     from .settings import load_settings
 
     given = argparse.ArgumentParser(add_help=False)  # `pps serve mcp --entity lyra`: options after the name
     entity_args(given)
+    given.add_argument("--entities")
     after, _ = given.parse_known_args(argv)
     entity, home = after.entity or entity, after.home or home
+    names = [n.strip() for n in (after.entities or "").split(",") if n.strip()]
+    if names and entity is None and home is None:  # `--entities a,b` alone: the first is the primary one
+        entity = names[0]
     try:
         settings = load_settings(entity, home, must_exist=True)
-        pm = build_plugin_manager(settings.plugins)  # the one this process starts with: the entity opens on it
     except PPSError as exc:
         print(f"pps: error: {exc.message}", file=sys.stderr)
+        return 2
+    return run(name, settings, argv)
+
+
+def run(name: str, settings: EntitySettings, argv: list[str], *,
+        on_served: Callable[[Served], bool] | None = None, idle_s: float = 0.0) -> int:
+    """Serve ``settings``' entity with the transport ``name`` (one of its plugins), ``argv`` its options, until
+    stopped; returns the exit code. For a process that serves on demand (the Claude Code hooks' server):
+    ``on_served(served)`` runs once the entities are reached, before the transport starts (False: stop at
+    once, exit code 0); ``idle_s`` > 0 stops the server once no call has run for that many seconds."""
+    from .plugins import build_plugin_manager
+    from .settings import load_settings
+
+    prefix = f"pps serve {name}: error: "
+    try:
+        pm = build_plugin_manager(settings.plugins)  # the one this process starts with: the entity opens on it
+    except PPSError as exc:
+        print(prefix + exc.message, file=sys.stderr)
         return 2
     transports = transports_of(pm)
     transport = transports.get(name)
@@ -79,16 +101,12 @@ def serve_command(name: str, argv: list[str], entity: str | None, home: str | No
     transport.add_arguments(parser)
     options = parser.parse_args(argv)
     _configure_logging(options.log_level)
-    prefix = f"pps serve {transport.name}: error: "
     try:
         names = [n.strip() for n in (getattr(options, "entities", None) or "").split(",") if n.strip()]
-        if names and entity is None and home is None:  # `--entities a,b` alone: the first is the primary one
-            settings = load_settings(names[0], must_exist=True)
-            pm = build_plugin_manager(settings.plugins)
         all_settings = [settings] + [load_settings(n, must_exist=True) for n in names if n != settings.entity]
         if getattr(options, "no_listen", False):
             listener = None
-        asyncio.run(_serve(transport, all_settings, pm, options, listener))
+        asyncio.run(_serve(transport, all_settings, pm, options, listener, on_served, idle_s))
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:
@@ -112,7 +130,8 @@ def _listener(transports: dict[str, Transport], serving: Transport) -> Transport
 
 
 async def _serve(transport: Transport, all_settings: list[EntitySettings], pm: pluggy.PluginManager,
-                 options: argparse.Namespace, listener: Transport | None) -> None:
+                 options: argparse.Namespace, listener: Transport | None,
+                 on_served: Callable[[Served], bool] | None = None, idle_s: float = 0.0) -> None:
     from .reach import LocalEntity, open_entity
     from .transport import Served
 
@@ -124,17 +143,34 @@ async def _serve(transport: Transport, all_settings: list[EntitySettings], pm: p
             entities.append(await stack.enter_async_context(
                 open_entity(settings, forward=forward, plugin_manager=pm if i == 0 else None)))
         served = Served(entities, pm, options.log_level)
+        if on_served is not None and not on_served(served):
+            return
         owned = [e for e in entities if isinstance(e, LocalEntity)]
         side = None
         if listener is not None and listener.listen is not None and owned:
             side = asyncio.ensure_future(listener.listen(Served(list(owned), pm, options.log_level, served.stopping)))
         main = asyncio.ensure_future(transport.serve(served, options))
-        stopped = await _until_stopped(main, side, served, transport.stop_grace_s)
+        idle = asyncio.ensure_future(_stop_when_idle(served, idle_s)) if idle_s > 0 else None
+        try:
+            stopped = await _until_stopped(main, side, served, transport.stop_grace_s)
+        finally:
+            if idle is not None:
+                idle.cancel()
         if not stopped:  # the transport did not stop in time (a thread blocked on stdin): close the stores, leave
             await stack.aclose()
             log.warning("pps serve %s did not stop within %gs; exiting", transport.name, STOP_GRACE_S)
             sys.stderr.flush()
             os._exit(0)
+
+
+async def _stop_when_idle(served: Served, idle_s: float) -> None:
+    """Set ``served.stopping`` once no call has run on any entity for ``idle_s`` seconds (none in flight)."""
+    while not served.stopping.is_set():
+        await asyncio.sleep(min(5.0, max(0.05, idle_s / 4)))
+        if served.idle_for() > idle_s:
+            print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} idle for {idle_s:g}s: stopping", file=sys.stderr,
+                  flush=True)
+            served.stopping.set()
 
 
 async def _until_stopped(main: asyncio.Future[None], side: asyncio.Future[None] | None, served: Served,

@@ -44,6 +44,10 @@ class Served:
     def get(self, name: str) -> Entity | None:
         return next((e for e in self.entities if e.name == name), None)
 
+    def idle_for(self) -> float:
+        """Seconds since the last call on any of the entities ended; 0 while one runs."""
+        return min((e.idle_for() for e in self.entities), default=0.0)
+
 
 class Transport:
     """Subclass it, set ``name`` and ``help``, implement :meth:`serve`; return an instance from ``pps_transports``."""

@@ -1,0 +1,93 @@
+"""``pps serve``: one plugin manager per process start, and a server started on demand stops when idle."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pluggy
+import pytest
+
+from pps_core import cli
+from pps_core.owner import read_owner
+from pps_core.testing.server import init_entity
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = init_entity(tmp_path, "lyra", "ledger,http,mcp")
+    for key in [k for k in os.environ if k.startswith("PPS_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PPS_ROOT", str(tmp_path))
+    return home
+
+
+def _count_plugin_managers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    built: list[str] = []
+    init = pluggy.PluginManager.__init__
+
+    def counting(self: pluggy.PluginManager, project_name: str) -> None:
+        built.append(project_name)
+        init(self, project_name)
+
+    monkeypatch.setattr(pluggy.PluginManager, "__init__", counting)
+    return built
+
+
+def _sigterm_once_served(home: Path) -> threading.Thread:
+    def watch() -> None:
+        deadline = time.monotonic() + 60
+        while not (read_owner(home) or {}).get("address") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_pps_serve_starts_one_plugin_manager(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pps serve http` (the CLI, the transport lookup, the entity's memory) builds the plugin manager once."""
+    built = _count_plugin_managers(monkeypatch)
+
+    def interrupt(*_: object) -> None:  # the server's own handler replaces it while it serves
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        watcher = _sigterm_once_served(home)
+        code = cli.main(["serve", "http", "--entity", "lyra", "--port", "0"])
+        watcher.join()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert built == ["pps"], f"{len(built)} plugin managers for one process start"
+    assert code == 0
+    assert read_owner(home) is None
+
+
+def test_a_server_started_on_demand_stops_when_idle(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pps_core.serving import run
+    from pps_core.settings import load_settings
+
+    seen: list[str] = []
+
+    def on_served(served) -> bool:  # noqa: ANN001 - pps_core.transport.Served
+        seen.append(served.primary.name)
+        return True
+
+    started = time.monotonic()
+    assert run("http", load_settings("lyra"), ["--port", "0"], on_served=on_served, idle_s=0.5) == 0
+    assert seen == ["lyra"] and time.monotonic() - started < 30
+    assert "idle for 0.5s: stopping" in capsys.readouterr().err
+    assert read_owner(home) is None
+
+
+def test_on_served_may_decline(home: Path) -> None:
+    from pps_core.serving import run
+    from pps_core.settings import load_settings
+
+    assert run("http", load_settings("lyra"), ["--port", "0"], on_served=lambda served: False) == 0
+    assert read_owner(home) is None
