@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hmac
 import os
-import secrets
 from pathlib import Path
 
 TOKEN_FILE = "token"
@@ -25,6 +23,8 @@ def read_token(home: Path) -> str | None:
 
 def write_token(home: Path, token: str | None = None) -> str:
     """Write (or rotate to) a new token atomically with 0600 permissions; returns it."""
+    import secrets  # here, not at the top: the hooks' fast path reads tokens and costs every import
+
     token = token or secrets.token_urlsafe(32)
     home = Path(home)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -44,6 +44,8 @@ def ensure_token(home: Path) -> str:
 
 
 def check_token(expected: str | None, presented: str | None) -> bool:
+    import hmac
+
     if not expected or not presented:
         return False
     return hmac.compare_digest(expected.encode(), presented.encode())

@@ -29,8 +29,8 @@ def server_log(home: Path) -> Path:
 def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
     """(the owner's address or None, how: ``running``, ``started``, or why there is none)."""
     from pps_core.forward import server_address
-    from pps_core.plugins import installed_plugins
     from pps_core.owner import read_owner
+    from pps_core.plugins import installed_plugins
 
     home = Path(settings.home)
     address = server_address(home)
