@@ -91,3 +91,15 @@ def test_on_served_may_decline(home: Path) -> None:
 
     assert run("http", load_settings("lyra"), ["--port", "0"], on_served=lambda served: False) == 0
     assert read_owner(home) is None
+
+
+def test_the_ledger_store_loads_without_pytest() -> None:
+    """pps-core registers `ledger` (for contract suites) in every install: loading it must not need the test
+    tools, or every `pps` plugin command of a user install would warn that it cannot be imported."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['pytest'] = sys.modules['pytest_asyncio'] = None; "
+            "import pps_core.testing.ledger as m; print(m.pps_layers.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "pps_layers", out.stderr[-2000:]
