@@ -43,17 +43,20 @@ def normalize_event(name: str) -> str:
 
 
 def hook_command(event: str, entity: str, home: Path, *, prompt_recall: bool = False) -> str:
-    """``python -S -c <run pps_claude_code.hook> EVENT --entity NAME --home DIR``: without ``site`` (its
+    """``python -I -S -c <run pps_claude_code.hook> EVENT --entity NAME --home DIR``: isolated (Claude Code runs
+    it in the user's project: nothing there is importable, see :mod:`.isolated`) and without ``site`` (its
     .pth processing costs more than the hook's own work when a server runs); the hook loads ``site`` itself
     when it needs the full path."""
     import pps_core
+
+    from .isolated import flags
 
     # this package's folder and pps-core's (one site-packages when installed, two folders when editable)
     parents = list(dict.fromkeys([str(Path(__file__).resolve().parent.parent),
                                   str(Path(pps_core.__file__).resolve().parent.parent)]))
     code = (f"import sys; sys.path[:0] = {parents!r}; "
             "from pps_claude_code.hook import main; sys.exit(main())")
-    parts = [sys.executable, "-S", "-c", code, event, "--entity", entity, "--home", str(home)]
+    parts = [sys.executable, *flags(), "-S", "-c", code, event, "--entity", entity, "--home", str(home)]
     if prompt_recall and event == "UserPromptSubmit":
         parts.append("--recall")
     return " ".join(shlex.quote(p) for p in parts)
