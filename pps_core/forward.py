@@ -59,10 +59,8 @@ def request(address: str, method: str, path: str, token: str | None, body: Any =
     hooks' fast path forwards through here, and ``http.client`` imports the email package, which costs a hook
     more than its own work.
     """
-    from urllib.parse import urlsplit
-
-    url = urlsplit(address)
-    if url.scheme not in ("http", "https") or not url.hostname:
+    url = _split(address)
+    if url is None:
         raise errors.ConfigError(f"owner lock names an unusable server address {address!r}")
     data = None if body is None else json.dumps(body).encode()
     headers = {"Accept": "application/json"}
@@ -71,13 +69,14 @@ def request(address: str, method: str, path: str, token: str | None, body: Any =
     if token:
         headers["Authorization"] = f"Bearer {token}"
     read_timeout = timeout if timeout is not None else float(os.environ.get("PPS_FORWARD_TIMEOUT") or READ_TIMEOUT_S)
-    target = url.path.rstrip("/") + path
+    scheme, host, port, base = url
+    target = base.rstrip("/") + path
     try:
-        if url.scheme == "http":
-            status, raw = _plain_http(url.hostname, url.port or 80, method, target, headers, data,
+        if scheme == "http":
+            status, raw = _plain_http(host, port or 80, method, target, headers, data,
                                       timeout if timeout is not None else CONNECT_TIMEOUT_S, read_timeout)
         else:
-            status, raw = _https(url.hostname, url.port, method, target, headers, data, read_timeout)
+            status, raw = _https(host, port, method, target, headers, data, read_timeout)
     except (OSError, ValueError) as exc:  # timeouts are OSErrors too; ValueError: an answer that is not HTTP
         raise errors.Unavailable(f"the server at {address} owns this entity but did not answer "
                                  f"({type(exc).__name__}: {exc}); is it still starting or stuck?") from None
@@ -88,6 +87,25 @@ def request(address: str, method: str, path: str, token: str | None, body: Any =
     if status < 400:
         return payload
     raise error_from_answer(status, payload, address)
+
+
+def _split(address: str) -> tuple[str, str, int | None, str] | None:
+    """``(scheme, host, port, path)`` of an ``http(s)://host[:port][/path]`` address, or None (by hand:
+    ``urllib.parse`` costs a hook more than the rest of this module)."""
+    scheme, sep, rest = address.partition("://")
+    if not sep or scheme not in ("http", "https"):
+        return None
+    netloc, slash, path = rest.partition("/")
+    if "@" in netloc:
+        return None
+    if netloc.startswith("["):  # [::1]:8765
+        host, _, tail = netloc[1:].partition("]")
+        port_text = tail[1:] if tail.startswith(":") else ("" if not tail else "x")
+    else:
+        host, _, port_text = netloc.partition(":")
+    if not host or (port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536)):
+        return None
+    return scheme, host, int(port_text) if port_text else None, slash + path
 
 
 def _plain_http(host: str, port: int, method: str, target: str, headers: dict[str, str], data: bytes | None,

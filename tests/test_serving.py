@@ -103,3 +103,61 @@ def test_the_ledger_store_loads_without_pytest() -> None:
             "import pps_core.testing.ledger as m; print(m.pps_layers.__name__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "pps_layers", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("address", ["ftp://127.0.0.1:1", "http://:80", "http://user@127.0.0.1:80",
+                                     "http://127.0.0.1:99999", "http://127.0.0.1:x", "127.0.0.1:8765"])
+def test_forwarding_refuses_an_unusable_owner_address(address: str) -> None:
+    from pps_core import errors
+    from pps_core.forward import request
+
+    with pytest.raises(errors.ConfigError, match="unusable server address"):
+        request(address, "GET", "/tools", None)
+
+
+def test_forwarding_reaches_a_real_server_over_ipv4_and_ipv6(tmp_path: Path) -> None:
+    """The hand-rolled client (no http.client) against a real HTTP server on loopback, both families."""
+    import http.server
+    import json
+    import socket
+
+    from pps_core import errors
+    from pps_core.forward import request
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            status = 422 if body.get("bad") else 200
+            answer = ({"error": "invalid_params", "message": "bad: no", "param": "bad"} if status == 422
+                      else {"path": self.path, "auth": self.headers.get("Authorization"), "echo": body})
+            data = json.dumps(answer).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    class V6(http.server.ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+
+    for cls, host, shown in ((http.server.ThreadingHTTPServer, "127.0.0.1", "127.0.0.1"), (V6, "::1", "[::1]")):
+        try:
+            server = cls((host, 0), Handler)
+        except OSError:  # no IPv6 on this machine's loopback
+            assert host == "::1"
+            continue
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            base = f"http://{shown}:{server.server_address[1]}/entities/lyra"
+            answer = request(base, "POST", "/tools/raw_search", "tok", {"q": "ünï ✓"}, timeout=10)
+            assert answer == {"path": "/entities/lyra/tools/raw_search", "auth": "Bearer tok", "echo": {"q": "ünï ✓"}}
+            with pytest.raises(errors.InvalidParams) as err:
+                request(base, "POST", "/tools/raw_search", "tok", {"bad": 1}, timeout=10)
+            assert err.value.param == "bad"
+        finally:
+            server.shutdown()
+            server.server_close()
