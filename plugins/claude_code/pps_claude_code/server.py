@@ -236,7 +236,9 @@ def serve(settings, idle_s: float) -> int:
               file=sys.stderr, flush=True)
         return True
 
-    return run("http", settings, ["--host", "127.0.0.1", "--port", "0"], on_served=owned, idle_s=idle_s)
+    # REST only: hooks forward over the forwarding protocol, and the MCP SDK costs a cold start ~15%
+    return run("http", settings, ["--host", "127.0.0.1", "--port", "0", "--no-mcp"], on_served=owned,
+               idle_s=idle_s)
 
 
 def main(argv: list[str] | None = None) -> int:

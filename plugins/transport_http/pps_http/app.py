@@ -48,16 +48,19 @@ def _json_body(raw: bytes) -> Any:
 class _Entity:
     """One hosted entity: the kernel's entity (calls, auth, limits), its HTTP auth, its MCP session manager."""
 
-    def __init__(self, reached: LocalEntity, host: str) -> None:
-        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-        from mcp.server.transport_security import TransportSecuritySettings
-        from pps_mcp.server import create_server
-
+    def __init__(self, reached: LocalEntity, host: str, *, mcp: bool = True) -> None:
         assert reached.memory is not None
         self.reached = reached
         self.memory = memory = reached.memory
         self.name = reached.name
         self.auth = EntityAuth(self.name, memory.home, gate=reached.gate)
+        self.mcp = self._mcp_manager(reached, host) if mcp else None
+
+    def _mcp_manager(self, reached: LocalEntity, host: str):
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+        from mcp.server.transport_security import TransportSecuritySettings
+        from pps_mcp.server import create_server
+
         if is_loopback(host):
             security = TransportSecuritySettings(
                 allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
@@ -67,7 +70,7 @@ class _Entity:
         # BearerGuard admits only the entity's token, so an MCP caller of an entity that has one is vouched
         # for; without a token the kernel still refuses it a sensitive operation, as on the REST routes.
         caller = Caller.trusted("http+mcp") if self.auth.required else Caller(via="http+mcp")
-        self.mcp = StreamableHTTPSessionManager(
+        return StreamableHTTPSessionManager(
             app=create_server(entity=reached, caller=caller), json_response=True,
             security_settings=security,
             max_request_body_size=reached.max_request_bytes)
@@ -190,11 +193,12 @@ def _mount_pages(app: FastAPI, entity: _Entity) -> None:
 
 
 def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: str = "127.0.0.1",
-               address: str | None = None) -> FastAPI:
+               address: str | None = None, mcp: bool = True) -> FastAPI:
     """A FastAPI app for one or several entities (the kernel's, as ``pps serve`` reached them, or memories: they
     are opened in the app's lifespan when they are not open yet); the first is also served at the bare paths.
 
-    ``address`` (e.g. ``http://127.0.0.1:8765``) is written to each entity's owner lock in the lifespan, so CLI
+    ``mcp=False``: REST only, no ``/mcp`` (the MCP SDK is not even imported: a server started for the forwarding
+    protocol alone starts sooner). ``address`` (e.g. ``http://127.0.0.1:8765``) is written to each entity's owner lock in the lifespan, so CLI
     calls and stdio MCP servers forward to this server (``pps serve`` publishes once the socket accepts instead).
     """
     given = [hosted] if isinstance(hosted, Memory | Entity) else list(hosted)
@@ -203,7 +207,7 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
     reached = [LocalEntity(h) if isinstance(h, Memory) else h for h in given]
     if any(not isinstance(r, LocalEntity) for r in reached):
         raise ValueError("the HTTP app serves entities this process owns, not forwarded ones")
-    entities = {r.name: _Entity(r, host) for r in reached if isinstance(r, LocalEntity)}
+    entities = {r.name: _Entity(r, host, mcp=mcp) for r in reached if isinstance(r, LocalEntity)}
     if len(entities) != len(given):
         raise ValueError("two hosted entities have the same name")
     primary = next(iter(entities.values()))
@@ -221,7 +225,8 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
             for entity in entities.values():
                 _add_tool_routes(app, entity, entity is primary, components, owners)
                 _mount_pages(app, entity)
-                await stack.enter_async_context(entity.mcp.run())
+                if entity.mcp is not None:
+                    await stack.enter_async_context(entity.mcp.run())
             app.openapi_schema = None
             yield
 
@@ -236,9 +241,10 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
         """Liveness (no token needed). The entity's detailed health is the `pps_health` operation."""
         return {"ok": all(e.memory.opened for e in entities.values()), "entities": len(entities)}
 
-    for entity in entities.values():
-        app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint()))
-    app.router.routes.append(Route("/mcp", primary.mcp_endpoint()))
+    if mcp:
+        for entity in entities.values():
+            app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint()))
+        app.router.routes.append(Route("/mcp", primary.mcp_endpoint()))
 
     add_docs_routes(app, entities, primary.name, components)
 

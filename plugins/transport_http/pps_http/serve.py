@@ -2,7 +2,8 @@
 
 The kernel has opened the entities (``pps_core.serving``); this module binds, runs uvicorn on the app and
 publishes the address in each entity's owner lock once the socket accepts. ``listen`` is the same on a free
-loopback port: the kernel runs it beside ``pps serve mcp`` so other processes reach that owner.
+loopback port, REST only (the forwarding protocol): the kernel runs it beside ``pps serve mcp`` so other
+processes reach that owner.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class HttpTransport(Transport):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
         parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
+        parser.add_argument("--no-mcp", action="store_true",
+                            help="REST only, no MCP at /mcp (starts sooner: the MCP SDK is not imported)")
 
     async def serve(self, served: Served, options) -> None:
         if not is_loopback(options.host):
@@ -35,13 +38,14 @@ class HttpTransport(Transport):
                 raise PPSError(f"refusing to listen on {options.host}: entity {bare[0]!r} has no token "
                                "(run `pps init` for it, or bind 127.0.0.1)")
         sock, address = _bind(options.host, options.port)
-        print(f"pps: serving {', '.join(e.name for e in served)} at {address} (REST /tools, MCP /mcp)",
-              file=sys.stderr, flush=True)
-        await run_app(served, sock, address, host=options.host, log_level=options.log_level)
+        mcp = not options.no_mcp
+        print(f"pps: serving {', '.join(e.name for e in served)} at {address} (REST /tools"
+              f"{', MCP /mcp' if mcp else ''})", file=sys.stderr, flush=True)
+        await run_app(served, sock, address, host=options.host, log_level=options.log_level, mcp=mcp)
 
     async def listen(self, served: Served) -> None:
         sock, address = _bind("127.0.0.1", 0)
-        await run_app(served, sock, address, host="127.0.0.1", log_level="warning", quiet=True)
+        await run_app(served, sock, address, host="127.0.0.1", log_level="warning", quiet=True, mcp=False)
 
 
 def _bind(host: str, port: int) -> tuple[socket.socket, str]:
@@ -58,17 +62,17 @@ def _bind(host: str, port: int) -> tuple[socket.socket, str]:
 
 
 async def run_app(served: Served, sock: socket.socket, address: str, *, host: str, log_level: str,
-                  quiet: bool = False, app_wrapper=None) -> None:
+                  quiet: bool = False, mcp: bool = True) -> None:
     """Serve the entities' app on ``sock`` until ``served.stopping`` (or uvicorn's own signal handling); each
     entity's owner lock names ``<address>/entities/<name>`` once the socket accepts. ``quiet``: nothing on
-    stdout (beside stdio MCP), no access log. ``app_wrapper(app)`` may wrap the ASGI app (the hooks' idle clock)."""
+    stdout (beside stdio MCP), no access log. ``mcp=False``: REST only."""
     import uvicorn
 
     from .app import create_app
 
-    app = create_app(list(served), host=host)
+    app = create_app(list(served), host=host, mcp=mcp)
     extra = {"log_config": None, "access_log": False} if quiet else {}
-    server = uvicorn.Server(uvicorn.Config(app_wrapper(app) if app_wrapper else app, log_level=log_level,
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level,
                                            lifespan="on", timeout_graceful_shutdown=5, **extra))
     task = asyncio.ensure_future(server.serve(sockets=[sock]))
     stop = asyncio.ensure_future(served.stopping.wait())
