@@ -148,8 +148,10 @@ class Memory:
     """
 
     def __init__(self, settings: EntitySettings, *, extra_plugins: Sequence[Any] = (), own: bool = True,
-                 lazy: bool = False) -> None:
+                 plugin_manager: pluggy.PluginManager | None = None, lazy: bool = False) -> None:
         self.settings = settings
+        #: Built by the caller for these settings (``pps serve`` builds one per process start), else at open.
+        self._given_pm = plugin_manager
         self.home: Path = Path(settings.home)
         self.tz = ZoneInfo(settings.timezone)
         self._extra_plugins = list(extra_plugins)
@@ -214,8 +216,11 @@ class Memory:
     def load_catalog(self) -> pluggy.PluginManager:
         """Load the entity's plugins and its catalog, opening nothing (``pps operations``, ``--help``)."""
         if self.pm is None:
-            self.pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
-            self._collect_operations(self.pm)
+            pm = self._given_pm
+            if pm is None or self._extra_plugins:
+                pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            self.pm = pm
+            self._collect_operations(pm)
         return self.pm
 
     def _collect_operations(self, pm: pluggy.PluginManager) -> None:
