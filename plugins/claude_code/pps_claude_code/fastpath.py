@@ -30,7 +30,7 @@ BATCH = 200
 DEFAULTS: dict[str, Any] = {
     "user_name": None, "assistant_name": None, "startup_budget": 9_000, "prompt_recall": False,
     "prompt_recall_budget": 2_000, "prompt_recall_limit": 3, "prompt_recall_min_score": {},
-    "prompt_recall_overlap": True, "timeout_s": 8.0, "recap_on_end": True,
+"timeout_s": 8.0, "recap_on_end": True,
 }
 #: Environment variables only the full settings loader resolves: with one set, the fast path declines.
 _FULL_ONLY = ("PPS_PLUGINS", "PPS_USER_NAME", "PPS_DISPLAY_NAME")
@@ -361,8 +361,7 @@ def _handle(remote: Remote, light: Light, event: str, payload: dict[str, Any], r
         prompt = str(payload["prompt"])[:20_000]
         answer = remote.call("ambient_recall", {"context": prompt, "limit_per_layer": cc["prompt_recall_limit"],
                                                 "channel": channel})
-        text = relevant_memories(answer, prompt, cc["prompt_recall_min_score"], cc["prompt_recall_overlap"],
-                                 cc["prompt_recall_budget"])
+        text = relevant_memories(answer, prompt, cc["prompt_recall_min_score"], cc["prompt_recall_budget"])
         if text:
             out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
             record(light.home, "injection", event=event, chars=len(text))

@@ -13,7 +13,9 @@ Pure functions over candidates: no store is named here. :class:`pps_turns.retrie
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -174,7 +176,9 @@ def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexica
         if cfg.time_boost and query.windows and any(a <= created < z for a, z in query.windows):
             s += cfg.time_boost
         scores[i] = s
-        signals[i] = {"bm25": round(lexical.get(i, 0.0), 4), "dense": round(dense[i], 4) if i in dense else None}
+        signals[i] = {"bm25": round(lexical.get(i, 0.0), 4), "dense": round(dense[i], 4) if i in dense else None,
+                      "author": bool(cfg.author_boost and author in query.names),
+                      "time": bool(cfg.time_boost and query.windows and any(a <= created < z for a, z in query.windows))}
     base = dict(scores)
     if cfg.neighbour:
         for i in ids:
@@ -206,3 +210,116 @@ def dense_top(scores, n: int, floor_rank: int) -> tuple[dict[int, float], float]
     top = top[np.argsort(-cos[top])]
     floor = float(cos[top[min(floor_rank, k) - 1]]) if k else 0.0
     return {int(ids[j]): float(cos[j]) for j in top}, floor
+
+
+# -- calibration: a score that means the same thing for every query and every entity ---------------------------
+#
+# The fused score above is relative (BM25 over the query's best candidate, cosine between its 50th and best), so
+# it ranks well but says nothing about whether the best candidate is any match. The calibrated score is the
+# probability that a turn is relevant, from signals that are absolute: the share of the query's word weight
+# (idf) the turn holds, whether it holds the query's rarest word, its cosine, a named author, a named date, the
+# same share for its neighbours, and the fused score. Fitted by logistic regression on the public LoCoMo file
+# (bench/calibrate.py: questions asked of their own conversation and of another conversation's entity, fitted on
+# three conversations, checked on the other two); the command and its numbers are in bench/RESULTS.md.
+
+
+def same_word(term: str, word: str) -> bool:
+    """The query's word, or an inflection of it as a stemmer would match it (cottage/cottages)."""
+    if term == word:
+        return True
+    short, long = sorted((term, word), key=len)
+    return len(short) >= 4 and long.startswith(short[:-1]) and len(long) - len(short) <= 3
+
+
+def matched_terms(terms: list[str], text: str) -> list[str]:
+    """The ``terms`` that ``text`` holds (or an inflection of), in the order of ``terms``."""
+    words = set(tokens(text))
+    return [t for t in terms if t in words or any(same_word(t, w) for w in words)]
+
+
+def idf(n_docs: int, df: int) -> float:
+    """BM25's inverse document frequency: a word no turn holds weighs most, one every turn holds about nothing."""
+    n = max(n_docs, df)
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Per-term weights of a query: idf of each term, and its rarest term."""
+
+    idf: dict[str, float]
+
+    @classmethod
+    def of(cls, terms: list[str], n_docs: int, df: Mapping[str, int]) -> Weights:
+        return cls({t: idf(n_docs, df.get(t, 0)) for t in terms})
+
+    @property
+    def rarest(self) -> str | None:
+        return max(self.idf, key=lambda t: (self.idf[t], t)) if self.idf else None
+
+    def coverage(self, matched: list[str]) -> float:
+        total = sum(self.idf.values())
+        return sum(self.idf[t] for t in matched if t in self.idf) / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A logistic model: probability = 1 / (1 + exp(-(bias + sum(weight * feature)))); missing features are 0."""
+
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    bias: float
+
+    def __call__(self, x: Mapping[str, float]) -> float:
+        z = self.bias + sum(w * float(x.get(f) or 0.0) for f, w in zip(self.features, self.weights, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+# fitted by bench/calibrate.py (see bench/RESULTS.md); the feature names are the keys of a result's ``signals``
+FUSED_FEATURES = ("fused", "coverage", "rare", "dense", "author", "time", "near")
+LEXICAL_FEATURES = ("fused", "coverage", "rare", "author", "time", "near")
+PLAIN_DENSE_FEATURES = ("coverage", "rare", "dense")
+PLAIN_FEATURES = ("coverage", "rare")
+CALIBRATION: dict[str, Calibration] = {
+    "fused": Calibration(FUSED_FEATURES, (1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5), -4.0),
+    "lexical": Calibration(LEXICAL_FEATURES, (1.0, 1.0, 1.0, 0.5, 0.5, 0.5), -4.0),
+    "plain_dense": Calibration(PLAIN_DENSE_FEATURES, (2.0, 1.0, 1.0), -4.0),
+    "plain": Calibration(PLAIN_FEATURES, (2.0, 1.0), -4.0),
+}
+#: The default floor of the calibrated score: below it nothing is returned by a search or injected by recall.
+FLOOR = 0.05
+#: The floor of summaries (same probability scale, the plain models).
+SUMMARY_FLOOR = 0.05
+
+
+def calibrate(ranked: list[tuple[int, float, dict]], texts: Mapping[int, str], terms: list[str],
+              weights: Weights, meta: Mapping[int, tuple], dense_on: bool) -> list[tuple[int, float, dict]]:
+    """Score fused candidates (``fuse_meta``'s output) with the calibrated probability; best first.
+
+    Each candidate's signals gain ``coverage`` (share of the query's idf it holds), ``matched`` (those words),
+    ``rare`` (it holds the query's rarest word), ``near`` (the best coverage of the turns next to it), ``dense``
+    as a feature (its cosine, else the lowest cosine among the dense candidates), ``features`` (what the model
+    read) and ``probability``."""
+    rarest = weights.rarest
+    cov: dict[int, float] = {}
+    matched: dict[int, list[str]] = {}
+    for i, _s, _sig in ranked:
+        matched[i] = matched_terms(terms, texts.get(i, "")) if terms else []
+        cov[i] = weights.coverage(matched[i])
+    cosines = [sig["dense"] for _i, _s, sig in ranked if sig.get("dense") is not None]
+    low = min(cosines, default=0.0)
+    model = CALIBRATION["fused" if dense_on else "lexical"]
+    out = []
+    for i, s, sig in ranked:
+        ch = meta[i][2] if i in meta else None
+        near = max((cov[j] for j in (i - 1, i + 1) if j in cov and j in meta and meta[j][2] == ch), default=0.0)
+        x = {"fused": s, "coverage": cov[i], "rare": float(rarest is not None and rarest in matched[i]),
+             "dense": sig["dense"] if sig.get("dense") is not None else low,
+             "author": float(sig.get("author") or 0), "time": float(sig.get("time") or 0), "near": near}
+        p = model(x)
+        out.append((i, p, {**sig, "coverage": round(cov[i], 4), "matched": matched[i], "rare": bool(x["rare"]),
+                           "near": round(near, 4), "probability": round(p, 4),
+                           "features": {k: round(v, 4) for k, v in x.items() if k in model.features}}))
+    out.sort(key=lambda t: (-t[1], -t[2]["fused"], t[0]))
+    return out
+
