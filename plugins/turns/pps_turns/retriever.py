@@ -228,7 +228,7 @@ class Retriever(_Embedding):
         ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel)
         if calibrated:
             weights = await self.weights(q.terms)
-            ranked = retrieval.calibrate(ranked, {i: t["content"] for i, t in found.items()}, q.terms, weights, meta,
+            ranked = retrieval.calibrate(ranked, {i: t["content"] for i, t in found.items()}, q.terms, weights,
                                          dense_on=qvec is not None)
         if min_score is not None:
             ranked = [r for r in ranked if r[1] >= min_score]
