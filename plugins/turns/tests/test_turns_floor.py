@@ -83,3 +83,22 @@ async def test_forget_search_scores_are_calibrated(make_memory):
     assert [text[x["id"]] for x in got["matches"]][0] == "My bank PIN is 4512, keep it safe for me."
     top = got["matches"][0]
     assert 0 < top["score"] <= 1 and top["scores"]["coverage"] > 0.5 and top["matched"] == ["bank", "pin"]
+
+
+async def test_the_floor_is_per_call_and_bad_floors_are_refused(make_memory):
+    from pps_core.errors import InvalidParams
+
+    m, _text = await _entity(make_memory, ["sqlite"])
+    query = "the fence and the bank"
+    shown = await m.call("ambient_recall", {"context": query})
+    every = await m.call("ambient_recall", {"context": query, "min_score": {"raw_capture": 0}})
+    none = await m.call("ambient_recall", {"context": query, "min_score": {"raw_capture": 1}})
+    turns = [[r for r in a["results"] if r["layer"] == "raw_capture"] for a in (shown, every, none)]
+    assert len(turns[1]) >= len(turns[0]) and turns[2] == []
+    for op, params, name in (("raw_search", {"query": "x", "min_score": 2}, "min_score"),
+                             ("search_summaries", {"query": "x", "min_score": -0.1}, "min_score"),
+                             ("forget_search", {"query": "x", "min_score": "high", "requested_by": "t"}, "min_score"),
+                             ("ambient_recall", {"context": "x", "min_score": {"raw_capture": "nan"}}, "min_score")):
+        with pytest.raises(InvalidParams) as err:
+            await m.call(op, params)
+        assert name in str(err.value)
