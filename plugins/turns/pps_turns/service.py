@@ -355,7 +355,9 @@ class TurnDomain:
 
     async def forget_search(self, p: ForgetSearchParams) -> dict[str, Any]:
         """Two steps. The first lists only turns that contain a word of the query (BM25, with the words each
-        matched: a turn found only "by meaning" is never offered for deletion) and returns a token; the token is
+        matched: a turn found only "by meaning" is never offered for deletion), scored by the calibrated lexical
+        model (the share of the query's word weight they hold) and under raw_capture's floor left out
+        (``min_score``), and returns a token; the token is
         kept in the store (digests, 10 minutes, one use), so any process (``pps call``) can confirm it."""
         store = self._open_store()
         query_digest = hashlib.sha256(f"{p.channel or ''}\x00{p.query}".encode("utf-8", "surrogatepass")).hexdigest()
