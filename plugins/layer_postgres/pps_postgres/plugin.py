@@ -12,7 +12,7 @@ def pps_layers(memory):
 
     from .store import PostgresStore
 
-    return pps_turns.build(memory, PostgresStore(memory)).layers()
+    return pps_turns.build(memory, PostgresStore.for_memory(memory)).layers()
 
 
 @hookimpl
@@ -20,3 +20,10 @@ def pps_operations(memory):
     import pps_turns
 
     return pps_turns.operations_for_memory()
+
+
+@hookimpl
+def pps_turn_copies(memory):
+    import pps_turns
+
+    return pps_turns.turn_copies("the PostgreSQL database (messages, message_summaries, their vectors and indexes)")

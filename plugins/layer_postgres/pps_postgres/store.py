@@ -69,16 +69,20 @@ class PostgresStore:
     exclusive = False
     derived_paths: tuple[str, ...] = ()
 
-    def __init__(self, memory) -> None:
+    def __init__(self, settings: PostgresSettings, entity: str) -> None:
         from .retrieval import TurnMatrix
         from .textsearch import CorpusStats
 
-        self.settings = memory.settings.plugin_settings(PostgresSettings, "postgres")
-        self.schema = schema_for(self.settings, memory.settings.entity)
+        self.settings = settings
+        self.schema = schema_for(self.settings, entity)
         self.pool = None
         self.lock_key = CAPTURE_LOCK + self.schema
         self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
         self.matrix = TurnMatrix(self)
+
+    @classmethod
+    def for_memory(cls, memory) -> PostgresStore:
+        return cls(memory.settings.plugin_settings(PostgresSettings, "postgres"), memory.settings.entity)
 
     @property
     def detail(self) -> str:
@@ -361,7 +365,8 @@ class PostgresStore:
 
     async def forget(self, ids, who, how):
         """As ``pps_sqlite``: turns, the summaries that covered them (their turns back to the backlog),
-        tombstones of their message ids, a log row of ids; then VACUUM, so the dead rows leave the table files."""
+        tombstones of their message ids, a log row of ids; then VACUUM FULL (``forget_rewrite``), so the dead rows'
+        bytes leave the table and index files."""
         ids = sorted(set(ids))
         async with self.connection() as conn, conn.transaction():
             rows = await (await conn.execute("SELECT id, summary_id, message_id FROM messages WHERE id = ANY(%s)",
@@ -391,13 +396,15 @@ class PostgresStore:
                 "returned_to_backlog": returned}
 
     async def _vacuum(self, *tables: str) -> None:
-        """Dead rows keep their bytes in the table files until VACUUM rewrites the pages (outside a transaction)."""
+        """Dead rows keep their bytes in the table files until the pages are reused; VACUUM FULL writes new files
+        without them (outside a transaction)."""
         from psycopg import sql
 
         try:
             async with self.connection() as conn:  # the pool's connections are in autocommit
                 for table in tables:
-                    await conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(table)))
+                    await conn.execute(sql.SQL("VACUUM FULL {}" if self.settings.forget_rewrite else "VACUUM {}")
+                                       .format(sql.Identifier(table)))
         except Exception as exc:  # forgetting is done; the bytes go at the next autovacuum
             log.warning("VACUUM after forgetting did not run: %s: %s", type(exc).__name__, exc)
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pps_core import hookimpl
 
+#: A new entity loads this plugin (pps init, a pps.toml that names no plugins); lower comes first.
+PPS_DEFAULT = 10
+
 
 @hookimpl
 def pps_layers(memory):
@@ -20,3 +23,13 @@ def pps_operations(memory):
     import pps_turns
 
     return pps_turns.operations_for_memory()
+
+
+@hookimpl
+def pps_turn_copies(memory):
+    import pps_turns
+
+    from .db import SQLiteSettings
+
+    file = memory.settings.plugin_settings(SQLiteSettings, "sqlite").file
+    return pps_turns.turn_copies(f"<home>/{file}", f"<home>/{file}.turns.usearch (and .turns.json)")

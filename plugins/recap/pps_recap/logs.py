@@ -5,7 +5,10 @@ Two formats, told apart line by line:
   optional ``reasoning``, ``tool_calls`` with ``function.name/arguments``, ``tool_call_id``), with an
   optional ``timestamp`` (ISO 8601 or epoch seconds; ``ts``/``time``/``created_at`` also read);
 - Claude Code transcripts (``type`` user/assistant, ``message.content`` blocks: text, thinking,
-  tool_use, tool_result).
+  tool_use, tool_result), recognised and read through ``pps_claude_code.transcripts`` (the format's owner).
+
+Every entry passes the one ``<private>`` filter (:func:`pps_core.privacy.drop_private_deep`) as it is read:
+private spans never reach a summary, the ``[llm]`` endpoint or ``_recap.md``.
 """
 
 from __future__ import annotations
@@ -16,26 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pps_claude_code.transcripts import is_transcript_entry, is_wrapper, text_of
+
+from pps_core.privacy import drop_private_deep
+
 from .collapse import category, collapse
 
 _SKIP_SYSTEM = ("[stop]", "[stats]", "Warning:")
-_WRAPPERS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
-             "<command-args>", "<system-reminder>")
-
-
-def text_of(content: Any) -> str:
-    """The text of a message's content: a string, or the ``text`` blocks of a block list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        return "\n".join(p for p in parts if p)
-    return ""
-
-
-def is_transcript_entry(entry: dict[str, Any]) -> bool:
-    """A Claude Code transcript entry (``type`` user/assistant with an API ``message``)."""
-    return entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict)
 
 
 @dataclasses.dataclass
@@ -67,11 +57,17 @@ def _entry_time(entry: dict[str, Any]) -> datetime | None:
     return None
 
 
-def read_lines(path: Path) -> list[dict[str, Any]]:
+def read_lines(path: Path, start: int = 0) -> list[dict[str, Any]]:
+    """The log's entries (JSON objects, one a line) from byte ``start`` on, ``<private>`` spans dropped. A
+    ``start`` inside a line skips that line."""
     entries = []
-    with Path(path).open(encoding="utf-8", errors="replace") as fh:
-        for raw in fh:
-            raw = raw.strip()
+    with Path(path).open("rb") as fh:
+        if start > 0:
+            fh.seek(start - 1)
+            if fh.read(1) != b"\n":
+                fh.readline()  # the rest of a line begun before start
+        for line in fh:
+            raw = line.decode("utf-8", errors="replace").strip()
             if not raw:
                 continue
             try:
@@ -79,7 +75,7 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
             except ValueError:
                 continue
             if isinstance(entry, dict):
-                entries.append(entry)
+                entries.append(drop_private_deep(entry))
     return entries
 
 
@@ -150,7 +146,7 @@ def _claude_code(c: _Collapser, entry: dict[str, Any], ts: datetime | None) -> N
         kind = b.get("type")
         if kind == "text":
             text = (b.get("text") or "").strip()
-            if entry["type"] == "user" and text.startswith(_WRAPPERS):
+            if entry["type"] == "user" and is_wrapper(text):
                 continue
             c.say("User" if entry["type"] == "user" else "Assistant", text, ts)
         elif kind == "thinking":
@@ -173,5 +169,5 @@ def collapse_entries(entries: list[dict[str, Any]]) -> list[Turn]:
     return c.finish()
 
 
-def read_log(path: Path) -> list[Turn]:
-    return collapse_entries(read_lines(path))
+def read_log(path: Path, start: int = 0) -> list[Turn]:
+    return collapse_entries(read_lines(path, start))

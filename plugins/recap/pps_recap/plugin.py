@@ -1,12 +1,16 @@
 """Plugin ``recap`` (distribution pps-recap): session recaps (reference/004).
 
 Provides the ``session_recap`` operation, the ``session_recap`` startup layer (the last session's
-recap, shown first at startup) and the ``pps recap`` command.
+recap, shown first at startup) and the ``pps recap`` command. The recap is a copy of turns, declared to the
+forget lineage (``pps_turn_copies``): forgetting any turn removes it.
 """
 
 from __future__ import annotations
 
 from pps_core import hookimpl
+
+#: A new entity loads this plugin (pps init, a pps.toml that names no plugins); lower comes first.
+PPS_DEFAULT = 60
 
 
 @hookimpl
@@ -35,3 +39,22 @@ def pps_register_commands(cli):
     from .cli import add_commands
 
     add_commands(cli)
+
+
+@hookimpl
+def pps_turn_copies(memory):
+    """``_recap.md`` (and its sidecar) summarizes session logs, the turns' own source: it cannot tell which of
+    its lines came from a forgotten turn (an LLM wrote them), so forgetting any turn removes it, and what the
+    logs held then is never recapped again (``store.forget``)."""
+    import asyncio
+
+    from pps_core.lineage import TurnCopy
+
+    from . import store
+
+    async def forget(turns):
+        await asyncio.to_thread(store.forget, memory.settings)
+
+    return [TurnCopy("session recap", f"{memory.home}/{store.RECAP_FILE} (and {store.META_FILE})", forget=forget,
+                     how="the recap is deleted, and what the session logs held then is never recapped again (a "
+                         "recap is made only of what is said after the forget)")]

@@ -37,6 +37,8 @@ class SessionRecapParams(BaseModel):
     exclude_session: str | None = Field(None, max_length=200,
                                         description="when picking the newest log, skip this session (the current one)")
     fast: bool = Field(False, description="extractive summaries and lexical merge only (no model): for startup paths")
+    if_stale: bool = Field(False, description="only when the log changed since the saved recap was made (or there is "
+                                              "none): a host's startup asks this way; otherwise answers skipped")
 
 
 def resolve_log(memory: Memory, p: SessionRecapParams, *, trusted: bool = False) -> Path:
@@ -95,7 +97,8 @@ def _novelty_fn(memory: Memory, loop: asyncio.AbstractEventLoop):
 
 def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str | None, novelty: bool,
               loop: asyncio.AbstractEventLoop | None = None, progress=None, embed: bool = True):
-    """Blocking: the recap of ``path`` with the entity's embedder and summarizer."""
+    """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds since
+    turns were last forgotten (:func:`store.readable_from`)."""
     from .pipeline import generate
     from .summarize import make_summarizer
 
@@ -105,13 +108,20 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
     embedder = memory.embedder if embed else None
     return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,
                     tz=memory.tz, chunk_tokens=rs.chunk_tokens, merge_threshold=rs.merge_threshold,
-                    progress=progress)
+                    progress=progress, start=store.readable_from(memory.home, path))
 
 
 async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:
     rs = store.recap_settings(memory.settings)
-    path = resolve_log(memory, p)
     budget = p.budget or rs.budget
+    if p.if_stale:
+        if not p.log and store.newest_log(memory.settings, p.exclude_session) is None:
+            return _skipped(None, budget, "no session log")
+        path = resolve_log(memory, p)
+        if not await asyncio.to_thread(store.is_stale, memory.home, path):
+            return _skipped(path, budget, "the saved recap is newer than the log")
+    else:
+        path = resolve_log(memory, p)
     novelty = rs.novelty if p.novelty is None else p.novelty
     loop = asyncio.get_running_loop()
     kind = "extractive" if p.fast else p.summarizer or rs.summarizer
@@ -119,13 +129,19 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
                                     novelty=novelty and not p.fast, loop=loop, embed=not p.fast)
     written = None
     if p.write and recap.text:
-        written = str(await asyncio.to_thread(store.save, memory.home, recap.text, path, recap.stats))
+        saved = await asyncio.to_thread(store.save, memory.home, recap.text, path, recap.stats, recap.start)
+        written = str(saved) if saved else None
     return {
         "text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
         "summarizer": recap.stats.get("summarizer"), "stats": recap.stats,
         "items": [{"start": i.start.isoformat() if i.start else None, "end": i.end.isoformat() if i.end else None,
                    "summary": i.summary, "score": i.score} for i in recap.items],
     }
+
+
+def _skipped(path: Path | None, budget: int, why: str) -> dict[str, Any]:
+    return {"text": "", "source": str(path) if path else None, "tokens": 0, "budget": budget, "written": None,
+            "summarizer": None, "stats": {}, "items": [], "skipped": why}
 
 
 class RecapLayer(Layer):
@@ -137,7 +153,9 @@ class RecapLayer(Layer):
 
     def default_sections(self) -> list[SectionConfig]:
         """The last session's recap comes first in the startup package (``[startup] omit = ["Last session"]``
-        leaves it out)."""
+        leaves it out; so does ``[startup] recap = false``, the older spelling)."""
+        if (self.memory.settings.startup.model_extra or {}).get("recap") is False:
+            return []
         return [SectionConfig(name="Last session", layer=self.name, count=1, position=0)]
 
     def __init__(self, memory: Memory) -> None:
@@ -160,7 +178,8 @@ class RecapLayer(Layer):
                           embed=False)  # inside the startup call's per-layer timeout: no model
         if not recap.text:
             return None
-        store.save(home, recap.text, newest, recap.stats)
+        if store.save(home, recap.text, newest, recap.stats, recap.start) is None:
+            return None  # turns were forgotten meanwhile
         return store.load(home)
 
     async def startup(self, count: int | None) -> StartupItems:

@@ -3,17 +3,27 @@
 The sidecar names the log the recap was made from (path, size, modification time), so a recap can
 be told stale: the newest log changed after it was written (the session crashed before its recap,
 or no recap was ever made). The logs considered are the entity's ``[recap] logs`` globs plus every
-transcript the Claude Code hooks have captured.
+transcript the Claude Code hooks have captured (``pps_claude_code.sessions``).
+
+The recap is a copy of turns (the forget lineage, :mod:`pps_core.lineage`): when any turn is forgotten,
+:func:`forget` removes ``_recap.md`` and its sidecar, and records in ``_recap_forgotten.json`` how far each
+session log reached then (path and size in bytes, nothing of the content). What a log held before a forget
+may hold the forgotten turns, so no recap is made of it again: :func:`readable_from` is where a recap of a
+log may start, and :func:`save` refuses a recap begun before a forget that ended meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import glob
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from pps_claude_code.sessions import captured_sessions
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
@@ -21,6 +31,9 @@ from pps_core.settings import PluginSettings
 
 RECAP_FILE = "_recap.md"
 META_FILE = "_recap.json"
+#: How far each session log reached when turns were last forgotten (paths and byte sizes only).
+FORGOTTEN_FILE = "_recap_forgotten.json"
+LOCK_FILE = ".recap.lock"
 
 
 class RecapSettings(PluginSettings):
@@ -58,15 +71,89 @@ def load(home: Path) -> tuple[str, dict] | None:
     return (text, meta) if text else None
 
 
-def save(home: Path, text: str, source: Path | None, stats: dict) -> Path:
+@contextlib.contextmanager
+def _locked(home: Path) -> Iterator[None]:
+    """Saving a recap and forgetting exclude each other (any process): a recap begun before a forget is
+    never written after it."""
+    fd = os.open(Path(home) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _forgotten(home: Path) -> dict:
+    try:
+        state = json.loads((Path(home) / FORGOTTEN_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) and isinstance(state.get("logs"), dict) else {}
+
+
+def readable_from(home: Path, log: Path) -> int:
+    """The byte offset from which ``log`` may be recapped: what it held when turns were last forgotten may hold
+    them, so only what was written after is read. A log unknown then is unreadable if it has not changed since
+    (it existed then, as far as anyone can tell), readable whole if it changed after."""
+    state = _forgotten(home)
+    if not state:
+        return 0
+    try:
+        st = Path(log).stat()
+    except OSError:
+        return 0
+    reached = state["logs"].get(str(Path(log).resolve()))
+    if isinstance(reached, int):
+        return min(reached, st.st_size)
+    return st.st_size if st.st_mtime <= float(state.get("at") or 0) else 0
+
+
+def forget(settings) -> bool:
+    """Turns were forgotten: the recap (and its sidecar) goes, and every session log is marked as read up to
+    here. True when a recap was removed. Never logs content."""
+    home = Path(settings.home)
     from pps_core.atomic import atomic_write
 
-    meta = {"generated": time.time(), "stats": stats}
-    if source is not None:
-        st = Path(source).stat()
-        meta.update(source=str(Path(source).resolve()), source_size=st.st_size, source_mtime=st.st_mtime)
-    atomic_write(Path(home) / META_FILE, json.dumps(meta, indent=2, default=str))
-    atomic_write(Path(home) / RECAP_FILE, text + "\n")
+    with _locked(home):
+        state = _forgotten(home)
+        logs: dict[str, int] = {k: v for k, v in state.get("logs", {}).items() if isinstance(v, int)}
+        known = [str(p) for p in candidate_logs(settings)]
+        source = (load_meta(home) or {}).get("source")
+        if isinstance(source, str):
+            known.append(source)
+        for name in known:
+            with contextlib.suppress(OSError):
+                logs[name] = max(logs.get(name, 0), os.stat(name).st_size)
+        atomic_write(home / FORGOTTEN_FILE, json.dumps({"at": time.time(), "logs": logs}, indent=2))
+        removed = (home / RECAP_FILE).exists()
+        for name in (RECAP_FILE, META_FILE):
+            (home / name).unlink(missing_ok=True)
+        return removed
+
+
+def load_meta(home: Path) -> dict | None:
+    try:
+        meta = json.loads((Path(home) / META_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def save(home: Path, text: str, source: Path | None, stats: dict, start: int = 0) -> Path | None:
+    """Write the recap of ``source`` read from byte ``start``; None (nothing written) when turns were forgotten
+    since the recap began (``start`` no longer where the log may be read from)."""
+    from pps_core.atomic import atomic_write
+
+    with _locked(home):
+        if source is not None and readable_from(home, source) > start:
+            return None
+        meta: dict = {"generated": time.time(), "stats": stats}
+        if source is not None:
+            st = Path(source).stat()
+            meta.update(source=str(Path(source).resolve()), source_size=st.st_size, source_mtime=st.st_mtime,
+                        source_start=start)
+        atomic_write(Path(home) / META_FILE, json.dumps(meta, indent=2, default=str))
+        atomic_write(Path(home) / RECAP_FILE, text + "\n")
     return Path(home) / RECAP_FILE
 
 
@@ -77,18 +164,10 @@ def candidate_logs(settings, exclude_session: str | None = None) -> list[Path]:
         for name in glob.glob(os.path.expanduser(pattern), recursive=True):
             if os.path.isfile(name):
                 found[str(Path(name).resolve())] = Path(name).resolve()
-    state_dir = Path(settings.home) / "hooks" / "claude-code"
-    if state_dir.is_dir():
-        for state_file in state_dir.glob("*.json"):
-            try:
-                state = json.loads(state_file.read_text())
-            except (OSError, ValueError):
-                continue
-            if exclude_session and state.get("session_id") == exclude_session:
-                continue
-            path = Path(str(state.get("transcript") or ""))
-            if path.is_file():
-                found[str(path.resolve())] = path.resolve()
+    for session in captured_sessions(settings.home):  # what the Claude Code hooks captured (their public contract)
+        if exclude_session and session.session_id == exclude_session:
+            continue
+        found[str(session.transcript.resolve())] = session.transcript.resolve()
     if exclude_session:
         found = {k: p for k, p in found.items() if p.stem != exclude_session}
     return sorted(found.values(), key=lambda p: (p.stat().st_mtime, str(p)))

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from .lineage import turn_copies
 from .service import TurnDomain, build, for_memory, operations
 from .store import BrowsableTurnStore, TurnStore, context_plan, forgotten_ack, message_id_digest
 
 __all__ = ["BrowsableTurnStore", "TurnDomain", "TurnStore", "build", "context_plan", "for_memory", "forgotten_ack",
-           "message_id_digest", "operations", "operations_for_memory"]
+           "message_id_digest", "operations", "operations_for_memory", "turn_copies"]
 
 
 def _domain_of(memory: Any) -> TurnDomain:

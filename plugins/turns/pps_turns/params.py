@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pps_core.privacy import Captured, CapturedMetadata
+
 MAX_LIMIT = 1000
 
 
@@ -21,13 +23,15 @@ class _Params(BaseModel):
 
 
 class TurnIn(_Params):
-    content: str = Field(..., min_length=1, max_length=200_000, description="the turn, verbatim")
+    content: Captured = Field(..., min_length=1, max_length=200_000,
+                              description="the turn, verbatim (<private>...</private> spans dropped)")
     author_name: str = Field(..., min_length=1, max_length=200, description="who said it")
     channel: str = Field(..., min_length=1, max_length=200, description="e.g. 'terminal:<session>', 'discord:<room>'")
     session_id: str | None = Field(None, max_length=200)
     created_at: str | None = Field(None, max_length=64,
                                    description="ISO 8601; without a zone it is read in the entity's zone; default now")
-    metadata: dict[str, Any] | None = Field(None, description="any JSON object, kept with the turn")
+    metadata: CapturedMetadata | None = Field(None, description="any JSON object, kept with the turn "
+                                                                "(<private> spans dropped from every string)")
     message_id: str | None = Field(None, min_length=1, max_length=200,
                                    description="client id: a repeat with the same id stores nothing new")
 

@@ -27,6 +27,8 @@ async def fts_hits(m, backend, word: str) -> int:
     if backend == "sqlite":
         return await store.db.run(lambda c: c.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?",
                                                        (word,)).fetchone()[0], store.db.conn)
+    if backend == "memstore":
+        return sum(word in t["content"] for t in store.d["turns"].values())
     return (await store.fetch("SELECT count(*) AS n FROM messages WHERE tsv @@ plainto_tsquery('english', %s)",
                               (word,)))[0]["n"]
 
@@ -170,5 +172,17 @@ async def test_private_spans_are_never_stored(make_memory, backend):
     assert [t["content"] for t in turns] == ["login with then deploy", "[private]", "unclosed"]
     assert one["id"] == turns[0]["id"]
     assert await fts_hits(m, backend, SECRET) == 0
+
+
+async def test_private_spans_in_metadata_are_never_stored(make_memory):
+    m = await make_memory(plugins=["sqlite"])
+    await m.call("store_message", {"content": "deploy", "author_name": "J", "channel": "c", "metadata": {
+        "note": f"key <private>{SECRET}</private>", f"<private>{SECRET}</private>k": [f"<private>{SECRET}</private>"]}})
+    await m.call("store_messages", {"messages": [{"content": "again", "author_name": "J", "channel": "c",
+                                                  "metadata": {"deep": {"x": f"<private>{SECRET}</private>"}}}]})
+    stored = json.dumps((await m.call("get_turns_since_summary", {"oldest_first": True}))["turns"])
+    assert SECRET not in stored and '"note": "key"' in stored
+    await m.close()
+    assert SECRET.encode() not in b"".join(p.read_bytes() for p in m.home.rglob("*") if p.is_file())
 
 
