@@ -43,7 +43,7 @@ class AmbientRecallParams(BaseModel):
                                description="most characters of text to return; what is left out is listed")
     min_score: dict[str, float] | None = Field(
         None, max_length=100, description="layer -> lowest score shown, for this call (over [recall] min_score and "
-                                          "the layer's own floor); e.g. {\"raw_capture\": 0} shows every match")
+                                          "the layer's own floor); 0 for a layer shows every match it found")
 
     @field_validator("min_score")
     @classmethod
