@@ -90,6 +90,9 @@ class GraphitiLayer(Layer):
 
     async def close(self) -> None:
         await self.ingestor.stop()
+        novelty = self.memory.rankers.get("novelty")
+        if novelty is not None and hasattr(novelty, "stop"):  # counts kept in the graph: the last batch
+            await novelty.stop()
         if self.graph is not None:
             graph, self.graph = self.graph, None
             if self.fault:  # closing checkpoints, and a graph that failed a write aborts the process there
