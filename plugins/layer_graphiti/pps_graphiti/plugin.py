@@ -98,3 +98,10 @@ def _settings():
     from .settings import GraphitiSettings
 
     return GraphitiSettings
+
+
+@hookimpl
+def pps_register_commands(cli):
+    from .migrate import register
+
+    register(cli)
