@@ -7,8 +7,12 @@ from pps_core import hookimpl
 
 @hookimpl
 def pps_layers(memory):
-    from .layer import CrystalLayer
+    from .layer import CrystalLayer, CrystalSettings
 
+    if memory.settings.plugin_settings(CrystalSettings, "crystals").store == "postgres":
+        from .pgstore import PgCrystalLayer
+
+        return [PgCrystalLayer(memory)]
     return [CrystalLayer(memory)]
 
 
@@ -17,3 +21,10 @@ def pps_operations(memory):
     from .operations import operations
 
     return operations()
+
+
+@hookimpl
+def pps_register_commands(cli):
+    from .sync import register
+
+    register(cli)
