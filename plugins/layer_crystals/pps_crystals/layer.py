@@ -34,9 +34,10 @@ class CrystalSettings(PluginSettings, env_prefix="PPS_CRYSTALS_"):
         "files", description="files = crystal_NNN.md in the home (one owner); postgres = one table shared by "
                              "every server of the entity (needs dsn; pip install 'pps[postgres]')")
     dsn: str = Field("", description="store = postgres: libpq connection string or URI (password in PGPASSWORD "
-                                     "or ~/.pgpass)")
+                                     "or ~/.pgpass); default: [postgres] dsn")
     schema_name: str = Field("", alias="schema", max_length=63,
-                             description="store = postgres: the schema; default pps_<entity> (pps-postgres's)")
+                             description="store = postgres: the schema; default: [postgres] schema, else "
+                                         "pps_<entity>")
 
 
 def crystal_name(number: int) -> str:

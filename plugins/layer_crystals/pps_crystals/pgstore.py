@@ -39,9 +39,10 @@ MIGRATIONS = [
 LIVE = "state = 'live'"
 
 
-def schema_for(settings: CrystalSettings, entity: str) -> str:
-    """``[crystals] schema``, default ``pps_<entity>`` folded as pps-postgres folds it (the entity's one schema)."""
-    name = settings.schema_name
+def schema_for(settings: CrystalSettings, entity: str, postgres: dict | None = None) -> str:
+    """``[crystals] schema``, else ``[postgres] schema``, else ``pps_<entity>`` folded as pps-postgres folds it: the
+    entity's one schema."""
+    name = settings.schema_name or str((postgres or {}).get("schema") or "")
     if not name:
         folded = re.sub(r"[^a-z0-9_]", "_", entity.lower())
         name = "pps_" + folded + ("" if folded == entity else "_" + hashlib.sha1(entity.encode()).hexdigest()[:8])
@@ -50,12 +51,20 @@ def schema_for(settings: CrystalSettings, entity: str) -> str:
     return name
 
 
+def open_store(settings: CrystalSettings, entity_settings) -> CrystalStore:
+    """The table of this entity: ``[crystals] dsn``/``schema``, each defaulting to ``[postgres]``'s."""
+    postgres = entity_settings.section("postgres")
+    return CrystalStore(settings.dsn or str(postgres.get("dsn") or ""),
+                        schema_for(settings, entity_settings.entity, postgres))
+
+
 class CrystalStore:
     """The table, over one connection of this process (crystals are few and small: calls take turns)."""
 
     def __init__(self, dsn: str, schema: str, connect_timeout_s: float = 10.0) -> None:
         if not dsn:
-            raise ConfigError('crystals.dsn: store = "postgres" needs a dsn, e.g. "postgresql://pps@db/pps"')
+            raise ConfigError('crystals.dsn: store = "postgres" needs a dsn (or a [postgres] dsn), e.g. '
+                              '"postgresql://pps@db/pps"')
         self.dsn = dsn
         self.schema = schema
         self.connect_timeout_s = connect_timeout_s
@@ -155,7 +164,7 @@ class PgCrystalLayer(Layer):
     def __init__(self, memory) -> None:
         super().__init__()
         self.settings: CrystalSettings = memory.settings.plugin_settings(CrystalSettings, "crystals")
-        self.store = CrystalStore(self.settings.dsn, schema_for(self.settings, memory.settings.entity))
+        self.store = open_store(self.settings, memory.settings)
         self._tokens: dict[int, tuple[int, list[str]]] = {}  # number -> (version, tokens)
 
     def default_sections(self) -> list[SectionConfig]:

@@ -77,16 +77,17 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-async def sync(settings, home: Path, entity: str) -> dict[str, Any]:
+async def sync(settings, entity_settings) -> dict[str, Any]:
     """Send the home's edited and unknown crystal files to the table, then write the table out; a report."""
     from pps_core.atomic import atomic_write
 
-    from .pgstore import CrystalStore, schema_for
+    from .pgstore import open_store
 
     cs: CrystalSettings = settings
+    home = Path(entity_settings.home)
     folder = Path(home) / cs.directory
     archive, trash = folder / "archive", folder / "deleted"
-    store = CrystalStore(cs.dsn, schema_for(cs, entity))
+    store = open_store(cs, entity_settings)
     report: dict[str, list[str]] = {"imported": [], "updated": [], "conflicts": [], "written": [], "removed": []}
     try:
         with _locked(folder):
@@ -154,7 +155,7 @@ def cmd_crystals_sync(args: argparse.Namespace) -> int:
               '(set store = "postgres" and dsn to move them into PostgreSQL with this command)', file=sys.stderr)
         return 2
     try:
-        report = asyncio.run(sync(cs, Path(settings.home), settings.entity))
+        report = asyncio.run(sync(cs, settings))
     except PPSError as exc:
         print(f"pps crystals sync: {exc}", file=sys.stderr)
         return 1

@@ -66,3 +66,14 @@ async def test_a_wrong_dsn_is_a_clear_unavailable_layer(make_memory):
     m = await make_memory(plugins=["crystals"], crystals={"store": "postgres", "dsn": "postgresql://nobody@127.0.0.1:1/x"})
     health = (await m.call("pps_health"))["layers"]["crystallization"]
     assert not health["available"] and "127.0.0.1" in health["detail"]
+
+
+async def test_the_dsn_and_schema_default_to_the_postgres_section(make_memory, postgres_section):  # noqa: F811
+    section = postgres_section("testentity")
+    m = await make_memory(plugins=["crystals"], crystals={"store": "postgres"}, postgres=section)
+    await m.call("crystallize", {"content": "shared through [postgres]"})
+    import psycopg
+
+    with psycopg.connect(section["dsn"]) as conn:
+        assert conn.execute(f'SELECT content FROM "{section["schema"]}".crystals').fetchall() == [
+            ("shared through [postgres]",)]
