@@ -91,7 +91,7 @@ def _refresh_recap(client, settings, session: str) -> None:
         return
     try:
         newest = store.newest_log(settings, exclude_session=session)
-        if newest is not None and store.is_stale(settings.home, newest):
+        if newest is not None and store.is_stale(settings, newest):
             client.call("session_recap", {"log": str(newest), "fast": True, "write": True})
             log(settings.home, f"SessionStart: recap regenerated from {newest}")
     except Exception as exc:  # noqa: BLE001 - the startup package matters more than the recap

@@ -102,7 +102,7 @@ def _recap_beside_server(settings, params: dict) -> dict:
                          merge_threshold=rs.merge_threshold, progress=tick)
     finally:
         bar.close()
-    written = str(store.save(settings.home, recap.text, path, recap.stats)) if p.write and recap.text else None
+    written = str(store.save(settings, recap.text, path, recap.stats)) if p.write and recap.text else None
     return _answer(recap, path, budget, written)
 
 
@@ -136,5 +136,5 @@ def _recap_here(memory, loop, params: dict) -> dict:
                                   novelty=bool(p.novelty if p.novelty is not None else rs.novelty), progress=tick)
     finally:
         bar.close()
-    written = str(store.save(memory.home, recap.text, path, recap.stats)) if p.write and recap.text else None
+    written = str(store.save(memory.settings, recap.text, path, recap.stats)) if p.write and recap.text else None
     return _answer(recap, path, budget, written)

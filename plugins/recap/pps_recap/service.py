@@ -37,6 +37,8 @@ class SessionRecapParams(BaseModel):
     exclude_session: str | None = Field(None, max_length=200,
                                         description="when picking the newest log, skip this session (the current one)")
     fast: bool = Field(False, description="extractive summaries and lexical merge only (no model): for startup paths")
+    only_if_stale: bool = Field(False, description="do nothing when the saved recap was made from this log as it "
+                                                   "is now (the hooks' check at session start)")
 
 
 def resolve_log(memory: Memory, p: SessionRecapParams, *, trusted: bool = False) -> Path:
@@ -112,6 +114,9 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
     rs = store.recap_settings(memory.settings)
     path = resolve_log(memory, p)
     budget = p.budget or rs.budget
+    if p.only_if_stale and not await asyncio.to_thread(store.is_stale, memory.settings, path):
+        return {"text": "", "source": str(path), "tokens": 0, "budget": budget, "written": None, "summarizer": None,
+                "stats": {}, "items": [], "skipped": "the saved recap is of this log as it is now"}
     novelty = rs.novelty if p.novelty is None else p.novelty
     loop = asyncio.get_running_loop()
     kind = "extractive" if p.fast else p.summarizer or rs.summarizer
@@ -119,7 +124,7 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
                                     novelty=novelty and not p.fast, loop=loop, embed=not p.fast)
     written = None
     if p.write and recap.text:
-        written = str(await asyncio.to_thread(store.save, memory.home, recap.text, path, recap.stats))
+        written = str(await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats))
     return {
         "text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
         "summarizer": recap.stats.get("summarizer"), "stats": recap.stats,
@@ -133,7 +138,7 @@ class RecapLayer(Layer):
 
     name = "session_recap"
     title = "Last session"
-    exclusive = False  # _recap.md is replaced atomically: any number of processes may write it
+    exclusive = False  # _recap.md is replaced atomically (the row in PostgreSQL too): any process may write it
 
     def default_sections(self) -> list[SectionConfig]:
         """The last session's recap comes first in the startup package (``[startup] omit = ["Last session"]``
@@ -148,8 +153,8 @@ class RecapLayer(Layer):
         return []  # a recap is procedural state for the next instance, not searchable memory (reference/004)
 
     def _load_or_make(self) -> tuple[str, dict] | None:
-        home = self.memory.home
-        saved = store.load(home)
+        settings = self.memory.settings
+        saved = store.load(settings)
         if saved is not None or not store.recap_settings(self.memory.settings).startup_regenerate:
             return saved
         newest = store.newest_log(self.memory.settings)
@@ -160,8 +165,8 @@ class RecapLayer(Layer):
                           embed=False)  # inside the startup call's per-layer timeout: no model
         if not recap.text:
             return None
-        store.save(home, recap.text, newest, recap.stats)
-        return store.load(home)
+        store.save(settings, recap.text, newest, recap.stats)
+        return store.load(settings)
 
     async def startup(self, count: int | None) -> StartupItems:
         found = await asyncio.to_thread(self._load_or_make)
@@ -173,9 +178,13 @@ class RecapLayer(Layer):
                                                 timestamp=when, metadata={"log": meta.get("source")})], total=1)
 
     async def health(self) -> LayerHealth:
-        path = Path(self.memory.home) / store.RECAP_FILE
-        return LayerHealth(layer=self.name, available=True, detail=str(path),
-                           counts={"recap": int(path.is_file())})
+        settings = self.memory.settings
+        try:
+            saved = await asyncio.to_thread(store.load, settings)
+        except Exception as exc:  # noqa: BLE001 - a health check reports, never raises
+            return LayerHealth(layer=self.name, available=False, detail=f"{type(exc).__name__}: {exc}")
+        return LayerHealth(layer=self.name, available=True, detail=store.describe(settings),
+                           counts={"recap": int(saved is not None)})
 
 
 def _entity_log(memory: Memory, path: Path) -> bool:

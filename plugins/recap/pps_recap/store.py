@@ -4,6 +4,10 @@ The sidecar names the log the recap was made from (path, size, modification time
 be told stale: the newest log changed after it was written (the session crashed before its recap,
 or no recap was ever made). The logs considered are the entity's ``[recap] logs`` globs plus every
 transcript the Claude Code hooks have captured.
+
+With ``[recap] store = "postgres"`` the recap and its sidecar are one row of the entity's PostgreSQL schema
+instead (:mod:`.pgstore`): every server of the entity reads and writes the same one. :func:`load`, :func:`save`,
+:func:`remove` and :func:`is_stale` take the entity's settings to pick the store (a bare home is the files).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
@@ -38,14 +43,44 @@ class RecapSettings(PluginSettings):
     chunk_tokens: int = Field(350, ge=50, le=10_000)
     merge_threshold: float | None = Field(None, ge=-1, le=1, description="None = 0.55 embeddings, 0.2 lexical")
     startup_regenerate: bool = Field(True, description="at startup, regenerate a missing recap from the newest log")
+    store: Literal["files", "postgres"] = Field(
+        "files", description="files = _recap.md in the home; postgres = one row of the entity's schema, shared by "
+                             "every server (pip install 'pps[postgres]')")
+    dsn: str = Field("", description="store = postgres: libpq connection string; default: [postgres] dsn")
+    schema_name: str = Field("", alias="schema", max_length=63,
+                             description="store = postgres: the schema; default: [postgres] schema, else pps_<entity>")
 
 
 def recap_settings(settings) -> RecapSettings:
     return settings.plugin_settings(RecapSettings, "recap")
 
 
-def load(home: Path) -> tuple[str, dict] | None:
-    """The saved recap text and its sidecar, or None."""
+def _where(where: Any) -> tuple[Path, tuple[str, str] | None]:
+    """``where`` (a home, or an entity's settings) as its home and, when the recap is kept in PostgreSQL, the
+    ``(dsn, schema)`` of its row."""
+    if isinstance(where, str | Path):
+        return Path(where), None
+    rs = recap_settings(where)
+    if rs.store != "postgres":
+        return Path(where.home), None
+    from . import pgstore
+
+    return Path(where.home), pgstore.target(rs, where)
+
+
+def describe(settings) -> str:
+    """Where the recap is kept, for messages and ``pps privacy``."""
+    home, pg = _where(settings)
+    return f"postgres {pg[1]}.recaps" if pg else str(home / RECAP_FILE)
+
+
+def load(where: Any) -> tuple[str, dict] | None:
+    """The saved recap text and its sidecar, or None (``where``: the entity's settings, or a home: the files)."""
+    home, pg = _where(where)
+    if pg is not None:
+        from . import pgstore
+
+        return pgstore.load(*pg)
     path = Path(home) / RECAP_FILE
     if not path.is_file():
         return None
@@ -58,16 +93,34 @@ def load(home: Path) -> tuple[str, dict] | None:
     return (text, meta) if text else None
 
 
-def save(home: Path, text: str, source: Path | None, stats: dict) -> Path:
+def save(where: Any, text: str, source: Path | None, stats: dict) -> Path | str:
+    """Keep ``text`` as the entity's recap; where it went (the file, or ``postgres <schema>.recaps``)."""
     from pps_core.atomic import atomic_write
 
+    home, pg = _where(where)
     meta = {"generated": time.time(), "stats": stats}
     if source is not None:
         st = Path(source).stat()
         meta.update(source=str(Path(source).resolve()), source_size=st.st_size, source_mtime=st.st_mtime)
+    if pg is not None:
+        from . import pgstore
+
+        pgstore.save(*pg, text, meta)
+        return f"postgres {pg[1]}.recaps"
     atomic_write(Path(home) / META_FILE, json.dumps(meta, indent=2, default=str))
     atomic_write(Path(home) / RECAP_FILE, text + "\n")
     return Path(home) / RECAP_FILE
+
+
+def remove(where: Any) -> None:
+    """Delete the saved recap wherever it is kept (forgetting turns does: the recap is a copy of them)."""
+    home, pg = _where(where)
+    if pg is not None:
+        from . import pgstore
+
+        pgstore.remove(*pg)
+    for name in (RECAP_FILE, META_FILE):
+        (home / name).unlink(missing_ok=True)
 
 
 def candidate_logs(settings, exclude_session: str | None = None) -> list[Path]:
@@ -99,9 +152,9 @@ def newest_log(settings, exclude_session: str | None = None) -> Path | None:
     return logs[-1] if logs else None
 
 
-def is_stale(home: Path, log: Path | None) -> bool:
+def is_stale(where: Any, log: Path | None) -> bool:
     """True when there is no recap, its own log changed since, or ``log`` was written after it."""
-    saved = load(home)
+    saved = load(where)
     if saved is None:
         return log is not None
     if log is None:
