@@ -205,7 +205,7 @@ def db_path(home: Path) -> Path:
 
 async def build(home: Path, n: int, graph: bool, embedder: bool = True) -> tuple[Plan, np.ndarray]:
     from pps_embeddings.onnx import OnnxEmbedder
-    from pps_sqlite.turnindex import RECIPE
+    from pps_turns.vectors import RECIPE
 
     home.mkdir(parents=True, exist_ok=True)
     texts = pool_texts()
@@ -396,7 +396,8 @@ def mib(b: int) -> str:
 
 async def measure(home: Path, plan: Plan, args) -> None:
     import psutil
-    from pps_sqlite import retrieval
+    from pps_sqlite import lexical
+    from pps_turns import retrieval
 
     n = plan.n
     db = db_path(home)
@@ -487,14 +488,14 @@ async def measure(home: Path, plan: Plan, args) -> None:
         np.argpartition(-s, 10)[:10]
         bf.append((time.perf_counter() - t) * 1000)
     # the bounded lexical pass against exhaustive BM25 (the same terms), top 10
-    authors = retrieval.author_tokens(conn)
-    df = retrieval.DocFreq()
+    authors = retrieval.author_tokens(lexical.author_names(conn))
+    df = lexical.DocFreq()
     lex_overlap = []
     for q in qs:
         terms = retrieval.parse_query(q, authors).terms
-        full = retrieval.bm25_scores(conn, terms, 10)
+        full = lexical.bm25_scores(conn, terms, 10)
         if full:
-            got = retrieval.bm25_bounded(conn, terms, 200, None, retrieval.DEFAULT.lexical_budget, df)
+            got = lexical.bm25_bounded(conn, terms, 200, None, retrieval.DEFAULT.lexical_budget, df)
             top = sorted(got, key=lambda i: (-got[i], i))[:10]
             lex_overlap.append(len(set(full) & set(top)) / len(full))
     exact_ids, exact_s = exact_dense(mat, chans, np.stack(qvecs), retrieval.DEFAULT.context) if qvecs else ([], [])

@@ -22,7 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pps_sqlite.loadgen import audit, report, run_load
+from pps_sqlite.testing import audit
+from pps_turns.loadgen import report, run_load
 
 from pps_core.testing.server import init_entity, start_server
 

@@ -139,7 +139,7 @@ def variants(retrieval) -> dict[str, object]:
 
 async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, extra: dict | None,
                            settings: dict | None = None) -> dict:
-    from pps_sqlite import retrieval
+    from pps_turns import retrieval
 
     from pps_core import Memory
 
@@ -174,8 +174,9 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
                 lat.append((time.perf_counter() - t0) * 1000)
                 ranked = [(r.metadata.get("metadata") or {}).get("dia_id") for r in found]
                 out.setdefault("PPS fused (default)", []).append((q["category"], score(ranked, q["evidence"])))
-                base = await raw.backend.lexical_search(q["question"], K)
-                out.setdefault("FTS5 BM25 alone" if raw.db is not None else "tsvector BM25 alone", []).append(
+                base = await raw.backend.lexical_search(q["question"], K)  # the store's own ranking, a baseline
+                sqlite = hasattr(raw.backend, "db")
+                out.setdefault("FTS5 BM25 alone" if sqlite else "tsvector BM25 alone", []).append(
                     (q["category"], score([t["metadata"].get("dia_id") for t in base], q["evidence"])))
                 for name, cfg in configs.items():
                     got = await raw.retriever.search(q["question"], K, cfg=cfg)

@@ -95,7 +95,7 @@ async def capture_rate(home: Path, texts: list[str], plugins: list[str]) -> tupl
         t0 = time.perf_counter()
         for t in texts:
             await memory.call("store_message", {"content": t, "author_name": "Lyra", "channel": "terminal"})
-        return len(texts) / (time.perf_counter() - t0), memory.layer("raw_capture").db.path
+        return len(texts) / (time.perf_counter() - t0), memory.layer("raw_capture").backend.db.path
 
 
 async def capture(home: Path, n: int) -> tuple[float, float, float | None]:
@@ -134,7 +134,7 @@ async def main() -> None:
         memory = await build(Path(tmp) / "bench", args.turns, args.unsummarized, args.crystals)
         print(f"built {args.turns} turns ({args.unsummarized} unsummarized), {args.crystals} crystals "
               f"in {time.perf_counter() - t0:.1f}s")
-        db = memory.layer("raw_capture").db.path
+        db = memory.layer("raw_capture").backend.db.path
         startup = await timed(lambda: memory.call("ambient_recall", {"context": "startup"}), args.runs)
         qi = iter(QUERIES * args.runs)
         search = await timed(lambda: memory.call("ambient_recall", {"context": next(qi)}), args.runs)

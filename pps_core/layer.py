@@ -45,7 +45,11 @@ class Layer(abc.ABC):
 
     @abc.abstractmethod
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        """Return up to ``limit`` results for a free-text query, best first."""
+        """Return up to ``limit`` results for a free-text query, best first.
+
+        A layer may take keyword filters after ``offset`` (e.g. ``channel``), documented by the layer; they reach it
+        through ``memory.search_layer(name, query, limit, offset, **filters)``, the one search path (rankers,
+        latency)."""
 
     async def recent(self, limit: int) -> list[SearchResult]:
         """Return the ``limit`` newest items, oldest first. Layers without recency return []."""

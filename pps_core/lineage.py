@@ -4,7 +4,7 @@ A plugin that keeps anything derived from turns (an index, a vector, a summary, 
 a file) declares each such place as a :class:`TurnCopy` from its ``pps_turn_copies`` hook, with the function
 that removes the forgotten turns from it. When turns are forgotten, the store that captured them deletes them
 (and logs ids, time and who asked, never content), then calls :meth:`Lineage.forget`, which runs every declared
-copy's ``forget`` and reports the ones that failed. ``pps privacy`` prints the list.
+copy's ``forget`` and reports the ones that failed. The ``turn_copies`` operation lists them.
 
 The kernel enforces the declaration: a plugin that observes turns (implements ``pps_message_stored``,
 ``pps_summary_stored`` or ``pps_messages_forgotten``) but does not implement ``pps_turn_copies`` is refused when

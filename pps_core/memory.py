@@ -241,6 +241,12 @@ class Memory:
             self.events.operation_called(name=name, params=validated.model_dump(mode="json"), ok=ok,
                                          ms=(time.perf_counter() - started) * 1000)
 
+    def writing(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """A write that does not come through :meth:`call` (a background job storing through a layer's
+        contract): it holds the same gate as an operation's write, so :meth:`writes_paused` waits for it. Inside
+        an operation it is already held (nothing more happens)."""
+        return self._gate.write()
+
     def writes_paused(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Hold every write through the catalog (in this process) until the block ends: a consistent moment
         for a backup. Writes in flight finish first; new ones wait."""
@@ -260,13 +266,18 @@ class Memory:
             raise Unavailable(f"layer {name!r} is not loaded for entity {self.settings.entity!r}")
         return layer
 
-    async def search_layer(self, name: str, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        """Search one layer, then run the rankers configured for it, in order."""
+    async def search_layer(self, name: str, query: str, limit: int, offset: int = 0,
+                           **filters: Any) -> list[SearchResult]:
+        """Search one layer, then run the rankers configured for it, in order.
+
+        ``filters`` (e.g. ``channel="discord:x"``) are passed to the layer's ``search`` as keywords, for layers
+        that document them; a filter whose value is None is left out."""
         layer = self.require_layer(name)
         started = time.perf_counter()
         rankers = [self.rankers[n] for n in self.settings.rankers.get(name, [])]
         fetch = limit if not rankers else max(limit * 2, limit + 10)
-        results = await layer.search(query, fetch, offset)
+        given = {k: v for k, v in filters.items() if v is not None}
+        results = await (layer.search(query, fetch, offset, **given) if given else layer.search(query, fetch, offset))
         for ranker in rankers:
             results = ranker.rerank(query, results, limit)
         layer.record_latency(started)

@@ -26,7 +26,7 @@ def fingerprint(home):
 async def snapshot(memory):
     raw = memory.layer("raw_capture")
     if raw is not None:
-        await raw.db.run(lambda: raw.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+        await raw.backend.db.run(lambda: raw.backend.db.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)"))
     return fingerprint(memory.home)
 
 
@@ -239,5 +239,5 @@ async def test_deep_nesting_and_calendar_edges_on_every_operation_then_every_rea
     rows = turns.get("turns") or turns.get("results") or []
     assert rows, turns
     raw = memory.layer("raw_capture")
-    stored = await raw.db.run(lambda: [r[0] for r in raw.db.conn.execute("SELECT created_at FROM messages")])
+    stored = await raw.backend.db.run(lambda: [r[0] for r in raw.backend.db.conn.execute("SELECT created_at FROM messages")])
     assert all(MIN_YEAR <= int(str(t)[:4]) <= MAX_YEAR for t in stored), stored

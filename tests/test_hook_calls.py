@@ -56,6 +56,10 @@ class Emits:
 class Recorder:
     __pps_name__ = "recorder"
 
+    @hookimpl
+    def pps_turn_copies(self, memory):
+        return []  # keeps nothing of a turn
+
     def __init__(self):
         self.events = []
 
@@ -82,6 +86,10 @@ class Recorder:
 
 class Exploding:
     __pps_name__ = "exploding"
+
+    @hookimpl
+    def pps_turn_copies(self, memory):
+        return []  # keeps nothing of a turn
 
     @hookimpl
     def pps_message_stored(self, memory, message):
@@ -241,6 +249,10 @@ async def test_hook_pps_message_stored(make_memory, caplog):
         __pps_name__ = "refuses"
 
         @hookimpl
+        def pps_turn_copies(self, memory):
+            return []
+
+        @hookimpl
         def pps_message_stored(self, memory, message):
             raise Conflict("meant for the caller")
 
@@ -263,6 +275,10 @@ async def test_hook_pps_messages_forgotten(make_memory):
         __pps_name__ = "index"
 
         @hookimpl
+        def pps_turn_copies(self, memory):
+            return []
+
+        @hookimpl
         def pps_messages_forgotten(self, memory, ids):
             async def drop():
                 forgotten.extend(ids)
@@ -270,6 +286,10 @@ async def test_hook_pps_messages_forgotten(make_memory):
 
     class Broken:
         __pps_name__ = "broken"
+
+        @hookimpl
+        def pps_turn_copies(self, memory):
+            return []
 
         @hookimpl
         def pps_messages_forgotten(self, memory, ids):

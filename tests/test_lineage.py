@@ -93,3 +93,12 @@ def test_drop_private_deep_filters_every_string_keys_included():
     out = drop_private_deep(data)
     assert "k1" not in repr(out) and "k2" not in repr(out) and "k3" not in repr(out) and "k4" not in repr(out)
     assert out["note"] == "ok" and out["n"]["deep"] == "y" and out["key"] == [1, "x"]
+
+
+async def test_the_turn_store_accounts_for_its_own_copies(make_memory):
+    memory = await make_memory(plugins=["sqlite"])
+    listed = {c["name"]: c for c in (await memory.call("turn_copies"))["copies"] if c["plugin"] == "sqlite"}
+    assert set(listed) == {"turns", "summaries", "turn vectors", "authors", "turn vector index"}
+    assert all(c["origin"] for c in listed.values())
+    assert "tombstoned" in listed["turns"]["how"] and "backlog" in listed["summaries"]["how"]
+    assert listed["turn vector index"]["where"].endswith("pps.db.turns.usearch (and .turns.json)")

@@ -54,7 +54,7 @@ def test_private_spans_in_a_prompt_are_not_captured(tmp_path):
     stop = run_hook(tmp_path, "Stop", transcript)
     assert stop.returncode == 0, stop.stderr
     turns = stored(tmp_path)
-    assert [t["content"] for t in turns] == ["deploy with the key  please", "Deployed."]
+    assert [t["content"] for t in turns] == ["deploy with the key please", "Deployed."]
     found = json.loads(pps(tmp_path, "call", "--entity", "lyra", "raw_search", json.dumps({"query": SECRET})).stdout)
     assert found["count"] == 0
     assert SECRET.encode() not in (tmp_path / "lyra" / "pps.db").read_bytes()

@@ -1,4 +1,5 @@
-"""Entry point of the postgres plugin: the sqlite plugin's layers and operations, on a PostgreSQL store."""
+"""Entry point of the postgres plugin: the turn domain (``pps_turns``: the raw_capture and message_summaries layers
+and their operations) on a PostgreSQL store."""
 
 from __future__ import annotations
 
@@ -7,21 +8,22 @@ from pps_core import hookimpl
 
 @hookimpl
 def pps_layers(memory):
-    from pps_sqlite.layers import RawCaptureLayer, SummariesLayer
+    import pps_turns
 
     from .store import PostgresStore
 
-    raw = RawCaptureLayer(memory, PostgresStore(memory))
-    layers = [raw, SummariesLayer(memory, raw)]
-    for layer in layers:
-        # Any number of PPS processes may serve these at once (unique message_id, advisory locks): when every
-        # layer of an entity is non-exclusive, Memory.open takes no owner lock (``Layer.exclusive``).
-        layer.exclusive = False
-    return layers
+    return pps_turns.build(memory, PostgresStore(memory)).layers()
 
 
 @hookimpl
 def pps_operations(memory):
-    from pps_sqlite.operations import operations
+    import pps_turns
 
-    return operations()  # the same Operation objects: their handlers call the raw_capture layer's TurnStore
+    return pps_turns.operations_for_memory()
+
+
+@hookimpl
+def pps_turn_copies(memory):
+    import pps_turns
+
+    return pps_turns.turn_copies("the PostgreSQL database (messages, message_summaries, their vectors and indexes)")

@@ -83,6 +83,18 @@ MIGRATIONS: list[str] = [
         SELECT 1 FROM messages m WHERE m.summary_id IS NULL
         AND m.created_at > s.time_span_start AND m.created_at < s.time_span_end);
     """,
+    # 3: forgetting that holds (issue 22), as pps_sqlite's v5: tombstones of forgotten message ids (digests),
+    # forget_search confirmations any server can redeem, no channel names in the forget log.
+    """
+    CREATE TABLE forgotten_message_ids (digest text PRIMARY KEY);
+    CREATE TABLE forget_tokens (
+        digest text PRIMARY KEY,
+        query_digest text NOT NULL,
+        turn_ids text NOT NULL,
+        expires_at double precision NOT NULL
+    );
+    UPDATE forget_log SET how = 'range' WHERE how LIKE 'range %';
+    """,
 ]
 
 

@@ -22,6 +22,10 @@ class PostgresSettings(PluginSettings, env_prefix="PPS_POSTGRES_"):
         "on", description="PostgreSQL's synchronous_commit for PPS's sessions: 'on' (default) acknowledges a turn "
                           "after its WAL is flushed to disk; 'off' acknowledges sooner and may lose the last "
                           "~0.6 s of turns if the database server crashes (never corrupts)")
+    forget_rewrite: bool = Field(
+        True, description="after forgetting, rewrite the turn tables (VACUUM FULL) so no table or index file keeps "
+                          "the forgotten bytes; it locks those tables while it runs (seconds per 100,000 turns). "
+                          "false: a plain VACUUM, quick, but the bytes stay in free space until reused")
 
 
 def schema_for(settings: PostgresSettings, entity: str) -> str:

@@ -1,4 +1,4 @@
-"""The TurnStore of pps_sqlite on PostgreSQL: psycopg 3 (async) with a connection pool.
+"""``pps_turns.TurnStore`` on PostgreSQL: psycopg 3 (async) with a connection pool.
 
 Every operation is one transaction. Exactly-once capture is the unique index on ``message_id``
 (``INSERT ... ON CONFLICT DO NOTHING``), so it holds across any number of PPS servers. Read cursors stay
@@ -9,10 +9,12 @@ exclusively before it reads the newest id, so no turn below that id can still be
 from __future__ import annotations
 
 import json
+import logging
 from datetime import datetime
 from typing import Any
 
-from pps_sqlite.store import context_plan
+from pps_turns import context_plan, forgotten_ack
+from pps_turns import message_id_digest as digest
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
 
@@ -23,6 +25,8 @@ from pps_core.timeutil import from_storage, to_storage
 from .schema import migrate
 from .settings import PostgresSettings, schema_for
 from .textsearch import bm25
+
+log = logging.getLogger("pps.postgres")
 
 COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
 SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
@@ -58,21 +62,23 @@ def row_to_summary(r: dict[str, Any]) -> dict[str, Any]:
 
 
 class PostgresStore:
-    """:class:`pps_sqlite.store.TurnStore` on PostgreSQL."""
+    """:class:`pps_turns.TurnStore` on PostgreSQL."""
+
+    #: Any number of PPS processes may serve one entity at once (unique message_id, advisory locks): when every
+    #: layer of an entity is non-exclusive, Memory.open takes no owner lock (``Layer.exclusive``).
+    exclusive = False
+    derived_paths: tuple[str, ...] = ()
 
     def __init__(self, memory) -> None:
-        from .retrieval import PgRetriever, PgSummaryIndex
+        from .retrieval import TurnMatrix
+        from .textsearch import CorpusStats
 
-        self.memory = memory
         self.settings = memory.settings.plugin_settings(PostgresSettings, "postgres")
         self.schema = schema_for(self.settings, memory.settings.entity)
         self.pool = None
         self.lock_key = CAPTURE_LOCK + self.schema
-        from .textsearch import CorpusStats
-
         self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
-        self.retriever = PgRetriever(memory, self)
-        self.index = PgSummaryIndex(memory, self)
+        self.matrix = TurnMatrix(self)
 
     @property
     def detail(self) -> str:
@@ -112,7 +118,6 @@ class PostgresStore:
             await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
 
     async def close(self) -> None:
-        await self.retriever.close()
         if self.pool is not None:
             await self.pool.close()
             self.pool = None
@@ -141,6 +146,10 @@ class PostgresStore:
                     if row is not None:
                         turn = row_to_turn(row)
                         acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+                        continue
+                    if await (await conn.execute("SELECT 1 FROM forgotten_message_ids WHERE digest = %s",
+                                                 (digest(t["message_id"]),))).fetchone():
+                        acks.append(forgotten_ack(t))
                         continue
                 row = await (await conn.execute(
                     "INSERT INTO messages (message_id, content, author_name, channel, session_id, created_at, "
@@ -175,11 +184,20 @@ class PostgresStore:
         return ids
 
     async def lexical_search(self, query, limit, offset=0, channel=None):
+        """tsvector BM25 of the query's words (a baseline for bench/locomo.py; the domain searches through
+        ``lexical_turns``)."""
         async with self.connection() as conn:
             scores = await bm25(conn, "messages", content_terms(query), limit + offset, channel, self.corpus_stats)
             ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[offset:offset + limit]
             found = {t["id"]: t for t in await self._by_ids(conn, [i for i, _s in ranked])}
         return [{**found[i], "score": round(s, 6)} for i, s in ranked if i in found]
+
+    async def turns_by_ids(self, ids) -> list[dict[str, Any]]:
+        async with self.connection() as conn:
+            return await self._by_ids(conn, list(ids))
+
+    async def author_names(self) -> list[str]:
+        return [r["author_name"] for r in await self.fetch("SELECT DISTINCT author_name FROM messages")]
 
     async def _by_ids(self, conn, ids: list[int]) -> list[dict[str, Any]]:
         if not ids:
@@ -342,28 +360,70 @@ class PostgresStore:
         return [r["id"] for r in rows]
 
     async def forget(self, ids, who, how):
-        from pps_sqlite.store import forget_vectors
-
+        """As ``pps_sqlite``: turns, the summaries that covered them (their turns back to the backlog),
+        tombstones of their message ids, a log row of ids; then VACUUM FULL (``forget_rewrite``), so the dead rows'
+        bytes leave the table and index files."""
         ids = sorted(set(ids))
         async with self.connection() as conn, conn.transaction():
-            rows = await (await conn.execute("DELETE FROM messages WHERE id = ANY(%s) RETURNING id, summary_id",
+            rows = await (await conn.execute("SELECT id, summary_id, message_id FROM messages WHERE id = ANY(%s)",
                                              (ids,))).fetchall()
             found = sorted(r["id"] for r in rows)
-            flagged = sorted({r["summary_id"] for r in rows if r["summary_id"] is not None})
-            if flagged:
-                await conn.execute("UPDATE message_summaries SET rewrite = 'forgotten' WHERE id = ANY(%s)", (flagged,))
+            summaries = sorted({r["summary_id"] for r in rows if r["summary_id"] is not None})
+            gone_covered = sum(1 for r in rows if r["summary_id"] is not None)
+            returned = 0
+            if summaries:
+                cur = await conn.execute("UPDATE messages SET summary_id = NULL WHERE summary_id = ANY(%s)",
+                                         (summaries,))
+                returned = cur.rowcount - gone_covered
+            await conn.execute("DELETE FROM messages WHERE id = ANY(%s)", (found,))
+            if summaries:
+                await conn.execute("DELETE FROM message_summaries WHERE id = ANY(%s)", (summaries,))
+            marks = [digest(r["message_id"]) for r in rows if r["message_id"] is not None]
+            if marks:
+                await conn.execute("INSERT INTO forgotten_message_ids (digest) SELECT unnest(%s::text[]) "
+                                   "ON CONFLICT DO NOTHING", (marks,))
             if found:
                 await conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (%s, %s, %s, %s)",
-                                   (who, how, json.dumps(found), json.dumps(flagged)))
-        await forget_vectors(self.retriever, found)
-        return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_flagged": flagged}
+                                   (who, how, json.dumps(found), json.dumps(summaries)))
+        if found:
+            self.matrix.forget()
+            await self._vacuum("messages", "message_vectors", "message_summaries", "summary_vectors")
+        return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_removed": summaries,
+                "returned_to_backlog": returned}
+
+    async def _vacuum(self, *tables: str) -> None:
+        """Dead rows keep their bytes in the table files until the pages are reused; VACUUM FULL writes new files
+        without them (outside a transaction)."""
+        from psycopg import sql
+
+        try:
+            async with self.connection() as conn:  # the pool's connections are in autocommit
+                for table in tables:
+                    await conn.execute(sql.SQL("VACUUM FULL {}" if self.settings.forget_rewrite else "VACUUM {}")
+                                       .format(sql.Identifier(table)))
+        except Exception as exc:  # forgetting is done; the bytes go at the next autovacuum
+            log.warning("VACUUM after forgetting did not run: %s: %s", type(exc).__name__, exc)
+
+    async def save_forget_token(self, token_digest, query_digest, ids, expires_at, now):
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("DELETE FROM forget_tokens WHERE expires_at <= %s", (now,))
+            await conn.execute("INSERT INTO forget_tokens (digest, query_digest, turn_ids, expires_at) "
+                               "VALUES (%s, %s, %s, %s)", (token_digest, query_digest, json.dumps(list(ids)),
+                                                           expires_at))
+
+    async def take_forget_token(self, token_digest, query_digest, now):
+        async with self.connection() as conn, conn.transaction():
+            row = await (await conn.execute(
+                "DELETE FROM forget_tokens WHERE digest = %s AND query_digest = %s AND expires_at > %s "
+                "RETURNING turn_ids", (token_digest, query_digest, now))).fetchone()
+        return json.loads(row["turn_ids"]) if row else None
 
     async def forget_log(self, limit, offset=0):
         total = (await self.fetch("SELECT count(*) AS n FROM forget_log"))[0]["n"]
         rows = await self.fetch("SELECT id, forgotten_at, who, how, turn_ids, summary_ids FROM forget_log "
                                 "ORDER BY id DESC LIMIT %s OFFSET %s", (limit, offset))
         return total, [{"id": r["id"], "forgotten_at": ts(r["forgotten_at"]), "who": r["who"], "how": r["how"],
-                        "turn_ids": json.loads(r["turn_ids"]), "summaries_flagged": json.loads(r["summary_ids"])}
+                        "turn_ids": json.loads(r["turn_ids"]), "summaries_removed": json.loads(r["summary_ids"])}
                        for r in rows]
 
     # -- summaries ------------------------------------------------------------------------------
@@ -424,9 +484,6 @@ class PostgresStore:
         rows = await self.fetch(f"SELECT {SUMMARY_COLUMNS} FROM message_summaries WHERE id = ANY(%s)", (list(ids),))
         return [row_to_summary(r) for r in rows]
 
-    async def search_summaries(self, query, limit, offset=0):
-        return await self.index.search(query, limit, offset)
-
     async def summary_stats(self):
         async with self.connection() as conn, conn.transaction():
             await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
@@ -452,10 +509,92 @@ class PostgresStore:
     async def summary_count(self):
         return (await self.fetch("SELECT count(*) AS n FROM message_summaries"))[0]["n"]
 
-    # -- derived indexes ------------------------------------------------------------------------
+    # -- full text ------------------------------------------------------------------------------
 
-    async def reindex_turns(self, progress, full):
-        return await self.retriever.reindex(progress, full)
+    async def lexical_turns(self, terms, n, channel=None, budget=0):
+        if not terms:
+            return {}
+        async with self.connection() as conn:
+            return await bm25(conn, "messages", terms, n, channel, self.corpus_stats)
 
-    async def reindex_summaries(self, progress, full):
-        return await self.index.reindex(progress, full)
+    async def lexical_summaries(self, query, n):
+        async with self.connection() as conn:
+            scores = await bm25(conn, "message_summaries", content_terms(query), n, stats=self.corpus_stats)
+            rows = await (await conn.execute(f"SELECT {SUMMARY_COLUMNS} FROM message_summaries WHERE id = ANY(%s)",
+                                             (list(scores),))).fetchall() if scores else []
+        by = {r["id"]: row_to_summary(r) for r in rows}
+        return [{**by[i], "score": round(s, 6)}
+                for i, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])) if i in by]
+
+    # -- vectors --------------------------------------------------------------------------------
+
+    async def turns_missing_vectors(self, model, limit, after):
+        rows = await self.fetch(
+            f"SELECT {COLUMNS} FROM messages m WHERE id > %s AND NOT EXISTS (SELECT 1 FROM message_vectors v "
+            "WHERE v.message_id = m.id AND v.model = %s) ORDER BY id LIMIT %s", (after, model, limit))
+        todo = [row_to_turn(r) for r in rows]
+        # ids commit out of order across servers: never skip past what was seen
+        return todo, todo[-1]["id"] if todo else after
+
+    async def write_turn_vectors(self, model, turns, vectors):
+        from .retrieval import vec
+
+        async with self.connection() as conn, conn.transaction():
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
+                    "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
+                    [(t["id"], model, vec(v)) for t, v in zip(turns, vectors, strict=True)])
+
+    async def count_turns_missing_vectors(self, model):
+        return (await self.fetch("SELECT count(*) AS n FROM messages m WHERE NOT EXISTS (SELECT 1 FROM "
+                                 "message_vectors v WHERE v.message_id = m.id AND v.model = %s)", (model,)))[0]["n"]
+
+    async def drop_turn_vectors(self):
+        async with self.connection() as conn:
+            dropped = (await conn.execute("DELETE FROM message_vectors")).rowcount
+        self.matrix.forget()
+        return dropped
+
+    async def turn_similarities(self, model, qvec, n, context, channel=None):
+        vectors = await self.matrix.load(model)
+        return vectors.scores(qvec, context)
+
+    async def repair_turn_index(self, model):
+        return None  # no index beside the table: the matrix is rebuilt from it
+
+    async def summaries_missing_vectors(self, model, limit, after):
+        rows = await self.fetch(
+            "SELECT s.id, s.summary_text FROM message_summaries s WHERE s.id > %s AND NOT EXISTS (SELECT 1 FROM "
+            "summary_vectors v WHERE v.summary_id = s.id AND v.model = %s) ORDER BY s.id LIMIT %s",
+            (after, model, limit))
+        todo = [(r["id"], r["summary_text"]) for r in rows]
+        return todo, todo[-1][0] if todo else after
+
+    async def write_summary_vectors(self, model, ids, vectors):
+        from .retrieval import vec
+
+        async with self.connection() as conn, conn.transaction():
+            async with conn.cursor() as cur:
+                await cur.executemany(
+                    "INSERT INTO summary_vectors (summary_id, model, embedding) VALUES (%s, %s, %s::vector) "
+                    "ON CONFLICT (summary_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
+                    [(i, model, vec(v)) for i, v in zip(ids, vectors, strict=True)])
+
+    async def count_summaries_missing_vectors(self, model):
+        return (await self.fetch(
+            "SELECT count(*) AS n FROM message_summaries s WHERE NOT EXISTS (SELECT 1 FROM summary_vectors v "
+            "WHERE v.summary_id = s.id AND v.model = %s)", (model,)))[0]["n"]
+
+    async def drop_summary_vectors(self):
+        async with self.connection() as conn:
+            return (await conn.execute("DELETE FROM summary_vectors")).rowcount
+
+    async def summary_similarities(self, model, qvec, n):
+        from .retrieval import vec
+
+        q = vec(qvec)
+        found = await self.fetch(
+            "SELECT summary_id, 1 - (embedding <=> %s::vector) AS sim FROM summary_vectors WHERE model = %s "
+            "ORDER BY embedding <=> %s::vector LIMIT %s", (q, model, q, n))
+        return {r["summary_id"]: float(r["sim"]) for r in found}

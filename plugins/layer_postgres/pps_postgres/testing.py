@@ -68,9 +68,9 @@ def postgres_section(pg_dsn):
 
 
 def audit(dsn: str, schema: str, tally) -> dict:
-    """``pps_sqlite.loadgen.audit`` for a PostgreSQL-backed entity: reads the schema's tables directly."""
+    """``pps_sqlite.testing.audit`` for a PostgreSQL-backed entity: reads the schema's tables directly."""
     import psycopg
-    from pps_sqlite.loadgen import audit_rows
+    from pps_turns.loadgen import audit_rows
 
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(f'SELECT id, message_id, summary_id FROM "{schema}".messages').fetchall()

@@ -8,7 +8,7 @@ answered with the first row, summaries stay disjoint. The long version is `bench
 from concurrent.futures import ThreadPoolExecutor
 
 from pps_postgres.testing import audit
-from pps_sqlite.loadgen import report, run_load
+from pps_turns.loadgen import report, run_load
 
 from pps_core.testing.server import init_entity, start_server
 

@@ -195,7 +195,7 @@ async def test_bm25_pruning_to_rare_lexemes_ranks_as_scoring_every_candidate(mak
 
 async def test_an_author_another_server_stored_is_known_to_this_one(make_memory, postgres_section, tmp_path,
                                                                     monkeypatch):
-    from pps_postgres import retrieval
+    from pps_turns import retriever
 
     a = await open_memory(make_memory, postgres_section, home=tmp_path / "a")
     b = await open_memory(make_memory, postgres_section, home=tmp_path / "b")
@@ -204,6 +204,33 @@ async def test_an_author_another_server_stored_is_known_to_this_one(make_memory,
     await b.call("store_messages", {"messages": [
         {"content": "I like jazz music", "author_name": "Jeff", "channel": "t"},  # a tie on words: the
         {"content": "I like jazz music", "author_name": "Melanie", "channel": "t"}]})  # named author decides
-    monkeypatch.setattr(retrieval, "AUTHORS_TTL_S", 0.0)
+    monkeypatch.setattr(retriever, "AUTHORS_TTL_S", 0.0)
     found = await a.call("raw_search", {"query": "What kind of music does Melanie like?", "limit": 1})
     assert found["results"][0]["author_name"] == "Melanie"  # her name in the question is an author, not a word
+
+
+async def test_a_forgotten_turn_leaves_no_byte_in_the_table_files(make_memory, postgres_section, pg_dsn):
+    """VACUUM only marks dead rows reusable: their bytes stay in the table and index files. Forgetting rewrites
+    the tables (VACUUM FULL), so no file of the database holds the text (WAL aside: see docs/PRIVACY.md)."""
+    import secrets
+    from pathlib import Path
+
+    word = "zqpgforget" + secrets.token_hex(4)
+    m = await open_memory(make_memory, postgres_section)
+    await m.call("store_messages", {"messages": [{"content": f"filler {i} on gardens", "author_name": "J",
+                                                  "channel": "c"} for i in range(30)]})
+    turn = await m.call("store_message", {"content": f"the secret is {word}", "author_name": "J", "channel": "c"})
+    await m.call("store_summary", {"summary_text": f"they spoke of {word}", "message_ids": [turn["id"]]})
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+
+    def files_holding() -> list[str]:
+        return [str(p.relative_to(datadir)) for p in datadir.rglob("*") if p.is_file() and "pg_wal" not in p.parts
+                and word.encode() in p.read_bytes()]
+
+    assert files_holding(), "the canary should be in the table files before forgetting"
+    await m.call("forget_turns", {"ids": [turn["id"]]})
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+    assert files_holding() == []

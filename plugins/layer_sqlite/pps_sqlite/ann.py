@@ -61,6 +61,9 @@ class TurnANN:
                            expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
         self.max_id = 0
         self.dirty = False
+        #: Turns were removed from it: their bytes stay in usearch's slots, so it is never saved (a clean one is
+        #: built from the remaining vectors instead).
+        self.tainted = False
 
     def __len__(self) -> int:
         return len(self.index)
@@ -142,6 +145,8 @@ class TurnANN:
     # -- files --------------------------------------------------------------------------------------
 
     def save(self, conn: sqlite3.Connection) -> None:
+        if self.tainted:
+            raise RuntimeError("an index turns were removed from still holds their vectors: build a new one")
         index_path, meta_path = paths(self.db_path)
         row = conn.execute("SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
                            (self.max_id, self.model)).fetchone()

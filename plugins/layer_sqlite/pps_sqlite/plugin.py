@@ -1,4 +1,5 @@
-"""Entry point of the sqlite plugin: the raw_capture and message_summaries layers and their operations."""
+"""Entry point of the sqlite plugin: the turn domain (``pps_turns``: the raw_capture and message_summaries layers
+and their operations) on a SQLite store."""
 
 from __future__ import annotations
 
@@ -7,13 +8,25 @@ from pps_core import hookimpl
 
 @hookimpl
 def pps_layers(memory):
-    from .layers import open_layers
+    import pps_turns
 
-    return open_layers(memory)
+    from .store import SQLiteStore
+
+    return pps_turns.build(memory, SQLiteStore.for_memory(memory)).layers()
 
 
 @hookimpl
 def pps_operations(memory):
-    from .operations import operations
+    import pps_turns
 
-    return operations()
+    return pps_turns.operations_for_memory()
+
+
+@hookimpl
+def pps_turn_copies(memory):
+    import pps_turns
+
+    from .db import SQLiteSettings
+
+    file = memory.settings.plugin_settings(SQLiteSettings, "sqlite").file
+    return pps_turns.turn_copies(f"<home>/{file}", f"<home>/{file}.turns.usearch (and .turns.json)")

@@ -165,12 +165,29 @@ MIGRATIONS: list[str] = [
         SELECT 1 FROM messages m WHERE m.summary_id IS NULL
         AND m.created_at > message_summaries.time_span_start AND m.created_at < message_summaries.time_span_end);
     """,
+    # 5: forgetting that holds (issue 22): tombstones of forgotten message ids (a SHA-256 digest, never the id
+    # itself), so no import or hook stores a forgotten turn again; forget_search confirmations any process can
+    # redeem (digests of the token and the query, the turn ids, an expiry); the forget log keeps no channel name
+    # (how = 'ids' | 'range' | 'search'); authors nobody speaks as any more go.
+    """
+    CREATE TABLE forgotten_message_ids (digest TEXT PRIMARY KEY) WITHOUT ROWID;
+    CREATE TABLE forget_tokens (
+        digest TEXT PRIMARY KEY,
+        query_digest TEXT NOT NULL,
+        turn_ids TEXT NOT NULL,
+        expires_at REAL NOT NULL
+    );
+    UPDATE forget_log SET how = 'range' WHERE how LIKE 'range %';
+    DELETE FROM authors WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.author_name = authors.name);
+    """,
 ]
 
 
 def migrate(conn: sqlite3.Connection) -> int:
     """Bring the database to the newest schema version; returns it. Safe to run concurrently."""
     current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current < len(MIGRATIONS):  # what a migration rewrites (a forget log's channel names) leaves no bytes behind
+        conn.execute("PRAGMA secure_delete = ON")
     if current > len(MIGRATIONS):
         raise RuntimeError(f"database schema v{current} is newer than this PPS (v{len(MIGRATIONS)}); upgrade PPS")
     for version in range(current + 1, len(MIGRATIONS) + 1):

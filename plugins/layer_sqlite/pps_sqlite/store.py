@@ -1,140 +1,69 @@
-"""The turn store: what the raw_capture/message_summaries layers and their operations need from a database.
+"""``pps_turns.TurnStore`` on one SQLite file: every call runs on the database's worker thread.
 
-The operations (``operations.py``) and the layers (``layers.py``) call only this interface, so every backend
-that implements it (SQLite here, PostgreSQL in ``pps_postgres``) serves the same operations with the same
-edge cases. Turns and summaries are plain dicts (``turns.row_to_turn`` / ``summaries.row_to_summary`` shape),
-timestamps canonical strings (``pps_core.timeutil.to_storage``).
+The SQL lives in ``turns.py`` (turns, cursors, forgetting, browsing), ``summaries.py``, ``lexical.py`` (FTS5
+BM25, bounded over a long history), ``turnindex.py`` (turn vectors: the matrix and the HNSW index) and
+``summaryindex.py``; this class only runs it. The turn domain (``pps_turns``) does the rest.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from pathlib import Path
+from typing import Any
 
-from . import summaries, turns
-from .db import Database
+from pps_turns import context_plan
 
-
-def context_plan(unsummarized: int, wanted: int, per_summary: int) -> tuple[int | None, int]:
-    """get_conversation_context: (how many newest unsummarized turns, None = all; how many newest summaries)."""
-    if wanted == 0:
-        return 0, 0
-    if unsummarized >= wanted:
-        return wanted, 0
-    return None, math.ceil((wanted - unsummarized) / per_summary)
+from . import lexical, summaries, summaryindex, turnindex, turns
+from .db import Database, SQLiteSettings, Tx
 
 
-@runtime_checkable
-class TurnStore(Protocol):
-    """A database of turns, summaries and read cursors. Every method is atomic on its own."""
-
-    #: Where the data lives (health detail).
-    detail: str
-    #: The fused turn search: ``search(query, limit, offset, channel, cfg)``, ``index(new)``, ``drain()``,
-    #: ``close()`` (``turnindex.Retriever`` on SQLite).
-    retriever: Any
-
-    async def open(self) -> None: ...
-    async def close(self) -> None: ...
-
-    # turns
-    async def store(self, batch: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """(acks in input order, newly stored turns); a repeated ``message_id`` answers as the first did."""
-        ...
-
-    async def lexical_search(self, query: str, limit: int, offset: int = 0,
-                             channel: str | None = None) -> list[dict[str, Any]]:
-        """Plain full-text ranking alone (a baseline; the layers search through ``retriever``)."""
-        ...
-
-    async def newest(self, limit: int) -> list[dict[str, Any]]: ...
-    async def counts(self) -> dict[str, int]:
-        """total, unsummarized, uningested."""
-        ...
-
-    async def unsummarized_page(self, limit: int | None, offset: int = 0, *, oldest_first: bool = False,
-                                channel: str | None = None) -> tuple[int, list[dict[str, Any]]]:
-        """(unsummarized count in ``channel``, a chronological page counted from the newest or the oldest)."""
-        ...
-
-    async def since(self, ts: str, limit: int, include_summaries: bool) -> tuple[list[dict], bool, list[dict]]:
-        """(turns at or after ``ts`` by time, truncated?, summaries overlapping it)."""
-        ...
-
-    async def around(self, ts: str, before: int, after: int) -> tuple[list[dict], list[dict]]: ...
-    async def context(self, wanted: int, per_summary: int) -> tuple[int, list[dict], list[dict]]:
-        """(unsummarized count, summaries oldest first, raw turns) as planned by :func:`context_plan`."""
-        ...
-
-    async def poll(self, consumer: str, channel: str | None, limit: int, *,
-                   newest_first_preview: bool = False) -> dict[str, Any]: ...
-    async def pending_ingestion(self, limit: int) -> list[dict[str, Any]]: ...
-    async def mark_ingested(self, ids: list[int]) -> int: ...
-
-    # forgetting
-    async def in_range(self, channel: str, since: str, until: str) -> list[int]:
-        """Ids of turns in ``channel`` (or under it) with since <= created_at < until, in time order."""
-        ...
-
-    async def forget(self, ids: list[int], who: str, how: str) -> dict[str, Any]:
-        """Delete turns, their full text and vectors for good; flag the summaries that covered them; log ids,
-        time and who (never content). ``{"forgotten", "not_found", "summaries_flagged"}``."""
-        ...
-
-    async def forget_log(self, limit: int, offset: int = 0) -> tuple[int, list[dict[str, Any]]]: ...
-
-    # summaries
-    async def store_summary(self, text: str, *, start_id: int | None, end_id: int | None,
-                            message_ids: list[int] | None, channels: list[str] | None,
-                            summary_type: str) -> dict[str, Any]: ...
-    async def recent_summaries(self, limit: int, offset: int = 0) -> list[dict[str, Any]]:
-        """Newest first."""
-        ...
-
-    async def search_summaries(self, query: str, limit: int, offset: int = 0) -> list[dict[str, Any]]:
-        """Hybrid when an embedder is loaded; each with ``score`` and ``signals``."""
-        ...
-
-    async def summary_stats(self) -> dict[str, Any]: ...
-    async def summary_count(self) -> int: ...
-    async def needs_rewrite(self) -> list[dict[str, Any]]:
-        """Summaries flagged for rewrite, ``[{"id", "reason"}]`` (reason 'backfill' or 'forgotten')."""
-        ...
-
-    # derived indexes
-    async def reindex_turns(self, progress: Callable[[int, int], None], full: bool) -> dict[str, Any] | None: ...
-    async def reindex_summaries(self, progress: Callable[[int, int], None],
-                                full: bool) -> dict[str, Any] | None: ...
+def _drop(conn, table: str) -> int:
+    with Tx(conn):
+        return conn.execute(f"DELETE FROM {table}").rowcount  # every model's: old embedders' vectors go too
 
 
-async def forget_vectors(retriever: Any, ids: list[int]) -> None:
-    """Forgotten turns leave the retriever's in-memory vectors and author names: the matrix is dropped and
-    reloaded from the (now smaller) vector table at the next search."""
-    if not ids:
-        return
-    if hasattr(retriever, "forget"):
-        await retriever.forget(ids)
-        return
-    retriever.vectors = None
-    retriever._authors = None
+def _count_missing_turns(conn, model: str) -> int:
+    return conn.execute("SELECT COUNT(*) FROM messages m WHERE NOT EXISTS (SELECT 1 FROM message_vectors v "
+                        "WHERE v.message_id = m.id AND v.model = ?)", (model,)).fetchone()[0]
+
+
+def _count_missing_summaries(conn, model: str) -> int:
+    return conn.execute("SELECT COUNT(*) FROM message_summaries s WHERE NOT EXISTS (SELECT 1 FROM summary_vectors v "
+                        "WHERE v.summary_id = s.id AND v.model = ?)", (model,)).fetchone()[0]
 
 
 class SQLiteStore:
-    """:class:`TurnStore` on one SQLite file; every call runs on the database's worker thread."""
+    """:class:`pps_turns.TurnStore` (and ``BrowsableTurnStore``) on ``<home>/pps.db``."""
 
-    def __init__(self, memory, db: Database) -> None:
-        from .summaryindex import SummaryIndex
-        from .turnindex import Retriever
+    exclusive = True  # an embedded file: one process at a time
 
-        self.memory = memory
+    def __init__(self, db: Database, home: Path | None = None, ann_threshold: int | None = None) -> None:
         self.db = db
-        self.retriever = Retriever(memory, db)
-        self.index = SummaryIndex(memory, db)
+        self.home = home
+        self.dense = turnindex.TurnIndex(db, ann_threshold or SQLiteSettings.model_fields["ann_threshold"].default)
+        self.summary_matrix = summaryindex.SummaryMatrix()
+        self._df = lexical.DocFreq()
+
+    @classmethod
+    def for_memory(cls, memory: Any) -> SQLiteStore:
+        settings = memory.settings.plugin_settings(SQLiteSettings, "sqlite")
+        home = Path(memory.home)
+        return cls(Database(home / settings.file, settings.busy_timeout_ms), home, settings.ann_threshold)
 
     @property
     def detail(self) -> str:
         return str(self.db.path)
+
+    @property
+    def derived_paths(self) -> tuple[str, ...]:
+        """The turn-vector index files, home-relative (backups skip them; they are rebuilt from SQLite)."""
+        from .ann import paths
+
+        if self.home is None:
+            return ()
+        try:
+            return tuple(str(p.relative_to(self.home)) for p in paths(self.db.path))
+        except ValueError:  # the database outside the home: nothing of the home to skip
+            return ()
 
     async def _run(self, fn, *args):
         return await self.db.run(fn, self.db.conn, *args)
@@ -143,13 +72,20 @@ class SQLiteStore:
         await self.db.open()
 
     async def close(self) -> None:
-        await self.retriever.close()
+        await self.dense.close()
         await self.db.close()
+
+    # -- turns ----------------------------------------------------------------------------------
 
     async def store(self, batch):
         return await self._run(turns.store, batch)
 
+    async def turns_by_ids(self, ids):
+        return await self._run(turns.by_ids, list(ids))
+
     async def lexical_search(self, query, limit, offset=0, channel=None):
+        """FTS5's own ranking of content, author and channel (a baseline for bench/locomo.py; not the store
+        interface: the domain searches through ``lexical_turns``)."""
         return await self._run(turns.search, query, limit, offset, channel)
 
     async def newest(self, limit):
@@ -194,16 +130,39 @@ class SQLiteStore:
     async def mark_ingested(self, ids):
         return await self._run(turns.mark_ingested, list(ids))
 
+    async def author_names(self):
+        return await self._run(lexical.author_names)
+
+    # -- browsing -------------------------------------------------------------------------------
+
+    async def list_turns(self, **query):
+        return await self._run(lambda c: turns.list_page(c, **query))
+
+    async def activity(self, start, end, width):
+        return await self._run(turns.activity, start, end, width)
+
+    # -- forgetting -----------------------------------------------------------------------------
+
     async def in_range(self, channel, since, until):
         return await self._run(turns.in_range, channel, since, until)
 
     async def forget(self, ids, who, how):
         out = await self._run(turns.forget, list(ids), who, how)
-        await forget_vectors(self.retriever, out["forgotten"])
+        if out["forgotten"]:
+            await self._run(self.dense.forget, out["forgotten"])
+            self.summary_matrix.invalidate()
         return out
+
+    async def save_forget_token(self, token_digest, query_digest, ids, expires_at, now):
+        await self._run(turns.save_forget_token, token_digest, query_digest, list(ids), expires_at, now)
+
+    async def take_forget_token(self, token_digest, query_digest, now):
+        return await self._run(turns.take_forget_token, token_digest, query_digest, now)
 
     async def forget_log(self, limit, offset=0):
         return await self._run(turns.forget_log, limit, offset)
+
+    # -- summaries ------------------------------------------------------------------------------
 
     async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):
         return await self._run(lambda c: summaries.store(c, text, start_id=start_id, end_id=end_id,
@@ -213,8 +172,9 @@ class SQLiteStore:
     async def recent_summaries(self, limit, offset=0):
         return await self._run(summaries.recent, limit, offset)
 
-    async def search_summaries(self, query, limit, offset=0):
-        return await self.index.search(query, limit, offset)
+    async def summaries_by_ids(self, ids):
+        ids = list(ids)
+        return await self._run(summaryindex._by_ids, ids) if ids else []
 
     async def summary_stats(self):
         return await self._run(summaries.stats)
@@ -225,12 +185,53 @@ class SQLiteStore:
     async def needs_rewrite(self):
         return await self._run(summaries.needs_rewrite)
 
-    async def reindex_turns(self, progress, full):
-        from .reindex import turn_vectors
+    # -- full text ------------------------------------------------------------------------------
 
-        return await turn_vectors(self, progress, full)
+    async def lexical_turns(self, terms, n, channel=None, budget=0):
+        return await self._run(lexical.bm25_bounded, terms, n, channel, budget, self._df)
 
-    async def reindex_summaries(self, progress, full):
-        from .reindex import summary_vectors
+    async def lexical_summaries(self, query, n):
+        return await self._run(summaries.search, query, n, 0)
 
-        return await summary_vectors(self, progress, full)
+    # -- vectors --------------------------------------------------------------------------------
+
+    async def turns_missing_vectors(self, model, limit, after):
+        return await self._run(turnindex.missing_upto, model, limit, after)
+
+    async def write_turn_vectors(self, model, batch, vectors):
+        await self._run(self.dense.write, model, batch, vectors)
+
+    async def count_turns_missing_vectors(self, model):
+        return await self._run(_count_missing_turns, model)
+
+    async def drop_turn_vectors(self):
+        def work(conn):
+            dropped = _drop(conn, "message_vectors")
+            self.dense.drop(conn)  # the HNSW files go too; rebuilt by repair_turn_index
+            return dropped
+
+        return await self._run(work)
+
+    async def turn_similarities(self, model, qvec, n, context, channel=None):
+        return await self._run(self.dense.similarities, model, qvec, n, context)
+
+    async def repair_turn_index(self, model):
+        return await self._run(self.dense.repair_ann, model)
+
+    async def summaries_missing_vectors(self, model, limit, after):
+        return await self._run(summaryindex._missing_upto, model, limit, after)
+
+    async def write_summary_vectors(self, model, ids, vectors):
+        await self._run(summaryindex._write, model, list(zip(ids, vectors, strict=True)))
+        self.summary_matrix.invalidate()
+
+    async def count_summaries_missing_vectors(self, model):
+        return await self._run(_count_missing_summaries, model)
+
+    async def drop_summary_vectors(self):
+        dropped = await self._run(_drop, "summary_vectors")
+        self.summary_matrix.invalidate()
+        return dropped
+
+    async def summary_similarities(self, model, qvec, n):
+        return await self._run(self.summary_matrix.similarities, model, qvec, n)

@@ -76,7 +76,7 @@ def recent(conn: sqlite3.Connection, limit: int, offset: int = 0) -> list[dict[s
     return [row_to_summary(r) for r in rows]
 
 
-#: Summaries BM25 may rank per question before the bounded pass (``retrieval.bounded``).
+#: Summaries BM25 may rank per question before the bounded pass (``lexical.bounded``).
 SEARCH_BUDGET = 4_000
 _DF: dict[tuple[int, str], Any] = {}  # per connection (and file): term counts, cached
 
@@ -91,8 +91,8 @@ def _rank(conn: sqlite3.Connection, terms: list[str], n: int, mode: str, after: 
 def search(conn: sqlite3.Connection, query: str, limit: int, offset: int = 0, *, budget: int = SEARCH_BUDGET,
            df=None) -> list[dict[str, Any]]:
     """BM25 over summary text (an OR of the query's words), ranking at most about ``budget`` postings: past that,
-    the bounded pass of ``retrieval.bounded`` (exhaustive below it)."""
-    from .retrieval import DocFreq, bounded
+    the bounded pass of ``lexical.bounded`` (exhaustive below it)."""
+    from .lexical import DocFreq, bounded
 
     terms = content_terms(query)[:64]
     if not terms:

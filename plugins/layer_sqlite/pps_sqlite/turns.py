@@ -9,6 +9,9 @@ import json
 import sqlite3
 from typing import Any
 
+from pps_turns import forgotten_ack
+from pps_turns import message_id_digest as digest
+
 from pps_core.errors import Conflict
 from pps_core.textsearch import fts5_query
 
@@ -46,6 +49,10 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
                                    (t["message_id"],)).fetchone()
                 if row is not None:
                     acks.append(_ack(row))
+                    continue
+                if conn.execute("SELECT 1 FROM forgotten_message_ids WHERE digest = ?",
+                                (digest(t["message_id"]),)).fetchone():
+                    acks.append(forgotten_ack(t))
                     continue
             cur = conn.execute(
                 "INSERT INTO messages (message_id, content, author_name, channel, session_id, created_at, metadata)"
@@ -253,13 +260,17 @@ def in_range(conn: sqlite3.Connection, channel: str, since: str, until: str) -> 
 
 
 def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict[str, Any]:
-    """Delete turns for good: the row, its FTS entry and vector (trigger, cascade), in one transaction; the
-    summaries that covered them are flagged ``rewrite = 'forgotten'``; a forget_log row records ids, time and
-    who. Then the full-text index is merged (old segments still held the words) and, with secure_delete,
+    """Delete turns for good, in one transaction: the row, its FTS entry and vector (trigger, cascade); every
+    summary that covered one (its text, FTS entry and vector), the turns it still covered going back to the
+    backlog; authors nobody speaks as any more; a tombstone per message id. A forget_log row records ids, time
+    and who. Then the full-text indexes are merged (old segments still held the words) and, with secure_delete,
     every freed page is zeroed and the WAL checkpointed, so no copy of the file (a backup) holds the text."""
     ids = sorted(set(ids))
     found: list[int] = []
-    flagged: list[int] = []
+    covering: set[int] = set()
+    authors: set[str] = set()
+    tombstones: list[str] = []
+    returned = covered_and_gone = 0
     previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
     conn.execute("PRAGMA secure_delete = ON")
     try:
@@ -267,23 +278,57 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict
             for k in range(0, len(ids), 500):
                 chunk = ids[k:k + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT id, summary_id FROM messages WHERE id IN ({marks})", chunk).fetchall()
+                rows = conn.execute(f"SELECT id, summary_id, author_name, message_id FROM messages "
+                                    f"WHERE id IN ({marks})", chunk).fetchall()
                 found += [r[0] for r in rows]
-                flagged += [r[1] for r in rows if r[1] is not None]
-                conn.execute(f"DELETE FROM messages WHERE id IN ({marks})", chunk)
-            flagged = sorted(set(flagged))
-            if flagged:
-                conn.execute(f"UPDATE message_summaries SET rewrite = 'forgotten' WHERE id IN "
-                             f"({','.join('?' * len(flagged))})", flagged)
+                covering.update(r[1] for r in rows if r[1] is not None)
+                covered_and_gone += sum(1 for r in rows if r[1] is not None)
+                authors.update(r[2] for r in rows)
+                tombstones += [digest(r[3]) for r in rows if r[3] is not None]
+            summaries = sorted(covering)
+            for k in range(0, len(summaries), 500):
+                chunk = summaries[k:k + 500]
+                marks = ",".join("?" * len(chunk))
+                returned += conn.execute(f"UPDATE messages SET summary_id = NULL WHERE summary_id IN ({marks})",
+                                         chunk).rowcount
+            for k in range(0, len(found), 500):
+                chunk = found[k:k + 500]
+                conn.execute(f"DELETE FROM messages WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            for k in range(0, len(summaries), 500):
+                chunk = summaries[k:k + 500]
+                conn.execute(f"DELETE FROM message_summaries WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            conn.executemany("INSERT OR IGNORE INTO forgotten_message_ids (digest) VALUES (?)",
+                             [(d,) for d in tombstones])
+            conn.executemany("DELETE FROM authors WHERE name = ? AND NOT EXISTS "
+                             "(SELECT 1 FROM messages WHERE author_name = ?)", [(a, a) for a in authors])
             if found:
                 conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (?, ?, ?, ?)",
-                             (who, how, json.dumps(sorted(found)), json.dumps(flagged)))
+                             (who, how, json.dumps(sorted(found)), json.dumps(summaries)))
         if found:
             conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
+            if summaries:
+                conn.execute("INSERT INTO summaries_fts(summaries_fts) VALUES ('optimize')")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.execute(f"PRAGMA secure_delete = {int(previous)}")
-    return {"forgotten": sorted(found), "not_found": sorted(set(ids) - set(found)), "summaries_flagged": flagged}
+    return {"forgotten": sorted(found), "not_found": sorted(set(ids) - set(found)),
+            "summaries_removed": summaries, "returned_to_backlog": returned - covered_and_gone}
+
+
+def save_forget_token(conn: sqlite3.Connection, token_digest: str, query_digest: str, ids: list[int],
+                      expires_at: float, now: float) -> None:
+    with Tx(conn):
+        conn.execute("DELETE FROM forget_tokens WHERE expires_at <= ?", (now,))
+        conn.execute("INSERT INTO forget_tokens (digest, query_digest, turn_ids, expires_at) VALUES (?, ?, ?, ?)",
+                     (token_digest, query_digest, json.dumps(ids), expires_at))
+
+
+def take_forget_token(conn: sqlite3.Connection, token_digest: str, query_digest: str, now: float) -> list[int] | None:
+    """The ids a confirmation token was issued for, if it is valid for this query; it is used up."""
+    with Tx(conn):
+        row = conn.execute("DELETE FROM forget_tokens WHERE digest = ? AND query_digest = ? AND expires_at > ? "
+                           "RETURNING turn_ids", (token_digest, query_digest, now)).fetchone()
+    return json.loads(row[0]) if row else None
 
 
 def forget_log(conn: sqlite3.Connection, limit: int, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
@@ -291,4 +336,46 @@ def forget_log(conn: sqlite3.Connection, limit: int, offset: int = 0) -> tuple[i
     rows = conn.execute("SELECT id, forgotten_at, who, how, turn_ids, summary_ids FROM forget_log "
                         "ORDER BY id DESC LIMIT ? OFFSET ?", (limit, offset)).fetchall()
     return total, [{"id": r[0], "forgotten_at": r[1], "who": r[2], "how": r[3], "turn_ids": json.loads(r[4]),
-                    "summaries_flagged": json.loads(r[5])} for r in rows]
+                    "summaries_removed": json.loads(r[5])} for r in rows]
+
+
+# -- browsing (list_turns, turn_activity): indexes and GROUP BY, never the whole history ---------------------
+
+
+def list_page(conn: sqlite3.Connection, *, since: str | None, until: str | None, channel: str | None,
+              author: str | None, ids: list[int] | None, newest_first: bool, limit: int,
+              offset: int) -> tuple[int, list[dict[str, Any]]]:
+    clauses, args = [], []
+    if since:
+        clauses.append("created_at >= ?")
+        args.append(since)
+    if until:
+        clauses.append("created_at < ?")
+        args.append(until)
+    if channel:
+        clauses.append("(channel = ? OR substr(channel, 1, ?) = ?)")
+        args += [channel, len(channel) + 1, channel + ":"]
+    if author:
+        clauses.append("author_name = ? COLLATE NOCASE")
+        args.append(author)
+    if ids:
+        clauses.append(f"id IN ({', '.join('?' * len(ids))})")
+        args += ids
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    total = conn.execute(f"SELECT COUNT(*) FROM messages{where}", args).fetchone()[0]
+    order = "DESC" if newest_first else "ASC"
+    rows = conn.execute(f"SELECT {COLUMNS} FROM messages{where} ORDER BY created_at {order}, id {order} "
+                        "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+    return total, [row_to_turn(r) for r in rows]
+
+
+def activity(conn: sqlite3.Connection, start: str, end: str, width: int):
+    """Turns per (bucket, channel) in [start, end), the backlog before ``start``, turns summarized per bucket."""
+    turns = conn.execute(f"SELECT substr(created_at, 1, {int(width)}), channel, COUNT(*) FROM messages "
+                         "WHERE created_at >= ? AND created_at < ? GROUP BY 1, 2", (start, end)).fetchall()
+    before = conn.execute("SELECT COUNT(*) FROM messages WHERE created_at < ?", (start,)).fetchone()[0]
+    summed_before = conn.execute(
+        "SELECT COALESCE(SUM(message_count), 0) FROM message_summaries WHERE created_at < ?", (start,)).fetchone()[0]
+    summed = conn.execute(f"SELECT substr(created_at, 1, {int(width)}), SUM(message_count) FROM message_summaries "
+                          "WHERE created_at >= ? AND created_at < ? GROUP BY 1", (start, end)).fetchall()
+    return [tuple(r) for r in turns], before - summed_before, [tuple(r) for r in summed]

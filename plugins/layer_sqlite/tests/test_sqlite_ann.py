@@ -6,10 +6,7 @@ Real parts: the local ONNX embedder, usearch, SQLite. The threshold is lowered s
 import os
 
 import numpy as np
-import pytest
 from pps_sqlite import ann, turnindex
-
-pytestmark = pytest.mark.backends("sqlite")
 
 TOPICS = ["the garden beds need compost", "the kitchen light flickers again", "we fixed the backup script",
           "the kitten climbed the curtains", "a long walk by the river at dawn", "sourdough starter is bubbling",
@@ -34,7 +31,7 @@ async def filled(make_memory, n: int, home=None):
 
 def exact_dense(conn, model: str, qvec, k: int = 10) -> list[int]:
     vectors = turnindex.TurnVectors(model)
-    vectors.load(conn)
+    turnindex.load_matrix(vectors, conn)
     ids, cos = vectors.scores(qvec, 0.3)
     return [int(ids[j]) for j in np.argsort(-cos)[:k]]
 
@@ -45,20 +42,20 @@ async def test_past_the_threshold_search_uses_the_index_with_exact_scores(make_m
     r = raw.retriever
     found = await r.search("when is the tax paperwork due", 5)
     assert "tax forms" in found[0]["content"]  # lexically while the index is built beside
-    assert found[0]["signals"]["dense"] is None and r.ann is None
-    assert r.wait_ann(60)
+    assert found[0]["signals"]["dense"] is None and r.store.dense.ann is None
+    assert r.store.dense.wait_ann(60)
     found = await r.search("when is the tax paperwork due", 5)
     assert "tax forms" in found[0]["content"] and found[0]["signals"]["dense"]
-    assert r.ann is not None and r.vectors is None and len(r.ann) == 60  # no matrix held in memory
-    index_file, meta_file = ann.paths(raw.db.path)
+    assert r.store.dense.ann is not None and r.store.dense.vectors is None and len(r.store.dense.ann) == 60  # no matrix held in memory
+    index_file, meta_file = ann.paths(raw.backend.db.path)
     assert index_file.exists() and meta_file.exists()
     # the dense signal through the index equals exact search over every vector (scores exact, same top 10)
     q = m.embedder.embed(["music practice at home"])[0]
-    model = r._model(m.embedder)
-    ids, _ = r.ann.search(q, 20)
-    got_ids, got_cos = await raw.db.run(turnindex.rescore, raw.db.conn, model, ids, q, 0.3)
+    model = r.model(m.embedder)
+    ids, _ = r.store.dense.ann.search(q, 20)
+    got_ids, got_cos = await raw.backend.db.run(turnindex.rescore, raw.backend.db.conn, model, ids, q, 0.3)
     ours = [int(got_ids[j]) for j in np.argsort(-got_cos)[:10]]
-    assert ours == await raw.db.run(exact_dense, raw.db.conn, model, q)
+    assert ours == await raw.backend.db.run(exact_dense, raw.backend.db.conn, model, q)
 
 
 async def test_the_index_grows_incrementally_and_persists(make_memory, pps_home):
@@ -66,14 +63,14 @@ async def test_the_index_grows_incrementally_and_persists(make_memory, pps_home)
     m = await filled(make_memory, 50, home=home)
     raw = m.require_layer("raw_capture")
     await m.call("raw_search", {"query": "kitten", "limit": 3})
-    assert raw.retriever.wait_ann(60)
+    assert raw.backend.dense.wait_ann(60)
     await m.call("raw_search", {"query": "kitten", "limit": 3})
-    index_file = ann.paths(raw.db.path)[0]
+    index_file = ann.paths(raw.backend.db.path)[0]
     built = index_file.stat().st_mtime_ns
     await m.call("store_messages", {"messages": [{"content": "the lighthouse keeper painted the stairs blue",
                                                   "author_name": "Jeff", "channel": "terminal"}]})
     await raw.retriever.drain()
-    assert len(raw.retriever.ann) == 51  # added to the loaded index, not rebuilt
+    assert len(raw.backend.dense.ann) == 51  # added to the loaded index, not rebuilt
     found = await m.call("raw_search", {"query": "a keeper of a lighthouse and paint", "limit": 1})
     assert "lighthouse" in found["results"][0]["content"]
     assert index_file.stat().st_mtime_ns == built  # written at close, not per turn
@@ -84,7 +81,7 @@ async def test_the_index_grows_incrementally_and_persists(make_memory, pps_home)
     m2 = await filled(make_memory, 0, home=home)
     raw2 = m2.require_layer("raw_capture")
     await m2.call("raw_search", {"query": "lighthouse", "limit": 1})
-    assert len(raw2.retriever.ann) == 51 and index_file.stat().st_mtime_ns == saved  # loaded, not rebuilt
+    assert len(raw2.backend.dense.ann) == 51 and index_file.stat().st_mtime_ns == saved  # loaded, not rebuilt
 
 
 async def test_an_index_that_does_not_match_the_database_is_rebuilt(make_memory, pps_home):
@@ -92,8 +89,8 @@ async def test_an_index_that_does_not_match_the_database_is_rebuilt(make_memory,
     m = await filled(make_memory, 45, home=home)
     raw = m.require_layer("raw_capture")
     await m.call("raw_search", {"query": "garden", "limit": 1})
-    assert raw.retriever.wait_ann(60)
-    db_path = raw.db.path
+    assert raw.backend.dense.wait_ann(60)
+    db_path = raw.backend.db.path
     await m.close()
     # a restored/replaced database: the newest turn's vector is not the one the index was saved with
     import sqlite3
@@ -106,18 +103,18 @@ async def test_an_index_that_does_not_match_the_database_is_rebuilt(make_memory,
     before = ann.paths(db_path)[0].stat().st_mtime_ns
     m2 = await filled(make_memory, 0, home=home)
     await m2.call("raw_search", {"query": "garden", "limit": 1})
-    assert m2.require_layer("raw_capture").retriever.wait_ann(60)
+    assert m2.require_layer("raw_capture").backend.dense.wait_ann(60)
     await m2.call("raw_search", {"query": "garden", "limit": 1})
     assert ann.paths(db_path)[0].stat().st_mtime_ns != before
-    assert len(m2.require_layer("raw_capture").retriever.ann) == 45
+    assert len(m2.require_layer("raw_capture").backend.dense.ann) == 45
 
 
 async def test_reindex_full_rebuilds_the_index(make_memory):
     m = await filled(make_memory, 45)
     raw = m.require_layer("raw_capture")
     await m.call("raw_search", {"query": "garden", "limit": 1})
-    assert raw.retriever.wait_ann(60)
-    index_file = ann.paths(raw.db.path)[0]
+    assert raw.backend.dense.wait_ann(60)
+    index_file = ann.paths(raw.backend.db.path)[0]
     os.utime(index_file, ns=(1, 1))
     report = await raw.reindex(lambda done, total: None, full=True)
     assert report["dropped"] == 45 and report["embedded"] == 45 and report["ann_vectors"] == 45
@@ -130,8 +127,8 @@ async def test_below_the_threshold_search_stays_exact_and_writes_no_index(make_m
     m = await filled(make_memory, 30)
     raw = m.require_layer("raw_capture")
     await m.call("raw_search", {"query": "garden", "limit": 1})
-    assert raw.retriever.ann is None and len(raw.retriever.vectors) == 30
-    assert not ann.paths(raw.db.path)[0].exists()
+    assert raw.backend.dense.ann is None and len(raw.backend.dense.vectors) == 30
+    assert not ann.paths(raw.backend.db.path)[0].exists()
 
 
 async def test_embedding_new_turns_does_not_rescan_history(make_memory, pps_home):
@@ -140,8 +137,8 @@ async def test_embedding_new_turns_does_not_rescan_history(make_memory, pps_home
     await first.close()
     m = await filled(make_memory, 0, home=pps_home / "floor")  # a new process: every turn already has its vector
     raw = m.require_layer("raw_capture")
-    assert raw.retriever._floor == 30
-    conn = raw.db.conn
+    assert raw.retriever.floor == 30
+    conn = raw.backend.db.conn
     seen: list[str] = []
     conn.set_trace_callback(seen.append)
     await m.call("store_message", {"content": "one more about the violin", "author_name": "Jeff", "channel": "x"})
@@ -149,24 +146,56 @@ async def test_embedding_new_turns_does_not_rescan_history(make_memory, pps_home
     conn.set_trace_callback(None)
     looks = [s for s in seen if "NOT EXISTS" in s]
     assert looks and all("WHERE id > 30 " in s or "WHERE id > 31 " in s for s in looks), looks
-    assert raw.retriever._floor == 31
+    assert raw.retriever.floor == 31
 
 
 async def test_crossing_the_threshold_while_serving_stays_exact_until_the_index_is_built(make_memory):
     m = await filled(make_memory, 30)
     r = m.require_layer("raw_capture").retriever
     await r.search("garden", 3)
-    assert r.ann is None and len(r.vectors) == 30
+    assert r.store.dense.ann is None and len(r.store.dense.vectors) == 30
     await m.call("store_messages", {"messages": turns(20, start=30)})
     await r.drain()
     found = await r.search("the violin lesson", 3)  # the build starts beside; this search is still exact
     assert found[0]["signals"]["dense"] is not None and "violin" in found[0]["content"]
-    assert r.wait_ann(60)
+    assert r.store.dense.wait_ann(60)
     await r.search("the violin lesson", 3)
-    assert r.ann is not None and len(r.ann) == 50 and r.vectors is None
+    assert r.store.dense.ann is not None and len(r.store.dense.ann) == 50 and r.store.dense.vectors is None
 
 
 async def test_the_index_files_are_derived_paths(make_memory):
     m = await filled(make_memory, 0)
     raw = m.require_layer("raw_capture")
     assert set(raw.derived_paths) == {"pps.db.turns.usearch", "pps.db.turns.json"}
+
+
+async def test_forgotten_turns_leave_the_index_file_and_never_come_back(make_memory, pps_home):
+    """Issue 22 item 7: the HNSW file kept every forgotten turn's vector (all there after a restart; usearch keeps
+    a removed vector's bytes in its slot), until `pps reindex --full`."""
+    home = pps_home / "ann-forget"
+    m = await filled(make_memory, 60, home=home)
+    raw = m.require_layer("raw_capture")
+    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    assert raw.backend.dense.wait_ann(60)
+    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    index_file = ann.paths(raw.backend.db.path)[0]
+    gone = list(range(1, 21))
+    held = raw.backend.dense.ann.index.get(np.asarray(gone, dtype=np.uint64))
+    fingerprints = [np.asarray(v, dtype=np.int8).tobytes() for v in held]
+    assert all(f in index_file.read_bytes() for f in fingerprints)
+    await m.call("forget_turns", {"ids": gone})
+    assert not any(f in index_file.read_bytes() for f in fingerprints if index_file.exists())
+    found = await m.call("raw_search", {"query": "the kitten climbed the curtains", "limit": 10})
+    assert not {r["id"] for r in found["results"]} & set(gone)
+    assert raw.backend.dense.wait_ann(60)
+    await m.call("raw_search", {"query": "kitten", "limit": 3})  # the clean index replaces the tainted one
+    await m.close()
+    data = index_file.read_bytes()
+    assert not any(f in data for f in fingerprints)
+
+    m2 = await filled(make_memory, 0, home=home)
+    raw2 = m2.require_layer("raw_capture")
+    await m2.call("raw_search", {"query": "kitten", "limit": 3})
+    held = raw2.backend.dense.ann
+    assert held is not None and len(held) == 40
+    assert not any(held.index.contains(np.asarray(gone, dtype=np.uint64)))

@@ -17,7 +17,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from pps_sqlite.loadgen import audit, run_load
+from pps_sqlite.testing import audit
+from pps_turns.loadgen import run_load
 
 from pps_core import Memory
 from pps_core.settings import load_settings

@@ -12,8 +12,6 @@ import sqlite3
 import pytest
 from pps_sqlite import schema
 
-pytestmark = pytest.mark.backends("sqlite")
-
 #: The one scan the startup package may do: the partial index holding only the unsummarized turns it shows.
 ALLOWED_SCAN = re.compile(r"^SCAN (messages|m) USING (COVERING )?INDEX idx_messages_unsummarized\w*\b|^SCAN CONSTANT ROW$"
                           # the newest summaries by time (LIMIT walks the span index from its end); the partial
@@ -48,7 +46,7 @@ async def startup_calls(m) -> None:
 
 
 def traced(m) -> tuple[sqlite3.Connection, list[str]]:
-    conn = m.layer("raw_capture").db.conn
+    conn = m.layer("raw_capture").backend.db.conn
     seen: list[str] = []
     conn.set_trace_callback(seen.append)
     return conn, seen
@@ -87,7 +85,7 @@ async def test_startup_work_does_not_grow_with_history(make_memory):
     await m.call("poll_channels", {"consumer_key": "reader", "channel": "terminal"})
 
     async def cost() -> int:
-        conn = m.layer("raw_capture").db.conn
+        conn = m.layer("raw_capture").backend.db.conn
         ticks = [0]
 
         def tick():
@@ -175,23 +173,23 @@ def _vm_steps(conn, fn) -> int:
 
 
 def test_bounded_lexical_pass_finds_the_selective_turns_and_its_work_does_not_grow(tmp_path):
-    from pps_sqlite import retrieval
+    from pps_sqlite import lexical
 
     terms = ["garden", "violin"]
     work = {}
     for n in (1_000, 10_000):
         conn = _fts_db(tmp_path / f"{n}.db", n)
-        exhaustive = retrieval.bm25_scores(conn, terms, 10)
-        df = retrieval.DocFreq()
-        bounded = retrieval.bm25_bounded(conn, terms, 10, None, 200, df)
+        exhaustive = lexical.bm25_scores(conn, terms, 10)
+        df = lexical.DocFreq()
+        bounded = lexical.bm25_bounded(conn, terms, 10, None, 200, df)
         assert max(bounded, key=bounded.get) == max(exhaustive, key=exhaustive.get)
         both = conn.execute("SELECT id FROM messages WHERE content LIKE 'a violin in the garden%'").fetchone()[0]
         assert bounded[both] == pytest.approx(exhaustive[both])  # the turn with every term keeps its full score
         violins = {r[0] for r in conn.execute("SELECT rowid FROM messages_fts WHERE messages_fts MATCH 'violin'")}
         assert violins <= set(bounded)  # every turn with the selective term is a candidate
-        assert retrieval.bm25_bounded(conn, terms, 10, None, 100_000, df) == exhaustive  # under budget: exhaustive
-        work[n] = (_vm_steps(conn, lambda c=conn: retrieval.bm25_scores(c, terms, 10)),
-                   _vm_steps(conn, lambda c=conn, d=df: retrieval.bm25_bounded(c, terms, 10, None, 200, d)))
+        assert lexical.bm25_bounded(conn, terms, 10, None, 100_000, df) == exhaustive  # under budget: exhaustive
+        work[n] = (_vm_steps(conn, lambda c=conn: lexical.bm25_scores(c, terms, 10)),
+                   _vm_steps(conn, lambda c=conn, d=df: lexical.bm25_bounded(c, terms, 10, None, 200, d)))
         conn.close()
     (ex_small, ours_small), (ex_large, ours_large) = work[1_000], work[10_000]
     assert ex_large > 5 * ex_small  # the exhaustive OR ranks every garden turn
@@ -202,22 +200,22 @@ async def test_summary_search_does_not_recheck_every_summary_for_a_vector(make_m
     """A summary search looks for summaries without a vector above the last one known to have one."""
     m = await make_memory(plugins=["sqlite", "embeddings"])
     await grow(m, 4_300, keep_unsummarized=10)  # 86 summaries, embedded at the first search
-    index = m.layer("raw_capture").backend.index
+    index = m.layer("raw_capture").domain.summary_search
     await m.call("search_summaries", {"query": "turns onwards"})
-    conn = m.layer("raw_capture").db.conn
+    conn = m.layer("raw_capture").backend.db.conn
     seen: list[str] = []
     conn.set_trace_callback(seen.append)
     await m.call("search_summaries", {"query": "turns onwards"})
     conn.set_trace_callback(None)
     looks = [s for s in seen if "NOT EXISTS" in s]
-    assert looks and all(f"s.id > {index._floor[1]}" in s for s in looks), looks
-    assert index._floor[1] == (await m.call("summary_stats"))["summary_count"]
+    assert looks and all(f"s.id > {index.floor[1]}" in s for s in looks), looks
+    assert index.floor[1] == (await m.call("summary_stats"))["summary_count"]
 
 
 async def test_capture_work_does_not_grow_with_summaries(make_memory):
     """Storing a turn checks whether it lands inside a summary's span: from the span index, not a scan."""
     m = await make_memory(plugins=["sqlite"])
-    conn = m.layer("raw_capture").db.conn
+    conn = m.layer("raw_capture").backend.db.conn
 
     async def cost() -> int:
         ticks = [0]

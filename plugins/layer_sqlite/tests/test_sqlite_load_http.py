@@ -3,7 +3,8 @@
 The long version is `bench/load.py` (numbers in bench/RESULTS.md).
 """
 
-from pps_sqlite.loadgen import audit, report, run_load
+from pps_sqlite.testing import audit
+from pps_turns.loadgen import report, run_load
 
 from pps_core.testing.server import init_entity, start_server
 

@@ -7,8 +7,6 @@ import json
 
 import pytest
 
-pytestmark = pytest.mark.backends("sqlite")
-
 SECTIONS_WITH_QUOTAS = [
     {"name": "Summaries", "layer": "message_summaries", "style": "summaries", "count": 2, "max_chars": 500,
      "order": "newest_first"},

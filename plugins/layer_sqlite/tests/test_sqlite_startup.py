@@ -2,9 +2,6 @@
 1,000 characters, a configured composition and raw_capture's paging pointer (moved from
 tests/test_recall_startup.py; the kernel's composition is tested there on fake layers)."""
 
-import pytest
-
-pytestmark = pytest.mark.backends("sqlite")
 
 
 async def test_all_250_unsummarized_turns_shown_chronologically(make_memory):

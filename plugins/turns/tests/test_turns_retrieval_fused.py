@@ -1,7 +1,7 @@
 """The fused raw_capture search: where plain BM25 fails, and how it degrades without an embedder."""
 
 import pytest
-from pps_sqlite import retrieval
+from pps_turns import retrieval
 
 DISTRACTORS = [
     ("Caroline", "You're so kind, Melanie!"),
@@ -31,7 +31,7 @@ async def test_question_words_and_names_do_not_drown_the_answer(make_memory):
     m = await make_memory(plugins=["sqlite"])
     ids = await _store(m, NEUTRAL + DISTRACTORS + [EVIDENCE])
     question = "What kind of music does Melanie like?"
-    plain = await m.require_layer("raw_capture").backend.lexical_search(question, 10)
+    plain = await m.require_layer("raw_capture").retriever.lexical_baseline(question, 10)
     assert plain[0]["id"] != ids[-1]  # plain BM25: "kind" and "Melanie" win
     found = await m.call("raw_search", {"query": question, "limit": 3})
     assert found["results"][0]["id"] == ids[-1]
@@ -97,7 +97,7 @@ async def test_a_paraphrase_with_no_shared_word_is_found_by_the_vectors(make_mem
     question = "Did she get a new dog?"
     raw = m.require_layer("raw_capture")
     assert await raw.retriever.drain() == 0  # the background task embedded them right after capture
-    assert await raw.backend.lexical_search(question, 10) == []  # BM25 alone: nothing shared
+    assert await raw.retriever.lexical_baseline(question, 10) == []  # BM25 alone: nothing shared
     found = await m.call("raw_search", {"query": question, "limit": 3})
     assert found["results"][0]["id"] == ids[-1]
     scores = found["results"][0]["scores"]

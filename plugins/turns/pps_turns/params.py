@@ -1,4 +1,4 @@
-"""Parameter models of the sqlite operations: every bound checked, every error naming its parameter."""
+"""Parameter models of the turn operations: every bound checked, every error naming its parameter."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from pps_core.privacy import Captured, CapturedMetadata
 
 MAX_LIMIT = 1000
 
@@ -21,13 +23,15 @@ class _Params(BaseModel):
 
 
 class TurnIn(_Params):
-    content: str = Field(..., min_length=1, max_length=200_000, description="the turn, verbatim")
+    content: Captured = Field(..., min_length=1, max_length=200_000,
+                              description="the turn, verbatim (<private>...</private> spans dropped)")
     author_name: str = Field(..., min_length=1, max_length=200, description="who said it")
     channel: str = Field(..., min_length=1, max_length=200, description="e.g. 'terminal:<session>', 'discord:<room>'")
     session_id: str | None = Field(None, max_length=200)
     created_at: str | None = Field(None, max_length=64,
                                    description="ISO 8601; without a zone it is read in the entity's zone; default now")
-    metadata: dict[str, Any] | None = Field(None, description="any JSON object, kept with the turn")
+    metadata: CapturedMetadata | None = Field(None, description="any JSON object, kept with the turn "
+                                                                "(<private> spans dropped from every string)")
     message_id: str | None = Field(None, min_length=1, max_length=200,
                                    description="client id: a repeat with the same id stores nothing new")
 
@@ -137,3 +141,63 @@ class PollParams(_Params):
     consumer_key: str = Field(..., min_length=1, max_length=200, description="the reader: one cursor per key")
     channel: str | None = Field(None, max_length=200, description="the reader's own channel (excluded)")
     limit: int = Field(50, ge=1, le=MAX_LIMIT)
+
+
+# -- browsing (list_turns, turn_activity) --------------------------------------------------
+
+
+class ListTurnsParams(_Params):
+    since: str | None = Field(None, max_length=64, description="from this moment (ISO 8601; no zone = entity's zone)")
+    until: str | None = Field(None, max_length=64, description="before this moment")
+    channel: str | None = Field(None, max_length=200,
+                                description="this channel, or every channel under it ('terminal' = 'terminal:*')")
+    author: str | None = Field(None, max_length=200, description="this author (case-insensitive)")
+    ids: list[int] | None = Field(None, min_length=1, max_length=1000, description="only these turn ids")
+    newest_first: bool = False
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0, le=1_000_000)
+
+
+class ActivityParams(_Params):
+    days: int = Field(30, ge=1, le=366, description="how many days, ending with the day of `until`")
+    until: str | None = Field(None, max_length=64, description="the last day's moment (default now)")
+
+
+# -- forgetting ------------------------------------------------------------------------------
+
+
+class _Who(_Params):
+    requested_by: str = Field("unspecified", min_length=1, max_length=200,
+                              description="who asked to forget (kept in the forget log; never the content)")
+
+
+class ForgetTurnsParams(_Who):
+    ids: list[int] = Field(..., min_length=1, max_length=MAX_LIMIT, description="turn ids to delete for good")
+
+    @field_validator("ids")
+    @classmethod
+    def _ids(cls, v: list[int]) -> list[int]:
+        if any(i < 1 for i in v):
+            raise ValueError("ids are positive integers")
+        return v
+
+
+class ForgetRangeParams(_Who):
+    channel: str = Field(..., min_length=1, max_length=200,
+                         description="this channel, or every channel under it ('terminal' = 'terminal:*')")
+    since: str = Field(..., min_length=1, max_length=64, description="from this moment (ISO 8601; no zone = entity's)")
+    until: str = Field(..., min_length=1, max_length=64, description="up to (not including) this moment")
+
+
+class ForgetSearchParams(_Who):
+    query: str = Field(..., min_length=1, max_length=10_000,
+                       description="words to find: a turn matches when it contains one of them (stop words aside)")
+    channel: str | None = Field(None, max_length=200, description="only turns of this channel")
+    limit: int = Field(20, ge=1, le=100, description="at most this many matches")
+    confirm: str | None = Field(None, max_length=100,
+                                description="the token the first call returned: deletes exactly the turns it listed")
+
+
+class ForgetLogParams(_Params):
+    limit: int = Field(20, ge=1, le=MAX_LIMIT)
+    offset: int = Field(0, ge=0, le=1_000_000)

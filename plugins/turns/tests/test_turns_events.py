@@ -21,11 +21,19 @@ class Recorder:
     def pps_message_stored(self, memory, message):
         self.events.append(("stored", message.content))
 
+    @hookimpl
+    def pps_turn_copies(self, memory):
+        return []  # an observer declares what it keeps: nothing
+
 
 class Exploding:
     @hookimpl
     def pps_message_stored(self, memory, message):
         raise RuntimeError("listener bug")
+
+    @hookimpl
+    def pps_turn_copies(self, memory):
+        return []
 
 
 async def test_store_operations_fire_the_kernel_events(make_memory):

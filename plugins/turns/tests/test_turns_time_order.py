@@ -1,7 +1,6 @@
 """Turns are ordered by the time they were said (created_at, then id), not by arrival: a backfilled or
 imported turn takes its place in time in startup, budgets, quotas, summaries, navigation and polls."""
 
-import pytest
 
 NOW = "2026-02-20T12:00:00Z"
 MONTH_AGO = "2026-01-20T12:00:00Z"
@@ -121,28 +120,3 @@ async def test_a_backfill_inside_a_summarys_span_flags_it(make_memory):
     assert stats["needs_rewrite"] == [{"id": s["id"], "reason": "backfill"}]
 
 
-@pytest.mark.backends("sqlite")
-async def test_migration_adds_time_indexes_to_an_existing_store(make_memory, pps_home):
-    import sqlite3
-
-    from pps_sqlite.schema import MIGRATIONS, _split
-
-    home = pps_home / "old"
-    home.mkdir(parents=True)
-    conn = sqlite3.connect(home / "pps.db")
-    for version in (1, 2):
-        for stmt in _split(MIGRATIONS[version - 1]):
-            conn.execute(stmt)
-    conn.execute("PRAGMA user_version = 2")
-    conn.execute("INSERT INTO messages (content, author_name, channel, created_at) VALUES "
-                 "('new', 'J', 'c', '2026-02-20T12:00:00.000Z'), ('old', 'J', 'c', '2026-01-20T12:00:00.000Z')")
-    conn.commit()
-    conn.close()
-    m = await make_memory("old", home=home, plugins=["sqlite"])
-    db = m.require_layer("raw_capture").db
-    plan = await db.run(lambda c: " ".join(r[3] for r in c.execute(
-        "EXPLAIN QUERY PLAN SELECT id FROM messages WHERE summary_id IS NULL ORDER BY created_at DESC, id DESC "
-        "LIMIT 5")), db.conn)
-    assert "idx_messages_unsummarized_time" in plan and "TEMP B-TREE" not in plan
-    batch = await m.call("summarize_messages", {"limit": 1})
-    assert [t["content"] for t in batch["messages"]] == ["old"]

@@ -1,4 +1,4 @@
-"""Fused turn retrieval: FTS5 BM25 and dense turn vectors, score-normalised and weighted.
+"""Fused turn retrieval: a store's lexical (BM25) and dense (turn vector) candidates, normalised and weighted.
 
 Plain RRF of BM25 and a small embedder loses to BM25 alone on conversational recall (LoCoMo),
 because rank fusion gives a weak dense list as much say as a strong lexical one. Here each signal
@@ -7,14 +7,13 @@ the speaker named in the question, absolute dates in the question resolved again
 timestamps, and the turns around a strong hit. Every weight is in ``FusionConfig``; bench/locomo.py
 measures them. Without an embedder the same code ranks by the lexical signals alone.
 
-Functions taking ``conn`` run on the database's worker thread.
+Pure functions over candidates: no store is named here. :class:`pps_turns.retriever.Retriever` asks the store
+(:class:`pps_turns.TurnStore`) for the candidates and calls these.
 """
 
 from __future__ import annotations
 
-import math
 import re
-import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -136,10 +135,10 @@ def parse_query(text: str, authors: dict[str, str], cfg: FusionConfig = DEFAULT)
     return Query(text=text, terms=terms[:64], names=names, windows=windows)
 
 
-def author_tokens(conn: sqlite3.Connection) -> dict[str, str]:
+def author_tokens(names) -> dict[str, str]:
     """Each author's name and its first word, lower-cased, mapped to the author (for names in questions)."""
     out: dict[str, str] = {}
-    for (name,) in conn.execute("SELECT name FROM authors"):  # kept by a trigger (schema v3): no scan
+    for name in names:
         toks = tokens(name)
         for t in {" ".join(toks), toks[0] if toks else ""} - {""}:
             if t not in STOP_WORDS:
@@ -147,114 +146,11 @@ def author_tokens(conn: sqlite3.Connection) -> dict[str, str]:
     return out
 
 
-def bm25_scores(conn: sqlite3.Connection, terms: list[str], n: int,
-                channel: str | None = None, *, mode: str = "OR", after: int = 0) -> dict[int, float]:
-    """Top ``n`` turns by BM25 over their content for an OR (or AND) of ``terms`` (higher is better);
-    ``after``: only turns with a higher id."""
-    if not terms:
-        return {}
-    match = "content : (" + f" {mode} ".join('"' + t.replace('"', '""') + '"' for t in terms) + ")"
-    sql = ("SELECT messages_fts.rowid AS id, bm25(messages_fts, 1.0, 0.0, 0.0) AS rank FROM messages_fts "
-           "WHERE messages_fts MATCH ?")
-    args: list[Any] = [match]
-    if after > 0:
-        sql += " AND messages_fts.rowid > ?"
-        args.append(after)
-    if channel:
-        sql = sql.replace("FROM messages_fts", "FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid")
-        sql += " AND m.channel = ?"
-        args.append(channel)
-    sql += " ORDER BY rank LIMIT ?"
-    args.append(n)
-    return {row[0]: -row[1] for row in conn.execute(sql, args)}
-
-
-def _phrase(t: str) -> str:
-    return '"' + t.replace('"', '""') + '"'
-
-
-class DocFreq:
-    """How many rows of an FTS5 table hold each term (in ``column``), counted up to a cap (enough to order terms by
-    selectivity) and cached until the table grows by a tenth. A count costs at most ``cap`` postings."""
-
-    def __init__(self, table: str = "messages_fts", column: str = "content", size: int = 20_000) -> None:
-        self.table, self.column, self.size = table, column, size
-        self._seen: dict[tuple[str, int], int] = {}
-        self._epoch = -1
-
-    def __call__(self, conn: sqlite3.Connection, term: str, cap: int, total: int) -> int:
-        epoch = int(math.log(max(total, 1), 1.1))
-        if epoch != self._epoch or len(self._seen) > self.size:
-            self._seen.clear()
-            self._epoch = epoch
-        key = (term, cap)
-        if key not in self._seen:
-            self._seen[key] = conn.execute(
-                f"SELECT COUNT(*) FROM (SELECT rowid FROM {self.table} WHERE {self.table} MATCH ? LIMIT ?)",
-                (f"{self.column} : " + _phrase(term), cap)).fetchone()[0]
-        return self._seen[key]
-
-
-def bounded(conn: sqlite3.Connection, terms: list[str], total: int, budget: int, df: DocFreq, rank,
-            top_id: int) -> dict[int, float]:
-    """The bounded candidate pass of :func:`bm25_bounded` over any FTS5 table: ``rank(terms, mode, after)``
-    returns {rowid: BM25} (higher is better) for an OR/AND of ``terms`` over rows with a rowid above ``after``."""
-    if not terms:
-        return {}
-    if not budget or total <= budget:
-        return rank(terms, "OR", 0)
-    counts = {t: df(conn, t, budget + 1, total) for t in terms}
-    if sum(counts.values()) <= budget:
-        return rank(terms, "OR", 0)
-    chosen, used = [], 0
-    for t in sorted(terms, key=lambda t: counts[t]):
-        if used + counts[t] > budget:
-            break
-        chosen.append(t)
-        used += counts[t]
-    if chosen:
-        out = rank(chosen, "OR", 0)
-    else:  # every term is common: the newest rows that fit the budget
-        out = rank(terms, "OR", top_id - max(budget // len(terms), 1))
-    if len(terms) > 1:
-        for i, s in rank(terms, "AND", 0).items():
-            out[i] = max(out.get(i, 0.0), s)
-    return out
-
-
-def bm25_bounded(conn: sqlite3.Connection, terms: list[str], n: int, channel: str | None, budget: int,
-                 df: DocFreq) -> dict[int, float]:
-    """:func:`bm25_scores`, ranking at most about ``budget`` postings however long the history.
-
-    FTS5 scores every turn an OR query matches before it can sort, so a question with a common word ranks a
-    large share of history. When the terms' turns add up to more than ``budget``, the pass is bounded: the most
-    selective terms whose postings fit the budget are ranked over all history (their BM25 contributions are
-    exact), every term together (AND) adds the turns holding all of them with their full score, and when even
-    the rarest term is common, the OR of all terms is ranked over the newest slice of history that fits the
-    budget. Below the budget (every LoCoMo conversation, any entity's first months) the result is the
-    exhaustive one.
-    """
-    if not terms:
-        return {}
-    total = conn.execute("SELECT n FROM counters WHERE name = 'messages'").fetchone()[0]
-    top = conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0] if total > budget else 0
-    return bounded(conn, terms, total, budget, df,
-                   lambda ts, mode, after: bm25_scores(conn, ts, n, channel, mode=mode, after=after), top)
-
-
-def fuse(conn: sqlite3.Connection, query: Query, lexical: dict[int, float], dense: dict[int, float],
-         dense_floor: float, cfg: FusionConfig, channel: str | None = None) -> list[tuple[int, float, dict]]:
-    """Rank the union of the candidates by the weighted, normalised signals; best first."""
-    ids = set(lexical) | set(dense)
-    if not ids:
-        return []
-    return fuse_meta(_meta(conn, ids), query, lexical, dense, dense_floor, cfg, channel)
-
-
 def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexical: dict[int, float],
               dense: dict[int, float], dense_floor: float, cfg: FusionConfig,
               channel: str | None = None) -> list[tuple[int, float, dict]]:
-    """:func:`fuse` with each candidate's (author, created_at, channel, episode) given: any store can call it."""
+    """Rank the union of the candidates by the weighted, normalised signals; best first. ``meta`` gives each
+    candidate's (author, created_at, channel, episode); episode is (channel, session_id or the day)."""
     ids = set(lexical) | set(dense)
     if not ids:
         return []
@@ -298,24 +194,11 @@ def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexica
     return [(i, s, {**signals[i], "fused": round(s, 4)}) for i, s in ranked]
 
 
-def _meta(conn: sqlite3.Connection, ids: set[int]) -> dict[int, tuple[str, str, str, tuple]]:
-    """author, created_at, channel and episode (session_id, else channel and day) of each id."""
-    out = {}
-    ordered = sorted(ids)
-    for k in range(0, len(ordered), 900):
-        chunk = ordered[k:k + 900]
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute("SELECT id, author_name, created_at, channel, session_id FROM messages "
-                                f"WHERE id IN ({marks})", chunk):
-            out[row[0]] = (row[1], row[2], row[3], (row[3], row[4] or row[2][:10]))
-    return out
-
-
 def dense_top(scores, n: int, floor_rank: int) -> tuple[dict[int, float], float]:
     """``scores`` is (ids, cosines) as numpy arrays: the ``n`` best and the cosine at ``floor_rank``."""
     import numpy as np
 
-    ids, cos = scores
+    ids, cos = np.asarray(scores[0]), np.asarray(scores[1], dtype=np.float32)
     if len(ids) == 0:
         return {}, 0.0
     k = min(n, len(ids))
@@ -323,7 +206,3 @@ def dense_top(scores, n: int, floor_rank: int) -> tuple[dict[int, float], float]
     top = top[np.argsort(-cos[top])]
     floor = float(cos[top[min(floor_rank, k) - 1]]) if k else 0.0
     return {int(ids[j]): float(cos[j]) for j in top}, floor
-
-
-def idf_weight(df: int, n: int) -> float:
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))

@@ -1,10 +1,10 @@
-"""The raw_capture and message_summaries layers, sharing one database."""
+"""The raw_capture and message_summaries layers: views of one :class:`~pps_turns.service.TurnDomain` (its store,
+its searches) for the kernel's recall, startup package and health."""
 
 from __future__ import annotations
 
 import time
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pps_core import (
     Layer,
@@ -18,19 +18,12 @@ from pps_core import (
     SummaryReceipt,
 )
 
-from .db import Database, SQLiteSettings
-from .store import SQLiteStore, TurnStore
+if TYPE_CHECKING:  # pragma: no cover
+    from .service import TurnDomain
 
 UNREAD_PREVIEW = 10
 #: The largest page a navigation operation returns: a "left out" pointer asks for at most one page.
 PAGE_LIMIT = 1000
-
-
-def open_layers(memory) -> list[Layer]:
-    settings = memory.settings.plugin_settings(SQLiteSettings, "sqlite")
-    store = SQLiteStore(memory, Database(Path(memory.home) / settings.file, settings.busy_timeout_ms))
-    raw = RawCaptureLayer(memory, store)
-    return [raw, SummariesLayer(memory, raw)]
 
 
 def turn_result(t: dict[str, Any], layer: str = "raw_capture", score: float = 0.0) -> SearchResult:
@@ -68,31 +61,35 @@ class RawCaptureLayer(Layer):
         return Pointer(operation="get_turns_since_summary",
                        params={"offset": shown, "limit": min(max(total - shown, 1), PAGE_LIMIT)})
 
-    def __init__(self, memory, store: TurnStore) -> None:
+    def __init__(self, domain: TurnDomain) -> None:
         super().__init__()
-        self.memory = memory
-        self.backend = store
-        self.retriever = store.retriever
-        self.derived_paths = tuple(getattr(store.retriever, "derived_paths", ()))  # the turn-vector index files
-
-    @property
-    def db(self) -> Database | None:
-        """The SQLite database (None on another backend)."""
-        return getattr(self.backend, "db", None)
+        self.domain = domain
+        self.memory = domain.memory
+        #: The :class:`~pps_turns.store.TurnStore` (SQLite, PostgreSQL, ...).
+        self.backend = domain.store
+        #: The fused turn search (:class:`~pps_turns.retriever.Retriever`).
+        self.retriever = domain.retriever
+        self.exclusive = bool(getattr(domain.store, "exclusive", True))
+        self.derived_paths = tuple(getattr(domain.store, "derived_paths", ()))  # e.g. a turn-vector index file
+        self.opened = False
 
     async def open(self) -> None:
         await self.backend.open()
+        self.opened = True
 
     async def close(self) -> None:
+        self.opened = False
+        await self.retriever.close()
         await self.backend.close()
 
     async def reindex(self, progress, full: bool = False) -> dict[str, Any] | None:
         """Turn vectors: those missing, e.g. turns stored before an embedder was loaded (every one with ``full``)."""
-        return await self.backend.reindex_turns(progress, full)
+        return await self.retriever.reindex(progress, full)
 
-    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
+    async def search(self, query: str, limit: int, offset: int = 0, channel: str | None = None) -> list[SearchResult]:
+        """Fused search of every turn; ``channel``: only that channel's turns."""
         started = time.perf_counter()
-        found = await self.retriever.search(query, limit, offset)  # fused: pps_sqlite/retrieval.py
+        found = await self.retriever.search(query, limit, offset, channel)  # fused: pps_turns/retrieval.py
         self.record_latency(started)
         results = [turn_result(t, score=t["score"]) for t in found]
         for r, t in zip(results, found, strict=True):
@@ -128,11 +125,8 @@ class RawCaptureLayer(Layer):
     # -- what other plugins use ---------------------------------------------------------------
 
     async def store(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        acks, new = await self.backend.store(batch)
-        await self.retriever.index(new)
-        for t in new:
-            self.memory.events.message_stored(Message(**t))
-        return acks
+        """Store prepared turns (see :meth:`TurnDomain.capture`); the acks."""
+        return await self.domain.capture(batch)
 
     async def pending_ingestion(self, limit: int) -> list[Message]:
         return [Message(**t) for t in await self.backend.pending_ingestion(limit)]
@@ -162,12 +156,13 @@ class RawCaptureLayer(Layer):
         return (await self.backend.counts())["unsummarized"]
 
     async def next_to_summarize(self, limit: int) -> SummaryBatch:
-        batch = await self.memory.call("summarize_messages", {"limit": limit})
+        batch = await self.domain.summarize_batch(limit)
         return SummaryBatch(ids=batch["message_ids"], transcript=batch["transcript"],
                             unsummarized=batch["unsummarized_count"])
 
     async def save_summary(self, text: str, ids: list[int]) -> SummaryReceipt:
-        stored = await self.memory.call("store_summary", {"summary_text": text, "message_ids": ids})
+        async with self.memory.writing():  # a write like store_summary: a backup waits for it
+            stored = await self.domain.save_summary(text, message_ids=ids)
         return SummaryReceipt(id=stored["id"], message_count=stored["message_count"])
 
 
@@ -185,24 +180,21 @@ class SummariesLayer(Layer):
     def left_out_call(self, section: SectionConfig, shown: int, total: int) -> Pointer | None:
         return Pointer(operation="get_recent_summaries", params={"limit": total})
 
-    def __init__(self, memory, raw: RawCaptureLayer) -> None:
+    def __init__(self, domain: TurnDomain) -> None:
         super().__init__()
-        self.memory = memory
-        self.raw = raw
-        self.backend = raw.backend
-
-    @property
-    def db(self) -> Database | None:
-        return self.raw.db
+        self.domain = domain
+        self.memory = domain.memory
+        self.backend = domain.store
+        self.exclusive = bool(getattr(domain.store, "exclusive", True))
 
     async def reindex(self, progress, full: bool = False) -> dict[str, Any] | None:
         """Summary vectors: those missing (every one with ``full``)."""
-        return await self.backend.reindex_summaries(progress, full)
+        return await self.domain.summary_search.reindex(progress, full)
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         """Hybrid (BM25 + summary vectors) when an embedder is loaded, BM25 otherwise."""
         started = time.perf_counter()
-        found = await self.backend.search_summaries(query, limit, offset)
+        found = await self.domain.summary_search.search(query, limit, offset)
         self.record_latency(started)
         results = [summary_result(s, s["score"]) for s in found]
         for r, s in zip(results, found, strict=True):

@@ -80,6 +80,10 @@ async def test_summary_event_reaches_plugins(make_memory):
         def pps_summary_stored(self, memory, summary):
             seen.append(summary.message_count)
 
+        @hookimpl
+        def pps_turn_copies(self, memory):
+            return []
+
     m = await make_memory(plugins=["sqlite"], extra_plugins=[Listener()])
     await m.call("store_message", {"content": "a", "author_name": "A", "channel": "c"})
     await m.call("store_summary", {"summary_text": "s", "message_ids": [1]})

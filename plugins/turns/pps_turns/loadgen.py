@@ -2,20 +2,19 @@
 
 Writers send ``store_message`` / ``store_messages`` with client ``message_id`` values, and repeat some
 of them on purpose. Every acknowledged id is remembered with the row id the server answered. The
-audit then reads the SQLite file itself: every acknowledged turn is present exactly once under the
-acknowledged row id, repeats answered like the first call, and summaries cover disjoint, fully marked
-sets of turns.
+audit (:func:`audit_rows`, on rows the store adapter reads from its own tables: ``pps_sqlite.testing.audit``,
+``pps_postgres.testing.audit``) checks every acknowledged turn is present exactly once under the acknowledged
+row id, repeats answered like the first call, and summaries cover disjoint, fully marked sets of turns. Needs
+``httpx`` (``pps-turns[testing]``).
 """
 
 from __future__ import annotations
 
 import random
-import sqlite3
 import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 
@@ -165,20 +164,8 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def audit(db: Path, tally: Tally) -> dict:
-    """Read the store itself and check every promise; returns counts and a list of problems."""
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-        rows = conn.execute("SELECT id, message_id, summary_id FROM messages").fetchall()
-        summaries = conn.execute("SELECT id, start_id, end_id, message_count FROM message_summaries "
-                                 "ORDER BY start_id").fetchall()
-    finally:
-        conn.close()
-    return audit_rows(rows, summaries, tally)
-
-
 def audit_rows(rows: list, summaries: list, tally: Tally) -> dict:
-    """:func:`audit` on rows read from any store: (id, message_id, summary_id) and (id, start_id, end_id, count)."""
+    """Check the store's rows against the tally: (id, message_id, summary_id) and (id, start_id, end_id, count)."""
     problems: list[str] = []
     by_mid: dict[str, list[int]] = defaultdict(list)
     for rid, mid, _sid in rows:

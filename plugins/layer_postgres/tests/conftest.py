@@ -1,1 +1,0 @@
-from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures

@@ -1,0 +1,312 @@
+"""The turn and summary searches, over any :class:`~pps_turns.store.TurnStore`.
+
+Turns: the store's BM25 candidates and its dense candidates (turn vectors, with their neighbours' context),
+fused by :mod:`pps_turns.retrieval`. Vectors are computed here, in the background after turns are stored
+(capture never waits for the model) and for turns stored before an embedder was loaded once a search finds
+them missing; the store keeps them (``write_turn_vectors``) and searches them (``turn_similarities``).
+Summaries: BM25 fused with summary vectors the same way, simpler (summaries are few).
+Without an embedder both searches are lexical.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import retrieval
+from .store import SummaryRow, Turn, TurnStore
+from .vectors import EMBED_BATCH, RECIPE, vector_text
+
+log = logging.getLogger("pps.turns")
+
+#: Authors named in questions are re-read this often (this process's own captures reset them at once; another
+#: process sharing the store may add authors).
+AUTHORS_TTL_S = 30.0
+
+# summary search
+BM25_WEIGHT = 0.6
+DENSE_WEIGHT = 0.4
+#: A summary found by meaning alone must be at least this similar to the question.
+DENSE_FLOOR = 0.25
+CANDIDATES = 50
+SUMMARY_EMBED_BATCH = 32
+
+
+def _blobs(vecs) -> list[bytes]:
+    import numpy as np
+
+    return [np.asarray(v, dtype=np.float32).tobytes() for v in vecs]
+
+
+class _Embedding:
+    """The entity's embedder, looked up lazily; a broken embedder plugin is logged once, never fatal."""
+
+    what = "vectors"
+
+    def __init__(self, memory: Any) -> None:
+        self.memory = memory
+        self._warned = False
+
+    def embedder(self) -> Any:
+        try:
+            return self.memory.embedder
+        except Exception as exc:  # a broken embedder plugin must not break search
+            self.warn(exc)
+            return None
+
+    def warn(self, exc: BaseException) -> None:
+        if not self._warned:
+            log.warning("%s unavailable, searching lexically: %s: %s", self.what, type(exc).__name__, exc)
+            self._warned = True
+
+
+class Retriever(_Embedding):
+    """The raw_capture search: fused when an embedder is loaded, lexical otherwise."""
+
+    what = "turn vectors"
+
+    def __init__(self, memory: Any, store: TurnStore) -> None:
+        super().__init__(memory)
+        self.store = store
+        self.pending = True  # turns may lack vectors (stored before an embedder, or a failed embed)
+        #: Every turn with id <= this has a vector (of the current model) or was looked at.
+        self.floor = 0
+        self._task: asyncio.Task | None = None
+        self._authors: dict[str, str] | None = None
+        self._authors_at = 0.0
+
+    @staticmethod
+    def model(emb: Any) -> str:
+        """The model key of turn vectors: the embedder and how a turn becomes text."""
+        return f"{emb.name}|{RECIPE}"
+
+    def invalidate(self) -> None:
+        """Authors changed (a turn stored or forgotten): read them again at the next search."""
+        self._authors = None
+
+    async def authors(self) -> dict[str, str]:
+        if self._authors is None or time.monotonic() - self._authors_at > AUTHORS_TTL_S:
+            self._authors = retrieval.author_tokens(await self.store.author_names())
+            self._authors_at = time.monotonic()
+        return self._authors
+
+    async def index(self, new_turns: list[Turn]) -> None:
+        """Called after turns are stored: vectors are computed in the background, so capture never waits."""
+        self.invalidate()
+        if new_turns:
+            self.pending = True
+            self._kick()
+
+    def _kick(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self.drain())
+
+    async def drain(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embed every turn still without a vector, in batches; returns how many were embedded.
+
+        ``progress(done)`` is called after each batch (``pps reindex`` draws its bar with it)."""
+        running = self._task
+        if running is not None and not running.done() and asyncio.current_task() is not running:
+            await asyncio.shield(running)  # one drainer at a time
+        emb = self.embedder()
+        done = 0
+        while emb is not None and self.pending:
+            try:
+                done += await self._batch(emb)
+                if progress is not None:
+                    progress(done)
+            except Exception as exc:  # left pending: the next search or store tries again
+                self.warn(exc)
+                break
+        return done
+
+    async def _batch(self, emb: Any) -> int:
+        model = self.model(emb)
+        todo, top = await self.store.turns_missing_vectors(model, EMBED_BATCH, self.floor)
+        if len(todo) < EMBED_BATCH:
+            self.pending = False
+        if todo:
+            try:
+                vecs = await asyncio.to_thread(emb.embed, [vector_text(t) for t in todo])
+            except BaseException:
+                self.pending = True
+                raise
+            await self.store.write_turn_vectors(model, todo, _blobs(vecs))
+            self.floor = todo[-1]["id"]  # every turn up to here has its vector
+        if len(todo) < EMBED_BATCH:  # nothing else was missing up to ``top``: the next look starts there
+            self.floor = max(self.floor, top)
+        return len(todo)
+
+    async def close(self) -> None:
+        """Stop the background embedding (what is left is embedded at the next open)."""
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            try:
+                await self._task
+            except BaseException:  # cancelled, or a failure already logged
+                pass
+        self._task = None
+
+    async def reindex(self, progress: Callable[[int, int], None], full: bool) -> dict[str, Any] | None:
+        """Embed every turn without a vector (every turn with ``full``), then let the store repair its index."""
+        emb = self.embedder()
+        if emb is None:
+            return {"skipped": "no embedder loaded: turns are searched lexically"}
+        model = self.model(emb)
+        await self.close()  # a background drain stops; this one takes over
+        dropped = await self.store.drop_turn_vectors() if full else 0
+        self.floor = 0
+        self.pending = True
+        total = await self.store.count_turns_missing_vectors(model)
+        progress(0, total)
+        done = await self.drain(progress=lambda n: progress(min(n, total), total))
+        out: dict[str, Any] = {"embedded": done, "missing_after": await self.store.count_turns_missing_vectors(model),
+                               "model": model}
+        repaired = await self.store.repair_turn_index(model)
+        if repaired:
+            out.update(repaired)
+        if full:
+            out["dropped"] = dropped
+        return out
+
+    async def search(self, query: str, limit: int, offset: int = 0, channel: str | None = None,
+                     cfg: retrieval.FusionConfig = retrieval.DEFAULT) -> list[Turn]:
+        """Turns best first, each with ``score`` (fused) and ``signals`` (``bm25``, ``dense``, ``fused``)."""
+        emb = self.embedder() if cfg.use_dense else None
+        qvec = None
+        if emb is not None:
+            try:
+                if self.pending:  # turns stored before the embedder, or a failed batch: in the background
+                    self._kick()
+                import numpy as np
+
+                qvec = np.asarray((await asyncio.to_thread(emb.embed, [query]))[0], dtype=np.float32)
+            except Exception as exc:
+                self.warn(exc)
+                qvec = None
+        q = retrieval.parse_query(query, await self.authors(), cfg)
+        lexical = (await self.store.lexical_turns(q.terms, cfg.candidates, channel, cfg.lexical_budget)
+                   if cfg.use_bm25 and q.terms else {})
+        dense: dict[int, float] = {}
+        floor = 0.0
+        if qvec is not None:
+            scores = await self.store.turn_similarities(self.model(emb), qvec, cfg.candidates, cfg.context, channel)
+            dense, floor = retrieval.dense_top(scores, cfg.candidates, cfg.dense_floor_rank)
+        ids = sorted(set(lexical) | set(dense))
+        if not ids:
+            return []
+        found = {t["id"]: t for t in await self.store.turns_by_ids(ids)}
+        meta = {i: (t["author_name"], t["created_at"], t["channel"],
+                    (t["channel"], t["session_id"] or t["created_at"][:10])) for i, t in found.items()}
+        ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel)[offset:offset + limit]
+        return [{**found[i], "score": round(s, 6), "signals": sig} for i, s, sig in ranked if i in found]
+
+    async def lexical_baseline(self, query: str, limit: int) -> list[Turn]:
+        """Plain BM25 over the question's words, nothing else (what the fused search is measured against)."""
+        from pps_core.textsearch import content_terms
+
+        scores = await self.store.lexical_turns(content_terms(query)[:64], limit)
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        found = {t["id"]: t for t in await self.store.turns_by_ids([i for i, _s in ranked])}
+        return [{**found[i], "score": round(s, 6)} for i, s in ranked if i in found]
+
+
+class SummarySearch(_Embedding):
+    """Summary search: BM25 fused with summary vectors when an embedder is loaded, BM25 alone otherwise."""
+
+    what = "summary vectors"
+
+    def __init__(self, memory: Any, store: TurnStore) -> None:
+        super().__init__(memory)
+        self.store = store
+        #: (model, every summary up to this id has its vector or was looked at)
+        self.floor: tuple[str, int] = ("", 0)
+
+    @staticmethod
+    def model(emb: Any) -> str:
+        return f"{emb.name}|summary"
+
+    async def _fill(self, emb: Any, model: str, progress: Callable[[int], None] | None = None) -> int:
+        done = 0
+        while True:
+            after = self.floor[1] if self.floor[0] == model else 0
+            todo, top = await self.store.summaries_missing_vectors(model, SUMMARY_EMBED_BATCH, after)
+            if not todo:
+                self.floor = (model, max(after, top))
+                return done
+            vecs = await asyncio.to_thread(emb.embed, [text for _i, text in todo])
+            await self.store.write_summary_vectors(model, [i for i, _t in todo], _blobs(vecs))
+            self.floor = (model, todo[-1][0])
+            done += len(todo)
+            if progress is not None:
+                progress(done)
+
+    async def search(self, query: str, limit: int, offset: int = 0) -> list[SummaryRow]:
+        lexical = await self.store.lexical_summaries(query, CANDIDATES)
+        emb = self.embedder()
+        dense: dict[int, float] = {}
+        if emb is not None:
+            try:
+                import numpy as np
+
+                model = self.model(emb)
+                await self._fill(emb, model)
+                qvec = np.asarray((await asyncio.to_thread(emb.embed, [query]))[0], dtype=np.float32)
+                dense = await self.store.summary_similarities(model, qvec, CANDIDATES)
+            except Exception as exc:
+                self.warn(exc)
+                dense = {}
+        return await fuse_summaries(lexical, dense, limit, offset, self.store.summaries_by_ids)
+
+    async def reindex(self, progress: Callable[[int, int], None], full: bool) -> dict[str, Any] | None:
+        emb = self.embedder()
+        if emb is None:
+            return {"skipped": "no embedder loaded: summaries are searched lexically"}
+        model = self.model(emb)
+        dropped = await self.store.drop_summary_vectors() if full else 0
+        self.floor = ("", 0)
+        total = await self.store.count_summaries_missing_vectors(model)
+        progress(0, total)
+        done = await self._fill(emb, model, lambda n: progress(min(n, total), total))
+        out: dict[str, Any] = {"embedded": done, "model": model}
+        if full:
+            out["dropped"] = dropped
+        return out
+
+
+async def fuse_summaries(lexical: list[SummaryRow], dense: dict[int, float], limit: int, offset: int,
+                         by_ids: Any) -> list[SummaryRow]:
+    """BM25 candidates (with ``score``) and summary cosines, fused; ``await by_ids(ids)`` fetches dense-only hits."""
+    if not dense:
+        for s in lexical:
+            s["signals"] = {"bm25": s["score"], "dense": None, "fused": s["score"]}
+        return lexical[offset:offset + limit]
+    best_bm25 = max((s["score"] for s in lexical), default=0.0) or 1.0
+    fused: dict[int, float] = {}
+    signals: dict[int, dict[str, float | None]] = {}
+    for s in lexical:
+        fused[s["id"]] = BM25_WEIGHT * s["score"] / best_bm25
+        signals[s["id"]] = {"bm25": s["score"], "dense": dense.get(s["id"])}
+    for sid, sim in dense.items():
+        if sid not in fused and sim < DENSE_FLOOR:
+            continue
+        fused[sid] = fused.get(sid, 0.0) + DENSE_WEIGHT * max(0.0, sim)
+        signals.setdefault(sid, {"bm25": None, "dense": sim})["dense"] = sim
+    ranked = sorted(fused, key=lambda i: -fused[i])[offset:offset + limit]
+    rows = {s["id"]: s for s in lexical}
+    missing = [i for i in ranked if i not in rows]
+    if missing:
+        for s in await by_ids(missing):
+            rows[s["id"]] = s
+    out = []
+    for sid in ranked:
+        if sid not in rows:  # forgotten meanwhile
+            continue
+        s = dict(rows[sid])
+        s["score"] = round(fused[sid], 6)
+        s["signals"] = {**signals[sid], "fused": s["score"]}
+        out.append(s)
+    return out

@@ -1,0 +1,472 @@
+"""The turn domain of one entity: a store, its searches, its two layers and every turn operation, as one object.
+
+A store adapter's plugin builds it (:func:`pps_turns.build`) and returns its layers from ``pps_layers`` and its
+operations from ``pps_operations``. Operations are methods of :class:`TurnDomain`: none looks a layer up by name
+and none reaches into another object's storage; the layers call the same methods (no layer calls an operation
+through the catalog).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import secrets
+import time as _time
+import weakref
+from bisect import bisect_right
+from collections.abc import Awaitable, Callable
+from datetime import datetime, time, timedelta
+from typing import Any
+
+from pps_core import Operation
+from pps_core.errors import InvalidParams, NotFound, Unavailable
+from pps_core.models import Summary
+from pps_core.privacy import drop_private
+from pps_core.timeutil import now_utc, parse_timestamp, render_iso_local, to_storage
+
+from .layers import RawCaptureLayer, SummariesLayer
+from .params import (
+    ActivityParams,
+    ConversationContextParams,
+    ForgetLogParams,
+    ForgetRangeParams,
+    ForgetSearchParams,
+    ForgetTurnsParams,
+    LimitParams,
+    ListTurnsParams,
+    NoParams,
+    PollParams,
+    SearchParams,
+    StoreMessagesParams,
+    StoreSummaryParams,
+    SummarizeParams,
+    TurnIn,
+    TurnsAroundParams,
+    TurnsSinceParams,
+    TurnsSinceSummaryParams,
+)
+from .retriever import Retriever, SummarySearch
+from .store import BrowsableTurnStore, TurnStore
+
+TURNS_PER_SUMMARY = 50
+#: How long a forget_search confirmation token stays valid.
+TOKEN_TTL_S = 600.0
+
+def _same_word(term: str, word: str) -> bool:
+    """The query's word, or an inflection of it as the full-text index's stemmer matched it (cottage/cottages)."""
+    if term == word:
+        return True
+    short, long = sorted((term, word), key=len)
+    return len(short) >= 4 and long.startswith(short[:-1]) and len(long) - len(short) <= 3
+
+
+_DOMAINS: weakref.WeakKeyDictionary[Any, TurnDomain] = weakref.WeakKeyDictionary()
+
+
+def build(memory: Any, store: TurnStore) -> TurnDomain:
+    """The entity's turn domain over ``store``, kept for ``memory`` so that :func:`for_memory` (the adapter's
+    ``pps_operations``) finds the same object its ``pps_layers`` built."""
+    domain = TurnDomain(memory, store)
+    _DOMAINS[memory] = domain
+    return domain
+
+
+def for_memory(memory: Any) -> TurnDomain | None:
+    """The turn domain built for ``memory`` (None when no store adapter built one)."""
+    return _DOMAINS.get(memory)
+
+
+class TurnDomain:
+    """Turns, summaries, navigation, channels and forgetting over one :class:`~pps_turns.store.TurnStore`."""
+
+    def __init__(self, memory: Any, store: TurnStore) -> None:
+        self.memory = memory
+        self.store = store
+        self.retriever = Retriever(memory, store)
+        self.summary_search = SummarySearch(memory, store)
+        self.raw = RawCaptureLayer(self)
+        self.summaries = SummariesLayer(self)
+
+    def layers(self) -> list[Any]:
+        return [self.raw, self.summaries]
+
+    def _open_store(self) -> TurnStore:
+        if not self.raw.opened:
+            raise Unavailable(f"layer raw_capture is not available for entity {self.memory.settings.entity!r}: "
+                              f"its store did not open ({self.store.detail})")
+        return self.store
+
+    # -- shapes of answers ------------------------------------------------------------------------
+
+    def _out(self, t: dict[str, Any]) -> dict[str, Any]:
+        t = dict(t)
+        t["local_time"] = render_iso_local(t["created_at"], self.memory.tz)
+        return t
+
+    def _sum_out(self, s: dict[str, Any]) -> dict[str, Any]:
+        s = dict(s)
+        for key in ("time_span_start", "time_span_end"):
+            if s.get(key):
+                s[key + "_local"] = render_iso_local(s[key], self.memory.tz)
+        return s
+
+    def _prepare(self, turn: TurnIn, where: str) -> dict[str, Any]:
+        limit = self.memory.settings.limits.max_content_chars
+        if len(turn.content) > limit:
+            raise InvalidParams(f"{where}content: {len(turn.content)} characters, the limit is {limit}",
+                                param=f"{where}content")
+        created = (to_storage(parse_timestamp(turn.created_at, self.memory.tz, f"{where}created_at"))
+                   if turn.created_at else to_storage(now_utc()))
+        return {**turn.model_dump(), "content": drop_private(turn.content), "created_at": created}
+
+    def _time(self, value: str | None, param: str) -> str | None:
+        return to_storage(parse_timestamp(value, self.memory.tz, param)) if value else None
+
+    # -- capture ----------------------------------------------------------------------------------
+
+    async def capture(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Store prepared turns; vectors follow in the background; ``message_stored`` fires for each new one."""
+        from pps_core import Message
+
+        acks, new = await self._open_store().store(batch)
+        await self.retriever.index(new)
+        for t in new:
+            self.memory.events.message_stored(Message(**t))
+        return acks
+
+    async def store_message(self, p: TurnIn) -> dict[str, Any]:
+        acks = await self.capture([self._prepare(p, "")])
+        return {"stored": acks[0]["id"] is not None, **acks[0]}
+
+    async def store_messages(self, p: StoreMessagesParams) -> dict[str, Any]:
+        if len(p.messages) > self.memory.settings.limits.max_batch:
+            raise InvalidParams(f"messages: at most {self.memory.settings.limits.max_batch} turns per call",
+                                param="messages")
+        batch = [self._prepare(t, f"messages.{i}.") for i, t in enumerate(p.messages)]
+        acks = await self.capture(batch)
+        out = {"stored": sum(1 for a in acks if a["id"] is not None), "ids": [a["id"] for a in acks], "acks": acks}
+        forgotten = sum(1 for a in acks if a.get("forgotten"))
+        if forgotten:
+            out["forgotten"] = forgotten  # message ids that were forgotten: never stored again
+        return out
+
+    async def raw_search(self, p: SearchParams) -> dict[str, Any]:
+        self._open_store()
+        results = await self.memory.search_layer(self.raw.name, p.query, p.limit, p.offset, channel=p.channel)
+        return {"query": p.query, "count": len(results), "offset": p.offset,
+                "results": [{"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
+                             "channel": r.metadata.get("channel"), "session_id": r.metadata.get("session_id"),
+                             "message_id": r.metadata.get("message_id"), "summary_id": r.metadata.get("summary_id"),
+                             "created_at": r.timestamp, "local_time": render_iso_local(r.timestamp, self.memory.tz),
+                             "score": r.score, "scores": r.metadata.get("scores"),
+                             "metadata": r.metadata.get("metadata") or {}} for r in results]}
+
+    async def poll_channels(self, p: PollParams) -> dict[str, Any]:
+        found = await self._open_store().poll(p.consumer_key, p.channel, p.limit)
+        found["turns"] = [self._out(t) for t in found["turns"]]
+        return found
+
+    # -- summaries --------------------------------------------------------------------------------
+
+    async def summarize_batch(self, limit: int) -> dict[str, Any]:
+        total, batch = await self._open_store().unsummarized_page(limit, oldest_first=True)
+        ids = [t["id"] for t in batch]
+        tz = self.memory.tz
+        lines = [f"[{render_iso_local(t['created_at'], tz)}] [{t['channel']}] {t['author_name']}: {t['content']}"
+                 for t in batch]
+        return {
+            "count": len(batch), "unsummarized_count": total,
+            # in time order, so the ids need not be contiguous: store with message_ids (start/end only bound them)
+            "start_id": min(ids) if ids else None, "end_id": max(ids) if ids else None, "message_ids": ids,
+            "channels": sorted({t["channel"] for t in batch}),
+            "messages": [self._out(t) for t in batch],
+            "transcript": "\n".join(lines),
+            "instructions": ("Summarize these turns faithfully: keep who said what (use the author names as given), "
+                             "add nothing they do not say. Then call store_summary with summary_text and "
+                             "message_ids (exactly these ids)."),
+        }
+
+    async def summarize_messages(self, p: SummarizeParams) -> dict[str, Any]:
+        return await self.summarize_batch(p.limit)
+
+    async def save_summary(self, text: str, *, start_id: int | None = None, end_id: int | None = None,
+                           message_ids: list[int] | None = None, channels: list[str] | None = None,
+                           summary_type: str = "work") -> dict[str, Any]:
+        stored = await self._open_store().store_summary(text, start_id=start_id, end_id=end_id,
+                                                        message_ids=message_ids, channels=channels,
+                                                        summary_type=summary_type)
+        self.memory.events.summary_stored(Summary(**{k: stored[k] for k in Summary.model_fields}))
+        return stored
+
+    async def store_summary(self, p: StoreSummaryParams) -> dict[str, Any]:
+        stored = await self.save_summary(p.summary_text, start_id=p.start_id, end_id=p.end_id,
+                                         message_ids=p.message_ids, channels=p.channels, summary_type=p.summary_type)
+        return self._sum_out(stored)
+
+    async def get_recent_summaries(self, p: LimitParams) -> dict[str, Any]:
+        found = await self._open_store().recent_summaries(p.limit, p.offset)
+        return {"count": len(found), "summaries": [self._sum_out(s) for s in found]}
+
+    async def search_summaries(self, p: SearchParams) -> dict[str, Any]:
+        self._open_store()
+        results = await self.memory.search_layer(self.summaries.name, p.query, p.limit, p.offset)
+        return {"query": p.query, "count": len(results),
+                "results": [{"id": int(r.source.split()[-1]), "summary_text": r.content, "score": r.score,
+                             "time_span_end": r.timestamp, **r.metadata} for r in results]}
+
+    async def summary_stats(self, _p: NoParams) -> dict[str, Any]:
+        return await self._open_store().summary_stats()
+
+    # -- navigation (reference/001) ---------------------------------------------------------------
+
+    async def get_turns_since_summary(self, p: TurnsSinceSummaryParams) -> dict[str, Any]:
+        total, page = await self._open_store().unsummarized_page(p.limit, p.offset, oldest_first=p.oldest_first,
+                                                                 channel=p.channel)
+        nxt = p.offset + len(page)
+        return {"total_unsummarized": total, "offset": p.offset, "limit": p.limit, "count": len(page),
+                "order": "oldest_first" if p.oldest_first else "newest_first (each page chronological)",
+                "next_offset": nxt if nxt < total else None, "turns": [self._out(t) for t in page]}
+
+    async def get_conversation_context(self, p: ConversationContextParams) -> dict[str, Any]:
+        empty = {"unsummarized_count": 0, "summaries_count": 0, "raw_turns_count": 0, "turns_covered_approx": 0,
+                 "summaries": [], "raw_turns": []}
+        count, sums, raw = await self._open_store().context(p.turns, TURNS_PER_SUMMARY)
+        if p.turns == 0:
+            return {**empty, "unsummarized_count": count}
+        covered = len(raw) + sum(s["message_count"] for s in sums)
+        return {"unsummarized_count": count, "summaries_count": len(sums), "raw_turns_count": len(raw),
+                "turns_covered_approx": covered, "summaries": [self._sum_out(s) for s in sums],
+                "raw_turns": [self._out(t) for t in raw]}
+
+    async def get_turns_since(self, p: TurnsSinceParams) -> dict[str, Any]:
+        ts = to_storage(parse_timestamp(p.timestamp, self.memory.tz, "timestamp"))
+        msgs, more, sums = await self._open_store().since(ts, p.limit, p.include_summaries)
+        return {"timestamp_start": p.timestamp, "timestamp_start_utc": ts, "messages_count": len(msgs),
+                "summaries_count": len(sums), "truncated": more, "limit": p.limit,
+                "messages": [self._out(t) for t in msgs], "summaries": [self._sum_out(s) for s in sums]}
+
+    async def get_turns_around(self, p: TurnsAroundParams) -> dict[str, Any]:
+        if math.isnan(p.before_ratio):
+            raise InvalidParams("before_ratio: must be a number between 0 and 1", param="before_ratio")
+        ts = to_storage(parse_timestamp(p.timestamp, self.memory.tz, "timestamp"))
+        ratio = min(1.0, max(0.0, p.before_ratio))
+        before_n = int(p.count * ratio)
+        before, after = await self._open_store().around(ts, before_n, p.count - before_n)
+        msgs = before + after
+        return {"center_timestamp": p.timestamp, "center_timestamp_utc": ts, "before_ratio": ratio,
+                "before_count": len(before), "after_count": len(after), "total_count": len(msgs),
+                "messages": [self._out(t) for t in msgs]}
+
+    # -- browsing (the explorer's timeline and plots) -----------------------------------------------
+
+    def _browsable(self) -> BrowsableTurnStore:
+        store = self._open_store()
+        if not isinstance(store, BrowsableTurnStore):
+            raise Unavailable(f"browsing turns needs a store with list_turns and activity "
+                              f"(pps_turns.BrowsableTurnStore); {type(store).__name__} has none")
+        return store
+
+    async def list_turns(self, p: ListTurnsParams) -> dict[str, Any]:
+        since, until = self._time(p.since, "since"), self._time(p.until, "until")
+        total, page = await self._browsable().list_turns(since=since, until=until, channel=p.channel,
+                                                         author=p.author, ids=p.ids, newest_first=p.newest_first,
+                                                         limit=p.limit, offset=p.offset)
+        nxt = p.offset + len(page)
+        return {"total": total, "offset": p.offset, "limit": p.limit, "next_offset": nxt if nxt < total else None,
+                "turns": [self._out(t) for t in page]}
+
+    async def turn_activity(self, p: ActivityParams) -> dict[str, Any]:
+        tz = self.memory.tz
+        last = (parse_timestamp(p.until, tz, "until") if p.until else now_utc()).astimezone(tz).date()
+        try:
+            first = last - timedelta(days=p.days - 1)
+            days = [first + timedelta(days=i) for i in range(p.days + 1)]
+            starts = [to_storage(datetime.combine(d, time(), tz)) for d in days]
+        except OverflowError:
+            raise InvalidParams("until: too near the edge of the calendar", param="until") from None
+        minute = any((datetime.combine(d, time(), tz).utcoffset() or timedelta()).total_seconds() % 3600
+                     for d in days)
+        pad = ":00.000Z" if minute else ":00:00.000Z"
+        # 'YYYY-MM-DDTHH:MM' buckets for zones off the hour, else 'YYYY-MM-DDTHH'
+        turns, backlog, summed = await self._browsable().activity(starts[0], starts[-1], 16 if minute else 13)
+
+        def day_of(bucket: str) -> int:
+            return max(0, bisect_right(starts, bucket + pad) - 1)
+
+        out: list[dict[str, Any]] = [{"date": d.isoformat(), "turns": {}, "total": 0, "summarized": 0}
+                                     for d in days[:-1]]
+        channels: dict[str, int] = {}
+        for bucket, channel, n in turns:
+            day = out[min(day_of(bucket), p.days - 1)]
+            day["turns"][channel] = day["turns"].get(channel, 0) + n
+            day["total"] += n
+            channels[channel] = channels.get(channel, 0) + n
+        for bucket, n in summed:
+            out[min(day_of(bucket), p.days - 1)]["summarized"] += n
+        for day in out:  # at the end of each day: turns dated up to then minus turns summarized by then
+            backlog += day["total"] - day.pop("summarized")
+            day["backlog"] = max(0, backlog)
+        return {"zone": str(tz), "first": days[0].isoformat(), "last": days[-2].isoformat(),
+                "channels": dict(sorted(channels.items(), key=lambda kv: -kv[1])), "days": out}
+
+    # -- forgetting -------------------------------------------------------------------------------
+
+    async def forget(self, ids: list[int], who: str, how: str) -> dict[str, Any]:
+        """Delete turns for good in the store, then every declared copy (``memory.events.messages_forgotten``)."""
+        store = self._open_store()
+        texts = {t["id"]: t for t in await store.turns_by_ids(sorted(set(ids)))}
+        out = await store.forget(ids, who, how)
+        self.retriever.invalidate()
+        gone = out["forgotten"]
+        incomplete = (await self.memory.events.messages_forgotten(
+            gone, texts=[texts[i]["content"] for i in gone if i in texts],
+            message_ids=[texts[i]["message_id"] for i in gone if i in texts and texts[i]["message_id"]],
+            requested_by=who) if gone else [])
+        out["count"] = len(gone)
+        if incomplete:
+            out["incomplete"] = incomplete
+        return out
+
+    async def forget_turns(self, p: ForgetTurnsParams) -> dict[str, Any]:
+        return await self.forget(p.ids, p.requested_by, "ids")
+
+    async def forget_range(self, p: ForgetRangeParams) -> dict[str, Any]:
+        since = to_storage(parse_timestamp(p.since, self.memory.tz, "since"))
+        until = to_storage(parse_timestamp(p.until, self.memory.tz, "until"))
+        if since >= until:
+            raise InvalidParams("since: must be before until", param="since")
+        ids = await self._open_store().in_range(p.channel, since, until)
+        out = await self.forget(ids, p.requested_by, "range")  # the log keeps no channel name
+        return {"channel": p.channel, "since": since, "until": until, **out}
+
+    async def forget_search(self, p: ForgetSearchParams) -> dict[str, Any]:
+        """Two steps. The first lists only turns that contain a word of the query (BM25, with the words each
+        matched: a turn found only "by meaning" is never offered for deletion) and returns a token; the token is
+        kept in the store (digests, 10 minutes, one use), so any process (``pps call``) can confirm it."""
+        store = self._open_store()
+        query_digest = hashlib.sha256(f"{p.channel or ''}\x00{p.query}".encode("utf-8", "surrogatepass")).hexdigest()
+        if p.confirm is not None:
+            token_digest = hashlib.sha256(p.confirm.encode("utf-8", "surrogatepass")).hexdigest()
+            ids = await store.take_forget_token(token_digest, query_digest, _time.time())
+            if ids is None:
+                raise NotFound("confirm: no such token for this query (tokens last 10 minutes and work once); "
+                               "call forget_search without confirm again", param="confirm")
+            return await self.forget(ids, p.requested_by, "search")
+        from pps_core.textsearch import content_terms, tokens
+
+        terms = content_terms(p.query)[:64]
+        scores = await store.lexical_turns(terms, p.limit, p.channel) if terms else {}
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:p.limit]
+        found = {t["id"]: t for t in await store.turns_by_ids([i for i, _s in ranked])}
+        wanted = set(terms)
+        matches = []
+        for i, score in ranked:
+            t = found.get(i)
+            words = set(tokens(t["content"])) if t else set()
+            matched = sorted(w for w in wanted if any(_same_word(w, x) for x in words))
+            if t is None or not matched:
+                continue
+            matches.append({"id": i, "score": round(score, 4), "matched": matched, "created_at": t["created_at"],
+                            "local_time": render_iso_local(t["created_at"], self.memory.tz),
+                            "channel": t["channel"], "author_name": t["author_name"], "content": t["content"]})
+        token = secrets.token_urlsafe(18) if matches else None
+        if token:
+            now = _time.time()
+            await store.save_forget_token(hashlib.sha256(token.encode()).hexdigest(), query_digest,
+                                          [m["id"] for m in matches], now + TOKEN_TTL_S, now)
+        return {"query": p.query, "count": len(matches), "confirm": token,
+                "expires_in_s": int(TOKEN_TTL_S) if token else None,
+                "instructions": "Nothing is deleted yet. Check these turns, then call forget_search again with the "
+                                "same query and confirm=<token> to delete exactly them." if token else
+                                "No turn contains a word of this query.",
+                "matches": matches}
+
+    async def forget_log(self, p: ForgetLogParams) -> dict[str, Any]:
+        total, entries = await self._open_store().forget_log(p.limit, p.offset)
+        return {"total": total, "entries": entries}
+
+    # -- the catalog ------------------------------------------------------------------------------
+
+    def operations(self) -> list[Operation]:
+        """Every turn operation, bound to this domain (the adapter's ``pps_operations`` returns them)."""
+        return operations(lambda _memory: self)
+
+
+def operations(domain_of: Callable[[Any], TurnDomain]) -> list[Operation]:
+    """The turn operations; each handler runs the method of ``domain_of(memory)`` named like it."""
+
+    def h(method: str) -> Callable[[Any, Any], Awaitable[Any]]:
+        async def handler(memory: Any, p: Any) -> Any:
+            return await getattr(domain_of(memory), method)(p)
+
+        handler.__name__ = method
+        handler.__doc__ = getattr(TurnDomain, method).__doc__
+        return handler
+
+    ro = {"read_only": True, "idempotent": True}
+    gone = ("Deletes for good: the turn, its full text, its vector, every summary that covered it (the turns it "
+            "still covered go back to the backlog, to be summarized again), and every copy another plugin declared "
+            "(graph episodes and facts, the recap; see turn_copies). Its message_id is never stored again (an "
+            "import or a hook that brings it back stores nothing). Logged (ids, time, requested_by), never the "
+            "content.")
+    return [
+        # not idempotent: without message_id a repeat stores a second turn (MCP's idempotentHint must hold for
+        # every call); with message_id a repeat stores nothing and answers as the first did
+        Operation("store_message", TurnIn, h("store_message"), group="capture",
+                  description="Store one turn verbatim (<private>...</private> spans dropped). With message_id, a "
+                              "repeat stores nothing new and answers as the first did; without it, it stores again."),
+        Operation("store_messages", StoreMessagesParams, h("store_messages"), group="capture",
+                  description="Store a batch of turns ({\"messages\": [...]}) in one transaction: all or nothing. "
+                              "Turns with a message_id already stored are not stored again."),
+        Operation("raw_search", SearchParams, h("raw_search"), group="raw", **ro,
+                  description="Search every stored turn (full text, ranked). Plain language; no query syntax."),
+        Operation("poll_channels", PollParams, h("poll_channels"), group="channels",
+                  description="Unread turns from other channels since this consumer's cursor, oldest first; "
+                              "advances the cursor. A new consumer starts at now."),
+        Operation("summarize_messages", SummarizeParams, h("summarize_messages"), group="summaries", **ro,
+                  description="The oldest unsummarized turns, with their ids, for a summarizer. Store the result "
+                              "with store_summary(message_ids=...)."),
+        Operation("store_summary", StoreSummaryParams, h("store_summary"), group="summaries",
+                  description="Store a summary and mark exactly the turns it covers (message_ids, or a start_id/"
+                              "end_id range that must hold only unsummarized turns). Refuses empty, reversed or "
+                              "already summarized input; nothing is half-written."),
+        Operation("get_recent_summaries", LimitParams, h("get_recent_summaries"), group="summaries", **ro,
+                  description="The newest summaries, newest first, full text."),
+        Operation("search_summaries", SearchParams, h("search_summaries"), group="summaries", **ro,
+                  description="Search summaries (full text; hybrid with vectors when an embedder is loaded)."),
+        Operation("summary_stats", NoParams, h("summary_stats"), group="summaries", **ro,
+                  description="Counts: total_messages, unsummarized_count, summaries, by channel."),
+        Operation("get_turns_since_summary", TurnsSinceSummaryParams, h("get_turns_since_summary"),
+                  group="navigation", **ro,
+                  description="Unsummarized turns, paged from the newest (offset counts back) or the oldest; "
+                              "each page is chronological."),
+        Operation("get_conversation_context", ConversationContextParams, h("get_conversation_context"),
+                  group="navigation", **ro,
+                  description="About N turns of context: raw turns, plus the newest summaries (~50 turns each) "
+                              "when there are fewer unsummarized turns than N."),
+        Operation("get_turns_since", TurnsSinceParams, h("get_turns_since"), group="navigation", **ro,
+                  description="Every turn at or after a moment (ISO 8601; no zone = the entity's zone), and the "
+                              "summaries that overlap it. Default limit 1000."),
+        Operation("get_turns_around", TurnsAroundParams, h("get_turns_around"), group="navigation", **ro,
+                  description="A window of turns around a moment: count turns, before_ratio of them before it."),
+        Operation("list_turns", ListTurnsParams, h("list_turns"), group="navigation", **ro,
+                  description="Turns in time order between two moments, optionally of one channel (or channel "
+                              "family) and one author, a page at a time, with the total and the summary "
+                              "covering each (summary_id)."),
+        Operation("turn_activity", ActivityParams, h("turn_activity"), group="navigation", **ro,
+                  description="Per day (in the entity's zone): turns per channel, and the unsummarized backlog at "
+                              "the end of the day (turns dated up to then minus turns summarized by then; an "
+                              "imported history counts from its own dates)."),
+        Operation("forget_turns", ForgetTurnsParams, h("forget_turns"), group="forget", destructive=True,
+                  idempotent=True, description="Forget turns by id. " + gone),
+        Operation("forget_range", ForgetRangeParams, h("forget_range"), group="forget", destructive=True,
+                  idempotent=True,
+                  description="Forget every turn of a channel (or channel family) between since and until. " + gone),
+        Operation("forget_search", ForgetSearchParams, h("forget_search"), group="forget", destructive=True,
+                  description="Forget the turns a search finds, in two steps: the first call lists the matches and "
+                              "returns a confirm token (nothing deleted); the same call with confirm=<token> deletes "
+                              "exactly those. " + gone),
+        Operation("forget_log", ForgetLogParams, h("forget_log"), group="forget", read_only=True, idempotent=True,
+                  description="What was forgotten, newest first: turn ids, time, requested_by, summaries flagged. "
+                              "Never content."),
+    ]
