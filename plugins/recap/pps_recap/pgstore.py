@@ -88,5 +88,11 @@ def save(dsn: str, schema: str, text: str, meta: dict[str, Any]) -> None:
 
 
 def remove(dsn: str, schema: str) -> int:
+    """Delete the recap, then rewrite the table (``VACUUM FULL``, as pps-postgres does for forgotten turns): a
+    deleted row's bytes stay in the table's file until then."""
     with _connect(dsn, schema) as conn:
-        return conn.execute(f"DELETE FROM {TABLE}").rowcount
+        removed = conn.execute(f"DELETE FROM {TABLE}").rowcount
+        conn.commit()
+        conn.autocommit = True
+        conn.execute(f"VACUUM FULL {TABLE}")
+    return removed
