@@ -7,6 +7,12 @@ from pps_core import hookimpl
 
 @hookimpl
 def pps_layers(memory):
+    from .settings import ChromaSettings
+
+    if memory.settings.plugin_settings(ChromaSettings, "chroma").store == "postgres":
+        from .pgstore import PgAnchorLayer
+
+        return [PgAnchorLayer(memory)]
     from .layer import AnchorLayer
 
     return [AnchorLayer(memory)]
