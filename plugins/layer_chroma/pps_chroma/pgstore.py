@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import os
 import re
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
@@ -68,6 +71,9 @@ def target(cs: ChromaSettings, entity_settings) -> tuple[str, str]:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
         raise ConfigError(f"chroma.schema: {name!r} is not a plain identifier (letters, digits, _)")
     return dsn, name
+
+
+BACKUP = "postgres/word_photos.jsonl"
 
 
 def _vector(v: list[float]) -> str:
@@ -178,6 +184,55 @@ class PgAnchorLayer(Layer):
             if progress is not None:
                 progress(i + 1, len(names))
         return done
+
+    # -- backup ---------------------------------------------------------------------------------
+
+    async def snapshot(self, dest) -> list[str] | None:
+        """``pps backup``: every word-photo and kept deleted copy as JSON lines (vectors are derived: made again)."""
+        def rows(conn):
+            live = conn.execute("SELECT filename, content, created_at, modified_at FROM word_photos "
+                                "ORDER BY filename").fetchall()
+            gone = conn.execute("SELECT filename, content, deleted_at FROM word_photos_deleted ORDER BY id").fetchall()
+            return ([{"filename": f, "content": c, "created_at": t.isoformat(), "modified_at": m.isoformat()}
+                     for f, c, t, m in live]
+                    + [{"deleted": True, "filename": f, "content": c, "deleted_at": t.isoformat()} for f, c, t in gone])
+
+        out = await asyncio.to_thread(self._run, rows)
+        path = Path(dest) / BACKUP
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out), encoding="utf-8")
+        os.chmod(path, 0o600)
+        return [BACKUP]
+
+    async def after_restore(self, manifest: dict[str, Any]) -> None:
+        """``pps restore``: the archive's rows go into this entity's (empty) tables and are embedded; their file is
+        then removed from the home (the tables are the word-photos)."""
+        path = Path(self.memory.home) / BACKUP
+        if not path.is_file():
+            return
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        live = [r for r in rows if not r.get("deleted")]
+
+        def load(conn) -> bool:
+            have = conn.execute("SELECT filename, content FROM word_photos ORDER BY filename").fetchall()
+            if have:
+                if [tuple(h) for h in have] == [(r["filename"], r["content"]) for r in live]:
+                    return False  # restored onto the very tables it was taken from
+                raise Conflict("word-photos: the PostgreSQL tables of this entity already hold other word-photos; "
+                               "restore with another [chroma] schema (or into an empty one)")
+            with conn.cursor() as cur:
+                cur.executemany("INSERT INTO word_photos (filename, content, created_at, modified_at) "
+                                "VALUES (%s, %s, %s, %s)",
+                                [(r["filename"], r["content"], r["created_at"], r["modified_at"]) for r in live])
+                cur.executemany("INSERT INTO word_photos_deleted (filename, content, deleted_at) VALUES (%s, %s, %s)",
+                                [(r["filename"], r["content"], r["deleted_at"]) for r in rows if r.get("deleted")])
+            return True
+
+        if await asyncio.to_thread(self._run, load):
+            await asyncio.to_thread(self._embed_again, [r["filename"] for r in live])
+        path.unlink()
+        if not any(path.parent.iterdir()):
+            path.parent.rmdir()
 
     # -- rows -----------------------------------------------------------------------------------
 

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
+import os
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
-from pps_core.errors import ConfigError, NotFound, Unavailable
+from pps_core.errors import ConfigError, Conflict, NotFound, Unavailable
 from pps_core.textsearch import lexical_scores_tokens, tokens
 from pps_core.timeutil import to_storage
 
@@ -154,6 +157,31 @@ async def _forget(conn, number: int) -> str:
     return str(row[0])
 
 
+BACKUP = "postgres/crystals.jsonl"
+
+
+async def _all(conn) -> list[dict[str, Any]]:
+    cur = await conn.execute("SELECT number, content, state, version, created_at, modified_at FROM crystals "
+                             "ORDER BY number")
+    return [{"number": n, "content": c, "state": s, "version": v, "created_at": t.isoformat(),
+             "modified_at": m.isoformat()} for n, c, s, v, t, m in await cur.fetchall()]
+
+
+async def _load(conn, rows: list[dict[str, Any]]) -> None:
+    have = await _all(conn)
+    if have:
+        if [(r["number"], r["content"], r["state"]) for r in have] == [
+                (r["number"], r["content"], r["state"]) for r in rows]:
+            return  # restored onto the very table it was taken from
+        raise Conflict("crystals: the PostgreSQL table of this entity already holds other crystals; restore with "
+                       "another [crystals] schema (or into an empty one)")
+    async with conn.cursor() as cur:
+        await cur.executemany(
+            "INSERT INTO crystals (number, content, state, version, created_at, modified_at) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            [(r["number"], r["content"], r["state"], r["version"], r["created_at"], r["modified_at"]) for r in rows])
+
+
 class PgCrystalLayer(Layer):
     """The crystallization layer on PostgreSQL: any number of processes share it (no owner lock)."""
 
@@ -165,6 +193,7 @@ class PgCrystalLayer(Layer):
         super().__init__()
         self.settings: CrystalSettings = memory.settings.plugin_settings(CrystalSettings, "crystals")
         self.store = open_store(self.settings, memory.settings)
+        self.home = Path(memory.home)
         self._tokens: dict[int, tuple[int, list[str]]] = {}  # number -> (version, tokens)
 
     def default_sections(self) -> list[SectionConfig]:
@@ -238,6 +267,27 @@ class PgCrystalLayer(Layer):
         ranked = sorted(((s, r) for r, s in zip(rows, scored, strict=True) if s > 0), key=lambda t: (-t[0], t[1][0]))
         self.record_latency(started)
         return [self._result(r, r[0] not in window, s) for s, r in ranked[offset: offset + limit]]
+
+    async def snapshot(self, dest: Path) -> list[str] | None:
+        """``pps backup``: every row (deleted and forgotten ones too, so numbers stay used) as JSON lines."""
+        rows = await self.store.run(_all)
+        path = dest / BACKUP
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        os.chmod(path, 0o600)
+        return [BACKUP]
+
+    async def after_restore(self, manifest: dict[str, Any]) -> None:
+        """``pps restore``: the archive's rows go into this entity's (empty) table, then their file is removed
+        from the home (the table is the crystals)."""
+        path = self.home / BACKUP
+        if not path.is_file():
+            return
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        await self.store.run(_load, rows)
+        path.unlink()
+        if not any(path.parent.iterdir()):
+            path.parent.rmdir()
 
     async def health(self) -> LayerHealth:
         try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -176,6 +178,31 @@ class RecapLayer(Layer):
         when = datetime.fromtimestamp(meta["generated"], UTC).isoformat() if meta.get("generated") else None
         return StartupItems(items=[SearchResult(layer=self.name, content=text, source=store.RECAP_FILE,
                                                 timestamp=when, metadata={"log": meta.get("source")})], total=1)
+
+    async def snapshot(self, dest: Path) -> list[str] | None:
+        """``pps backup`` of a recap kept in PostgreSQL: its row as a file of the archive (files are copied as
+        they are)."""
+        if store.recap_settings(self.memory.settings).store != "postgres":
+            return None
+        saved = await asyncio.to_thread(store.load, self.memory.settings)
+        path = Path(dest) / store.PG_BACKUP
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.write_text(json.dumps({"text": saved[0], "meta": saved[1]} if saved else None), encoding="utf-8")
+        os.chmod(path, 0o600)
+        return [store.PG_BACKUP]
+
+    async def after_restore(self, manifest: dict[str, Any]) -> None:
+        """``pps restore``: the archive's recap row is saved (unless one is there), and its file removed."""
+        path = Path(self.memory.home) / store.PG_BACKUP
+        if not path.is_file():
+            return
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved and store.recap_settings(self.memory.settings).store == "postgres":
+            if await asyncio.to_thread(store.load, self.memory.settings) is None:
+                await asyncio.to_thread(store.keep, self.memory.settings, saved["text"], saved["meta"])
+        path.unlink()
+        if not any(path.parent.iterdir()):
+            path.parent.rmdir()
 
     async def health(self) -> LayerHealth:
         settings = self.memory.settings

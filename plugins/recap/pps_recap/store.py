@@ -26,6 +26,8 @@ from pps_core.settings import PluginSettings
 
 RECAP_FILE = "_recap.md"
 META_FILE = "_recap.json"
+#: A recap kept in PostgreSQL, as ``pps backup`` archives it (removed from the home once restored).
+PG_BACKUP = "postgres/recap.json"
 
 
 class RecapSettings(PluginSettings):
@@ -110,6 +112,15 @@ def save(where: Any, text: str, source: Path | None, stats: dict) -> Path | str:
     atomic_write(Path(home) / META_FILE, json.dumps(meta, indent=2, default=str))
     atomic_write(Path(home) / RECAP_FILE, text + "\n")
     return Path(home) / RECAP_FILE
+
+
+def keep(settings, text: str, meta: dict) -> None:
+    """Put back a recap row as it was (``pps restore``)."""
+    _home, pg = _where(settings)
+    if pg is not None:
+        from . import pgstore
+
+        pgstore.save(*pg, text, meta)
 
 
 def remove(where: Any) -> None:
