@@ -108,7 +108,24 @@ def hooks_check(settings, settings_file: Path) -> Check:
     detail = f"{', '.join(events)} in {settings_file}"
     if missing:
         return "warn", "hooks", detail + f" (missing {', '.join(missing)}: run `pps hooks install` again)"
+    exposed = [h["event"] for h in ours if "pps_claude_code.hook" in h["command"] and not _isolated(h["command"])]
+    if exposed:
+        return "warn", "hooks", detail + (f" ({', '.join(exposed)} installed by an older PPS: they can import from "
+                                          "the project folder Claude Code runs them in; run `pps hooks install` again)")
     return "ok", "hooks", detail
+
+
+def _isolated(command: str) -> bool:
+    """Whether a hook command starts Python with the working directory off sys.path (``-I`` or ``-P``)."""
+    import shlex
+
+    try:
+        parts = shlex.split(command)
+    except ValueError:
+        return False
+    flags = "".join(p[1:] for p in parts[1:parts.index("-c")] if p.startswith("-") and not p.startswith("--")) \
+        if "-c" in parts else ""
+    return "I" in flags or "P" in flags
 
 
 def _plugin_enabled(data: dict[str, Any]) -> str | None:

@@ -338,12 +338,15 @@ def _spawn_recap(light: Light, transcript: str) -> None:
         site.main()
     if "recap" not in light.plugins or importlib.util.find_spec("pps_recap") is None:
         return
+    from .isolated import python
+
     private_append(log_path(light.home), "")
     err = os.open(log_path(light.home), os.O_WRONLY | os.O_APPEND)
-    try:
-        subprocess.Popen([sys.executable, "-m", "pps_core.cli", "recap", transcript, "--entity", light.entity,
-                          "--home", str(light.home), "--save", "--quiet"], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.DEVNULL, stderr=err, start_new_session=True, close_fds=True)
+    try:  # isolated from the project the hook runs in (see .isolated): -I, in the entity's home
+        subprocess.Popen(python("-m", "pps_core.cli", "recap", os.path.abspath(os.path.expanduser(transcript)),
+                                "--entity", light.entity, "--home", str(light.home), "--save", "--quiet"),
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                         close_fds=True, cwd=light.home)
     finally:
         os.close(err)
 

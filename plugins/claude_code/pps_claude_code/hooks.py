@@ -154,21 +154,23 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
 
 
 def _spawn_recap(settings, transcript: str) -> None:
-    """Write the session's recap in a detached process: summarizing may outlive the hook."""
+    """Write the session's recap in a detached process: summarizing may outlive the hook. Isolated from the
+    project the hook runs in (:mod:`.isolated`): ``-I``, in the entity's home."""
     import importlib.util
     import subprocess
 
     if "recap" not in settings.plugins or importlib.util.find_spec("pps_recap") is None:
         return
+    from .isolated import python
     from .logbook import private_append
 
-    cmd = [sys.executable, "-m", "pps_core.cli", "recap", transcript, "--entity", settings.entity,
-           "--home", str(settings.home), "--save", "--quiet"]
+    cmd = python("-m", "pps_core.cli", "recap", os.path.abspath(os.path.expanduser(transcript)),
+                 "--entity", settings.entity, "--home", str(settings.home), "--save", "--quiet")
     private_append(log_path(settings.home), "")  # exists, 0600, before the child appends to it
     err = os.open(log_path(settings.home), os.O_WRONLY | os.O_APPEND)
     try:
         subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                         start_new_session=True, close_fds=True)
+                         start_new_session=True, close_fds=True, cwd=settings.home)
     finally:
         os.close(err)
 

@@ -43,13 +43,16 @@ def normalize_event(name: str) -> str:
 
 
 def hook_command(event: str, entity: str, home: Path, *, prompt_recall: bool = False) -> str:
-    """``python -S -c <run pps_claude_code.hook> EVENT --entity NAME --home DIR``: without ``site`` (its
+    """``python -I -S -c <run pps_claude_code.hook> EVENT --entity NAME --home DIR``: isolated (Claude Code runs
+    it in the user's project: nothing there is importable, see :mod:`.isolated`) and without ``site`` (its
     .pth processing costs more than the hook's own work when a server runs); the hook loads ``site`` itself
     when it needs the full path."""
+    from .isolated import flags
+
     package_parent = str(Path(__file__).resolve().parent.parent)
     code = (f"import sys; sys.path.insert(0, {package_parent!r}); "
             "from pps_claude_code.hook import main; sys.exit(main())")
-    parts = [sys.executable, "-S", "-c", code, event, "--entity", entity, "--home", str(home)]
+    parts = [sys.executable, *flags(), "-S", "-c", code, event, "--entity", entity, "--home", str(home)]
     if prompt_recall and event == "UserPromptSubmit":
         parts.append("--recall")
     return " ".join(shlex.quote(p) for p in parts)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -28,19 +29,17 @@ def server_log(home: Path) -> Path:
 
 
 def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
-    """(the owner's address or None, how: ``running``, ``started``, or why there is none)."""
+    """(the owner's address or None, how: ``running``, ``started``, or why there is none).
+
+    While it waits for a server to publish its address it re-reads the owner lock: a server that held the lock
+    and let go of it (killed, crashed, stopped) will never answer, so the hook starts another at once instead of
+    waiting out its budget for a dead pid."""
     from pps_core.forward import server_address
-    from pps_core.owner import read_owner
 
     home = Path(settings.home)
-    address = server_address(home)
-    if address:
-        return address, "running"
-    owner = read_owner(home)
-    if owner is not None:
-        if owner.get("pid") in (None, _spawned_pid(home)):  # ours, still opening its stores (or mid-write)
-            return _wait_for_address(home, deadline, f"the server (pid {owner['pid']}) is still starting")
-        return None, "owned by a process that serves no address (e.g. `pps serve mcp --no-listen`)"
+    found = _running(home, deadline)
+    if found is not None:
+        return found
     if not cc.autostart:
         return None, "autostart off"
     if _no_owner_marker(home).exists() and _no_owner_marker(home).read_text() == _toml_stamp(home):
@@ -62,17 +61,15 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
                 if time.monotonic() > deadline:
                     return None, "another hook is starting the server"
                 time.sleep(POLL_S)
-        address = server_address(home)
-        if address:
-            return address, "running"
-        owner = read_owner(home)
-        if owner is not None:
-            if owner.get("pid") in (None, _spawned_pid(home)):
-                return _wait_for_address(home, deadline, f"the server (pid {owner['pid']}) is still starting")
-            return None, "owned by a process that serves no address"
+        found = _running(home, deadline)
+        if found is not None:
+            return found
         earlier = _spawned_pid(home)
-        if earlier and _alive(earlier):  # started before and still running without an address: do not stack up
-            return _wait_for_address(home, deadline, f"the server (pid {earlier}) is still starting")
+        if earlier and _alive(earlier) and not _gone(home, earlier):
+            # started before, still running without an address (opening its stores): do not stack up
+            found = _wait_for_address(home, deadline, earlier)
+            if found is not None:
+                return found
         child = spawn(settings)
         replace_private(_pid_file(home), str(child.pid))
         while time.monotonic() < deadline:
@@ -86,6 +83,23 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _running(home: Path, deadline: float) -> tuple[str | None, str] | None:
+    """The answer when a process owns the entity (its address, or why it serves none); None when nobody does,
+    or when the server the hooks started went away while this hook waited for it."""
+    from pps_core.forward import server_address
+    from pps_core.owner import read_owner
+
+    address = server_address(home)
+    if address:
+        return address, "running"
+    owner = read_owner(home)
+    if owner is None:
+        return None
+    if owner.get("pid") in (None, _spawned_pid(home)):  # ours, still opening its stores (or mid-write)
+        return _wait_for_address(home, deadline, owner.get("pid"))
+    return None, "owned by a process that serves no address (e.g. `pps serve mcp --no-listen`)"
 
 
 def _pid_file(home: Path) -> Path:
@@ -112,24 +126,51 @@ def _toml_stamp(home: Path) -> str:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs. A zombie (dead, not yet reaped: its parent, or an init that does not reap, as in
+    many containers) does not, though ``kill(pid, 0)`` still succeeds."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rpartition(b")")[2].split()[:1]
+    except OSError:  # no /proc (macOS): kill(0) is all there is
+        return True
+    return state not in ([b"Z"], [b"X"])
 
 
-def _wait_for_address(home: Path, deadline: float, why: str) -> tuple[str | None, str]:
+def _gone(home: Path, pid: int | None) -> bool:
+    """Whether server ``pid`` will never publish an address: the owner lock is free, and either it still names
+    ``pid`` (which held it and let go: killed, crashed or stopping) or ``pid`` no longer runs."""
+    from pps_core.owner import LOCK_NAME, read_owner
+
+    if read_owner(home) is not None:
+        return False
+    if pid is None or not _alive(pid):
+        return True
+    try:
+        named = json.loads((Path(home) / LOCK_NAME).read_text() or "{}").get("pid")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return bool(named == pid)
+
+
+def _wait_for_address(home: Path, deadline: float, pid: int | None) -> tuple[str | None, str] | None:
+    """Wait for server ``pid`` to publish its address. The owner lock is re-read at every poll: None as soon as
+    the server is gone (:func:`_gone`), so the caller starts another instead of waiting for a dead pid."""
     from pps_core.forward import server_address
 
     while time.monotonic() < deadline:
         address = server_address(home)
         if address:
             return address, "running"
+        if _gone(home, pid):
+            return None
         time.sleep(POLL_S)
-    return None, why
+    return None, f"the server (pid {pid}) is still starting"
 
 
 def stop_server(settings, wait_s: float = 30.0) -> str:
@@ -159,7 +200,9 @@ def stop_server(settings, wait_s: float = 30.0) -> str:
 
 
 def spawn(settings) -> subprocess.Popen:
-    """Start the entity's server detached from the hook (its own session; stdio to the server log)."""
+    """Start the entity's server detached from the hook (its own session; stdio to the server log), isolated
+    from the project the hook runs in (:mod:`.isolated`): ``-I``, in the entity's home."""
+    from .isolated import python
     from .logbook import private_append
 
     log = server_log(settings.home)
@@ -167,8 +210,9 @@ def spawn(settings) -> subprocess.Popen:
     out = os.open(log, os.O_WRONLY | os.O_APPEND)
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "pps_claude_code.server", "--entity", settings.entity, "--home", str(settings.home)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, close_fds=True)
+            python("-m", "pps_claude_code.server", "--entity", settings.entity, "--home", str(settings.home)),
+            stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, close_fds=True,
+            cwd=settings.home)
     finally:
         os.close(out)
 

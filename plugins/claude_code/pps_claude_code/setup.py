@@ -23,8 +23,12 @@ from .checks import MCP_NAME, claude_json, hooks_check, mcp_check, print_checks,
 
 
 def mcp_entry(entity: str, home: Path, tools: str) -> dict[str, Any]:
+    """Claude Code starts it in the user's project (an entry names no working directory): isolated, so nothing
+    there is importable (:mod:`.isolated`)."""
+    from .isolated import flags
+
     return {"type": "stdio", "command": sys.executable,
-            "args": ["-m", "pps_core.cli", "serve", "mcp", "--entity", entity, "--home", str(home), "--tools", tools,
+            "args": [*flags(), "-m", "pps_core.cli", "serve", "mcp", "--entity", entity, "--home", str(home), "--tools", tools,
                      "--startup", "hooks"],
             "env": {}}
 

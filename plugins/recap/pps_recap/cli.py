@@ -99,11 +99,18 @@ def _recap_beside_server(settings, params: dict) -> dict:
         recap = generate(path, budget=budget, summarizer=make_summarizer(settings.llm, p.summarizer or rs.summarizer,
                                                                          p.model or rs.model),
                          tz=ZoneInfo(settings.timezone), chunk_tokens=rs.chunk_tokens,
-                         merge_threshold=rs.merge_threshold, progress=tick)
+                         merge_threshold=rs.merge_threshold, progress=tick,
+                         start=store.readable_from(settings.home, path))
     finally:
         bar.close()
-    written = str(store.save(settings, recap.text, path, recap.stats)) if p.write and recap.text else None
-    return _answer(recap, path, budget, written)
+    return _answer(recap, path, budget, _save(settings, p.write, recap, path))
+
+
+def _save(settings, write: bool, recap, path: Path) -> str | None:
+    from . import store
+
+    saved = store.save(settings, recap.text, path, recap.stats, recap.start) if write and recap.text else None
+    return str(saved) if saved else None
 
 
 class _SettingsOnly:
@@ -136,5 +143,4 @@ def _recap_here(memory, loop, params: dict) -> dict:
                                   novelty=bool(p.novelty if p.novelty is not None else rs.novelty), progress=tick)
     finally:
         bar.close()
-    written = str(store.save(memory.settings, recap.text, path, recap.stats)) if p.write and recap.text else None
-    return _answer(recap, path, budget, written)
+    return _answer(recap, path, budget, _save(memory.settings, p.write, recap, path))

@@ -6,6 +6,9 @@ Two formats, told apart line by line:
   optional ``timestamp`` (ISO 8601 or epoch seconds; ``ts``/``time``/``created_at`` also read);
 - Claude Code transcripts (``type`` user/assistant, ``message.content`` blocks: text, thinking,
   tool_use, tool_result).
+
+Every entry passes the one ``<private>`` filter (:func:`pps_core.privacy.drop_private_deep`) as it is read:
+private spans never reach a summary, the ``[llm]`` endpoint or ``_recap.md``.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from pps_core.privacy import drop_private_deep
 
 from .collapse import category, collapse
 
@@ -67,11 +72,17 @@ def _entry_time(entry: dict[str, Any]) -> datetime | None:
     return None
 
 
-def read_lines(path: Path) -> list[dict[str, Any]]:
+def read_lines(path: Path, start: int = 0) -> list[dict[str, Any]]:
+    """The log's entries (JSON objects, one a line) from byte ``start`` on, ``<private>`` spans dropped. A
+    ``start`` inside a line skips that line."""
     entries = []
-    with Path(path).open(encoding="utf-8", errors="replace") as fh:
-        for raw in fh:
-            raw = raw.strip()
+    with Path(path).open("rb") as fh:
+        if start > 0:
+            fh.seek(start - 1)
+            if fh.read(1) != b"\n":
+                fh.readline()  # the rest of a line begun before start
+        for line in fh:
+            raw = line.decode("utf-8", errors="replace").strip()
             if not raw:
                 continue
             try:
@@ -79,7 +90,7 @@ def read_lines(path: Path) -> list[dict[str, Any]]:
             except ValueError:
                 continue
             if isinstance(entry, dict):
-                entries.append(entry)
+                entries.append(drop_private_deep(entry))
     return entries
 
 
@@ -173,5 +184,5 @@ def collapse_entries(entries: list[dict[str, Any]]) -> list[Turn]:
     return c.finish()
 
 
-def read_log(path: Path) -> list[Turn]:
-    return collapse_entries(read_lines(path))
+def read_log(path: Path, start: int = 0) -> list[Turn]:
+    return collapse_entries(read_lines(path, start))

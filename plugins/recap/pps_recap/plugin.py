@@ -1,8 +1,9 @@
 """Plugin ``recap`` (distribution pps-recap): session recaps (reference/004).
 
 Provides the ``session_recap`` operation, the ``session_recap`` startup layer (the last session's
-recap, shown first at startup) and the ``pps recap`` command, and declares the recap as a copy of turns
-(``pps_turn_copies``: forgetting turns removes it, from the home or from PostgreSQL).
+recap, shown first at startup) and the ``pps recap`` command. The recap is a copy of turns, declared to the
+forget lineage (``pps_turn_copies``): forgetting any turn removes it (from the home, or its row in PostgreSQL
+with ``[recap] store = "postgres"``).
 """
 
 from __future__ import annotations
@@ -32,25 +33,27 @@ def pps_operations(memory):
 
 
 @hookimpl
+def pps_register_commands(cli):
+    from .cli import add_commands
+
+    add_commands(cli)
+
+
+@hookimpl
 def pps_turn_copies(memory):
-    """The saved recap is a copy of a session's turns (a narrative of them, maybe written by an LLM)."""
+    """``_recap.md`` (and its sidecar) summarizes session logs, the turns' own source: it cannot tell which of
+    its lines came from a forgotten turn (an LLM wrote them), so forgetting any turn removes it, and what the
+    logs held then is never recapped again (``store.forget``)."""
     import asyncio
 
     from pps_core.lineage import TurnCopy
 
     from . import store
 
-    async def forget(_turns):
-        await asyncio.to_thread(store.remove, memory.settings)
+    async def forget(turns):
+        await asyncio.to_thread(store.forget, memory.settings)
 
-    return [TurnCopy(
-        "session recap", store.describe(memory.settings), forget=forget,
-        how=("removed at every forget whatever turns it names (a recap is a narrative of a whole session, from "
-             "which a turn cannot be cut reliably; the next session's end writes a new one)"))]
-
-
-@hookimpl
-def pps_register_commands(cli):
-    from .cli import add_commands
-
-    add_commands(cli)
+    return [TurnCopy("session recap", store.describe(memory.settings), forget=forget,
+                     how="the recap is deleted (a row in PostgreSQL: deleted and the table rewritten), and what the "
+                         "session logs held then is never recapped again (a recap is made only of what is said "
+                         "after the forget)")]

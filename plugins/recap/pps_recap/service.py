@@ -99,7 +99,8 @@ def _novelty_fn(memory: Memory, loop: asyncio.AbstractEventLoop):
 
 def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str | None, novelty: bool,
               loop: asyncio.AbstractEventLoop | None = None, progress=None, embed: bool = True):
-    """Blocking: the recap of ``path`` with the entity's embedder and summarizer."""
+    """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds since
+    turns were last forgotten (:func:`store.readable_from`)."""
     from .pipeline import generate
     from .summarize import make_summarizer
 
@@ -109,7 +110,7 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
     embedder = memory.embedder if embed else None
     return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,
                     tz=memory.tz, chunk_tokens=rs.chunk_tokens, merge_threshold=rs.merge_threshold,
-                    progress=progress)
+                    progress=progress, start=store.readable_from(memory.home, path))
 
 
 async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:
@@ -126,7 +127,8 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
                                     novelty=novelty and not p.fast, loop=loop, embed=not p.fast)
     written = None
     if p.write and recap.text:
-        written = str(await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats))
+        saved = await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats, recap.start)
+        written = str(saved) if saved else None
     return {
         "text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
         "summarizer": recap.stats.get("summarizer"), "stats": recap.stats,
@@ -167,7 +169,8 @@ class RecapLayer(Layer):
                           embed=False)  # inside the startup call's per-layer timeout: no model
         if not recap.text:
             return None
-        store.save(settings, recap.text, newest, recap.stats)
+        if store.save(settings, recap.text, newest, recap.stats, recap.start) is None:
+            return None  # turns were forgotten meanwhile
         return store.load(settings)
 
     async def startup(self, count: int | None) -> StartupItems:
@@ -212,7 +215,6 @@ class RecapLayer(Layer):
             return LayerHealth(layer=self.name, available=False, detail=f"{type(exc).__name__}: {exc}")
         return LayerHealth(layer=self.name, available=True, detail=store.describe(settings),
                            counts={"recap": int(saved is not None)})
-
 
 def _entity_log(memory: Memory, path: Path) -> bool:
     home = Path(memory.home).resolve()

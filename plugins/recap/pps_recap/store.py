@@ -5,17 +5,27 @@ be told stale: the newest log changed after it was written (the session crashed 
 or no recap was ever made). The logs considered are the entity's ``[recap] logs`` globs plus every
 transcript the Claude Code hooks have captured.
 
+The recap is a copy of turns (the forget lineage, :mod:`pps_core.lineage`): when any turn is forgotten,
+:func:`forget` removes ``_recap.md`` and its sidecar, and records in ``_recap_forgotten.json`` how far each
+session log reached then (path and size in bytes, nothing of the content). What a log held before a forget
+may hold the forgotten turns, so no recap is made of it again: :func:`readable_from` is where a recap of a
+log may start, and :func:`save` refuses a recap begun before a forget that ended meanwhile.
+
 With ``[recap] store = "postgres"`` the recap and its sidecar are one row of the entity's PostgreSQL schema
-instead (:mod:`.pgstore`): every server of the entity reads and writes the same one. :func:`load`, :func:`save`,
-:func:`remove` and :func:`is_stale` take the entity's settings to pick the store (a bare home is the files).
+instead (:mod:`.pgstore`): every server of the entity reads and writes the same one, and :func:`forget` deletes
+it. :func:`load`, :func:`save`, :func:`forget` and :func:`is_stale` take the entity's settings to pick the store
+(a bare home is the files). How far the logs reached at a forget stays in the home: the logs are that machine's.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import glob
 import json
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +36,9 @@ from pps_core.settings import PluginSettings
 
 RECAP_FILE = "_recap.md"
 META_FILE = "_recap.json"
+#: How far each session log reached when turns were last forgotten (paths and byte sizes only).
+FORGOTTEN_FILE = "_recap_forgotten.json"
+LOCK_FILE = ".recap.lock"
 #: A recap kept in PostgreSQL, as ``pps backup`` archives it (removed from the home once restored).
 PG_BACKUP = "postgres/recap.json"
 
@@ -73,7 +86,7 @@ def _where(where: Any) -> tuple[Path, tuple[str, str] | None]:
 def describe(settings) -> str:
     """Where the recap is kept, for messages and ``pps privacy``."""
     home, pg = _where(settings)
-    return f"postgres {pg[1]}.recaps" if pg else str(home / RECAP_FILE)
+    return f"postgres {pg[1]}.recaps" if pg else f"{home}/{RECAP_FILE} (and {META_FILE})"
 
 
 def load(where: Any) -> tuple[str, dict] | None:
@@ -95,22 +108,102 @@ def load(where: Any) -> tuple[str, dict] | None:
     return (text, meta) if text else None
 
 
-def save(where: Any, text: str, source: Path | None, stats: dict) -> Path | str:
-    """Keep ``text`` as the entity's recap; where it went (the file, or ``postgres <schema>.recaps``)."""
+@contextlib.contextmanager
+def _locked(home: Path) -> Iterator[None]:
+    """Saving a recap and forgetting exclude each other (any process): a recap begun before a forget is
+    never written after it."""
+    fd = os.open(Path(home) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _forgotten(home: Path) -> dict:
+    try:
+        state = json.loads((Path(home) / FORGOTTEN_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return state if isinstance(state, dict) and isinstance(state.get("logs"), dict) else {}
+
+
+def readable_from(home: Path, log: Path) -> int:
+    """The byte offset from which ``log`` may be recapped: what it held when turns were last forgotten may hold
+    them, so only what was written after is read. A log unknown then is unreadable if it has not changed since
+    (it existed then, as far as anyone can tell), readable whole if it changed after."""
+    state = _forgotten(home)
+    if not state:
+        return 0
+    try:
+        st = Path(log).stat()
+    except OSError:
+        return 0
+    reached = state["logs"].get(str(Path(log).resolve()))
+    if isinstance(reached, int):
+        return min(reached, st.st_size)
+    return st.st_size if st.st_mtime <= float(state.get("at") or 0) else 0
+
+
+def forget(settings) -> bool:
+    """Turns were forgotten: the recap (and its sidecar) goes, and every session log is marked as read up to
+    here. True when a recap was removed. Never logs content."""
+    home = Path(settings.home)
+    from pps_core.atomic import atomic_write
+
+    with _locked(home):
+        state = _forgotten(home)
+        logs: dict[str, int] = {k: v for k, v in state.get("logs", {}).items() if isinstance(v, int)}
+        known = [str(p) for p in candidate_logs(settings)]
+        meta = (load(settings) or ("", {}))[1] if _where(settings)[1] is not None else load_meta(home)
+        source = (meta or {}).get("source")
+        if isinstance(source, str):
+            known.append(source)
+        for name in known:
+            with contextlib.suppress(OSError):
+                logs[name] = max(logs.get(name, 0), os.stat(name).st_size)
+        atomic_write(home / FORGOTTEN_FILE, json.dumps({"at": time.time(), "logs": logs}, indent=2))
+        removed = (home / RECAP_FILE).exists()
+        for name in (RECAP_FILE, META_FILE):
+            (home / name).unlink(missing_ok=True)
+        _home, pg = _where(settings)
+        if pg is not None:
+            from . import pgstore
+
+            removed = bool(pgstore.remove(*pg)) or removed
+        return removed
+
+
+def load_meta(home: Path) -> dict | None:
+    try:
+        meta = json.loads((Path(home) / META_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def save(where: Any, text: str, source: Path | None, stats: dict, start: int = 0) -> Path | str | None:
+    """Write the recap of ``source`` read from byte ``start``; where it went (the file, or ``postgres
+    <schema>.recaps``), or None (nothing written) when turns were forgotten since the recap began (``start`` no
+    longer where the log may be read from)."""
     from pps_core.atomic import atomic_write
 
     home, pg = _where(where)
-    meta = {"generated": time.time(), "stats": stats}
-    if source is not None:
-        st = Path(source).stat()
-        meta.update(source=str(Path(source).resolve()), source_size=st.st_size, source_mtime=st.st_mtime)
-    if pg is not None:
-        from . import pgstore
+    with _locked(home):
+        if source is not None and readable_from(home, source) > start:
+            return None
+        meta: dict = {"generated": time.time(), "stats": stats}
+        if source is not None:
+            st = Path(source).stat()
+            meta.update(source=str(Path(source).resolve()), source_size=st.st_size, source_mtime=st.st_mtime,
+                        source_start=start)
+        if pg is not None:
+            from . import pgstore
 
-        pgstore.save(*pg, text, meta)
-        return f"postgres {pg[1]}.recaps"
-    atomic_write(Path(home) / META_FILE, json.dumps(meta, indent=2, default=str))
-    atomic_write(Path(home) / RECAP_FILE, text + "\n")
+            pgstore.save(*pg, text, meta)
+            return f"postgres {pg[1]}.recaps"
+        atomic_write(Path(home) / META_FILE, json.dumps(meta, indent=2, default=str))
+        atomic_write(Path(home) / RECAP_FILE, text + "\n")
     return Path(home) / RECAP_FILE
 
 
@@ -121,17 +214,6 @@ def keep(settings, text: str, meta: dict) -> None:
         from . import pgstore
 
         pgstore.save(*pg, text, meta)
-
-
-def remove(where: Any) -> None:
-    """Delete the saved recap wherever it is kept (forgetting turns does: the recap is a copy of them)."""
-    home, pg = _where(where)
-    if pg is not None:
-        from . import pgstore
-
-        pgstore.remove(*pg)
-    for name in (RECAP_FILE, META_FILE):
-        (home / name).unlink(missing_ok=True)
 
 
 def candidate_logs(settings, exclude_session: str | None = None) -> list[Path]:
