@@ -392,11 +392,9 @@ class PgAnchorLayer(Layer):
         if limit <= 0:
             return []
 
-        def run() -> list[SearchResult]:
-            photos, _bad = self.listing()
-            by_name = {f: (c, t) for f, c, t in self._rows("filename", None)}
-            newest = list(reversed(photos[:limit]))  # oldest first, as the Chroma layer gives them
-            return [self._result(p["filename"], *by_name[p["filename"]], 1.0) for p in newest]
+        def run() -> list[SearchResult]:  # newest by when they were saved (anchor_edit keeps a photo's date)
+            rows = self._rows("created_at DESC, filename DESC", limit)
+            return [self._result(f, c, t, 1.0) for f, c, t in reversed(rows)]  # oldest first, as Chroma's
 
         return await asyncio.to_thread(run)
 

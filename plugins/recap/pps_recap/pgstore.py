@@ -10,6 +10,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pps_core.errors import ConfigError, Unavailable
@@ -45,8 +48,29 @@ def target(rs, entity_settings) -> tuple[str, str]:
     return dsn, name
 
 
+_CONNS: dict[tuple[str, str], Any] = {}
+_LOCK = threading.Lock()
+
+
+@contextmanager
+def _connection(dsn: str, schema: str) -> Iterator[Any]:
+    """This process's connection to the entity's schema (made once, the table migrated then), one call at a time;
+    a broken one is made again. Commits when the block ends, rolls back when it raises."""
+    with _LOCK:
+        conn = _CONNS.get((dsn, schema))
+        if conn is None or conn.closed or conn.broken:
+            conn = _CONNS[(dsn, schema)] = _connect(dsn, schema)
+        try:
+            yield conn
+            conn.commit()
+        except BaseException:
+            if not conn.closed:
+                conn.rollback()
+            raise
+
+
 def _connect(dsn: str, schema: str):
-    """A connection with the table made (once per schema, under an advisory lock) and ``search_path`` set."""
+    """A connection with the table made (under an advisory lock) and ``search_path`` set."""
     import psycopg
     from psycopg import sql
 
@@ -72,7 +96,7 @@ def _connect(dsn: str, schema: str):
 
 
 def load(dsn: str, schema: str) -> tuple[str, dict[str, Any]] | None:
-    with _connect(dsn, schema) as conn:
+    with _connection(dsn, schema) as conn:
         row = conn.execute(f"SELECT text, meta FROM {TABLE} WHERE slot = 'last'").fetchone()
     if row is None or not row[0].strip():
         return None
@@ -81,7 +105,7 @@ def load(dsn: str, schema: str) -> tuple[str, dict[str, Any]] | None:
 
 
 def save(dsn: str, schema: str, text: str, meta: dict[str, Any]) -> None:
-    with _connect(dsn, schema) as conn:
+    with _connection(dsn, schema) as conn:
         conn.execute(f"INSERT INTO {TABLE} (slot, text, meta) VALUES ('last', %s, %s::jsonb) ON CONFLICT (slot) "
                      "DO UPDATE SET text = excluded.text, meta = excluded.meta, saved_at = now()",
                      (text, json.dumps(meta, default=str)))
@@ -90,9 +114,12 @@ def save(dsn: str, schema: str, text: str, meta: dict[str, Any]) -> None:
 def remove(dsn: str, schema: str) -> int:
     """Delete the recap, then rewrite the table (``VACUUM FULL``, as pps-postgres does for forgotten turns): a
     deleted row's bytes stay in the table's file until then."""
-    with _connect(dsn, schema) as conn:
+    with _connection(dsn, schema) as conn:
         removed = conn.execute(f"DELETE FROM {TABLE}").rowcount
         conn.commit()
         conn.autocommit = True
-        conn.execute(f"VACUUM FULL {TABLE}")
+        try:
+            conn.execute(f"VACUUM FULL {TABLE}")
+        finally:
+            conn.autocommit = False
     return removed
