@@ -133,6 +133,20 @@ async def _live(conn) -> list[tuple[int, str, Any, int]]:
     return [tuple(r) for r in await cur.fetchall()]
 
 
+async def _newest(conn, n: int) -> list[tuple[int, str, Any, int]]:
+    cur = await conn.execute(f"SELECT number, content, modified_at, version FROM crystals WHERE {LIVE} "
+                             "ORDER BY number DESC LIMIT %s", (n,))
+    return [tuple(r) for r in await cur.fetchall()]
+
+
+async def _create_listing(conn, content: str) -> tuple[int, list[int]]:
+    return await _create(conn, content), await _numbers(conn)  # one transaction: one commit
+
+
+async def _delete_listing(conn) -> tuple[int, list[int]]:
+    return await _delete_newest(conn), await _numbers(conn)
+
+
 async def _numbers(conn) -> list[int]:
     return [r[0] for r in await (await conn.execute(f"SELECT number FROM crystals WHERE {LIVE} ORDER BY number")).fetchall()]
 
@@ -220,8 +234,8 @@ class PgCrystalLayer(Layer):
     # -- operations ---------------------------------------------------------------------------------------
 
     async def crystallize(self, content: str) -> dict[str, Any]:
-        number = await self.store.run(_create, content)
-        window, _arch = self._split(await self.store.run(_numbers))
+        number, numbers = await self.store.run(_create_listing, content)
+        window, _arch = self._split(numbers)
         return {"created": crystal_name(number), "chars": len(content), "window": [crystal_name(n) for n in window]}
 
     async def listing(self) -> dict[str, Any]:
@@ -230,8 +244,8 @@ class PgCrystalLayer(Layer):
                 "window": self.settings.window}
 
     async def delete_newest_op(self) -> dict[str, Any]:
-        number = await self.store.run(_delete_newest)
-        window, _arch = self._split(await self.store.run(_numbers))
+        number, numbers = await self.store.run(_delete_listing)
+        window, _arch = self._split(numbers)
         return {"deleted": crystal_name(number), "current": [crystal_name(n) for n in window]}
 
     async def forget(self, name: str) -> dict[str, Any]:
@@ -247,10 +261,11 @@ class PgCrystalLayer(Layer):
     # -- layer --------------------------------------------------------------------------------------------
 
     async def recent(self, limit: int) -> list[SearchResult]:
-        rows = await self.store.run(_live)
-        window = {r[0] for r in rows[-self.settings.window:]}
-        picked = rows[-limit:] if limit > 0 else []
-        return [self._result(r, r[0] not in window) for r in picked]
+        if limit <= 0:
+            return []
+        rows = await self.store.run(_newest, max(limit, self.settings.window))  # newest first
+        window = {r[0] for r in rows[:self.settings.window]}
+        return [self._result(r, r[0] not in window) for r in reversed(rows[:limit])]
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         started = time.perf_counter()
