@@ -160,14 +160,14 @@ async def run(driver: str, args) -> dict:
     plugins = ["sqlite", "embeddings", "chroma", "crystals", "graphiti"]
     print(f"\n== {driver} ==")
     with tempfile.TemporaryDirectory() as home, contextlib.ExitStack() as stack:
-        graphiti: dict = {}
+        graphiti: dict = {"focal_entity": "Lyra"}
         server = None
         if driver == "falkordb":
             from pps_graphiti.falkordb_server import FalkorDBServer
 
             server = stack.enter_context(FalkorDBServer(Path(home) / "falkordb", persist=True))
-            graphiti = {"driver": "falkordb", "port": server.port}
-        memory = Memory.for_entity("bench", home=home, plugins=plugins, focal_entity="Lyra", timezone="UTC",
+            graphiti.update(driver="falkordb", port=server.port)
+        memory = Memory.for_entity("bench", home=home, plugins=plugins, timezone="UTC",
                                    graphiti=graphiti)
         async with memory:
             write_s = await populate_graph(memory, args.entities, args.facts, rng)

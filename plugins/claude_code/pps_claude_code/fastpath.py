@@ -319,7 +319,7 @@ def _refresh_recap(remote: Remote, light: Light, session: str) -> None:
         newest = _newest_log(light, session)
         if newest is not None and light.recap_shared:
             if not remote.call("session_recap", {"log": str(newest), "fast": True, "write": True,
-                                                 "only_if_stale": True}).get("skipped"):
+                                                 "if_stale": True}).get("skipped"):
                 log(light.home, f"SessionStart: recap regenerated from {newest}")
         elif newest is not None and _recap_stale(light.home, newest):
             remote.call("session_recap", {"log": str(newest), "fast": True, "write": True})

@@ -1,5 +1,5 @@
 """The hooks' fast path with the recap in PostgreSQL (``[recap] store = "postgres"``): no ``_recap.md`` in the home
-to look at, so SessionStart asks the server (``session_recap(only_if_stale=true)``): the recap is made once, and
+to look at, so SessionStart asks the server (``session_recap(if_stale=true)``): the recap is made once, and
 not made again while the newest log is unchanged (it was made again at every session start)."""
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ class GraphitiLayer(Layer):
         self.memory = memory
         self.settings: GraphitiSettings = memory.settings.plugin_settings(GraphitiSettings, "graphiti")
         self.group_id = self.settings.resolved_group_id(memory.settings.entity)
-        self.focal_name = memory.settings.focal
+        self.focal_name = self.settings.focal(memory.settings)
         self.graph: Graph | None = None
         self._focal: tuple[str | None, float] = (None, 0.0)  # uuid, expires (monotonic)
         self._distances: tuple[dict[str, int], float] | None = None

@@ -39,8 +39,8 @@ class SessionRecapParams(BaseModel):
     exclude_session: str | None = Field(None, max_length=200,
                                         description="when picking the newest log, skip this session (the current one)")
     fast: bool = Field(False, description="extractive summaries and lexical merge only (no model): for startup paths")
-    only_if_stale: bool = Field(False, description="do nothing when the saved recap was made from this log as it "
-                                                   "is now (the hooks' check at session start)")
+    if_stale: bool = Field(False, description="only when the log changed since the saved recap was made (or there is "
+                                              "none): a host's startup asks this way; otherwise answers skipped")
 
 
 def resolve_log(memory: Memory, p: SessionRecapParams, *, trusted: bool = False) -> Path:
@@ -115,11 +115,15 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
 
 async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:
     rs = store.recap_settings(memory.settings)
-    path = resolve_log(memory, p)
     budget = p.budget or rs.budget
-    if p.only_if_stale and not await asyncio.to_thread(store.is_stale, memory.settings, path):
-        return {"text": "", "source": str(path), "tokens": 0, "budget": budget, "written": None, "summarizer": None,
-                "stats": {}, "items": [], "skipped": "the saved recap is of this log as it is now"}
+    if p.if_stale:
+        if not p.log and store.newest_log(memory.settings, p.exclude_session) is None:
+            return _skipped(None, budget, "no session log")
+        path = resolve_log(memory, p)
+        if not await asyncio.to_thread(store.is_stale, memory.settings, path):
+            return _skipped(path, budget, "the saved recap is newer than the log")
+    else:
+        path = resolve_log(memory, p)
     novelty = rs.novelty if p.novelty is None else p.novelty
     loop = asyncio.get_running_loop()
     kind = "extractive" if p.fast else p.summarizer or rs.summarizer
@@ -137,6 +141,11 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
     }
 
 
+def _skipped(path: Path | None, budget: int, why: str) -> dict[str, Any]:
+    return {"text": "", "source": str(path) if path else None, "tokens": 0, "budget": budget, "written": None,
+            "summarizer": None, "stats": {}, "items": [], "skipped": why}
+
+
 class RecapLayer(Layer):
     """The last session's recap as a startup section; regenerated from the newest log when missing."""
 
@@ -146,7 +155,9 @@ class RecapLayer(Layer):
 
     def default_sections(self) -> list[SectionConfig]:
         """The last session's recap comes first in the startup package (``[startup] omit = ["Last session"]``
-        leaves it out)."""
+        leaves it out; so does ``[startup] recap = false``, the older spelling)."""
+        if (self.memory.settings.startup.model_extra or {}).get("recap") is False:
+            return []
         return [SectionConfig(name="Last session", layer=self.name, count=1, position=0)]
 
     def __init__(self, memory: Memory) -> None:

@@ -25,7 +25,7 @@ async def test_one_recap_for_every_server_and_forget_deletes_it(make_memory, pos
     assert out["written"] == f"postgres {section['schema']}.recaps" and out["text"]
     startup = await b.call("ambient_recall", {"context": "startup"})
     assert out["text"].splitlines()[1] in startup["text"]  # the other server shows it
-    again = await a.call("session_recap", {"log": str(log), "summarizer": "extractive", "only_if_stale": True})
+    again = await a.call("session_recap", {"log": str(log), "summarizer": "extractive", "if_stale": True})
     assert again["skipped"] and again["written"] is None
     for home in (a.home, b.home):
         assert not (home / "_recap.md").exists() and not (home / "_recap.json").exists()
