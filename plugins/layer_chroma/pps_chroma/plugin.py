@@ -26,3 +26,10 @@ def pps_operations(memory):
     from .operations import operations
 
     return operations()
+
+
+@hookimpl
+def pps_register_commands(cli):
+    from .sync import register
+
+    register(cli)
