@@ -10,7 +10,8 @@ command runs is an export for reading and editing, kept in step both ways, as ``
    deleted since the last sync (by another server) is removed.
 2. Then every row is written to ``word_photos/<name>``; ``.sync.json`` records what was written.
 
-Files under ``word_photos/.deleted/`` are left alone (not imported).
+Files under ``word_photos/.deleted/`` are left alone (not imported), and so are links and files that are not
+UTF-8 (reported as unreadable), as the file store refuses them.
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ def sync(layer, folder: Path) -> dict[str, list[str]]:
     from pps_core.atomic import atomic_write
 
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    report: dict[str, list[str]] = {"imported": [], "updated": [], "conflicts": [], "written": [], "removed": []}
+    from .files import Unreadable, read_bytes
+
+    report: dict[str, list[str]] = {"imported": [], "updated": [], "conflicts": [], "written": [], "removed": [],
+                                    "unreadable": []}
     try:
         state: dict[str, str] = json.loads((folder / STATE_FILE).read_text())
     except (OSError, ValueError):
@@ -43,7 +47,11 @@ def sync(layer, folder: Path) -> dict[str, list[str]]:
     rows = dict(layer._run(lambda c: c.execute("SELECT filename, content FROM word_photos").fetchall()))
     for path in sorted(p for p in folder.glob("*.md") if p.is_file()):
         name = path.name
-        text = path.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n")
+        try:  # never through a link (a link could make this import a file from outside the folder)
+            text = read_bytes(path).decode("utf-8").replace("\r\n", "\n")
+        except (Unreadable, UnicodeDecodeError) as exc:
+            report["unreadable"].append(f"{name}: {exc}")
+            continue
         if name not in rows:
             if name in state:  # exported before, deleted since (by any server): the export follows
                 path.unlink()

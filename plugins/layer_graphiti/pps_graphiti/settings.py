@@ -26,6 +26,10 @@ class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
     group_id: str | None = Field(None, description="graph partition; default: the entity's name")
     min_free_mb: int = Field(16, ge=0, description="kuzu: writes are refused (503) while the graph's disk has "
                                                    "less free space than this, before Kuzu can fail half-way")
+    compact_delay_s: float = Field(30.0, ge=0, le=3600, description="kuzu: a texture_delete has the graph's file "
+                                                                    "compacted (deleted text leaves the disk) this "
+                                                                    "long after the last one, and at close; a forget "
+                                                                    "compacts before it returns")
 
     edge_overfetch: int = Field(20, ge=1, le=500, description="edges fetched from graphiti before ranking")
     node_limit: int = Field(5, ge=0, le=100, description="entity nodes texture_search returns")
