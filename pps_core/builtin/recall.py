@@ -314,7 +314,7 @@ def _unread_block(memory: Memory, name: str, items: StartupItems, labels: dict[s
 @hookimpl
 def pps_operations(memory: Memory) -> list[Operation]:
     return [Operation(
-        name="ambient_recall", params=AmbientRecallParams, handler=ambient_recall, group="recall",
+        name="ambient_recall", params=AmbientRecallParams, handler=ambient_recall, group="recall", essential=True,
         read_only=True, idempotent=True,
         description=(
             "Recall memory for the current moment. context='startup' returns the startup package "

@@ -178,19 +178,19 @@ async def anchor_resync(memory, _p: NoParams):
 
 def operations() -> list[Operation]:
     return [
-        Operation("anchor_save", AnchorSaveParams, anchor_save, group="anchors",
+        Operation("anchor_save", AnchorSaveParams, anchor_save, group="anchors", essential=True,
                   description="Save a word-photo: a markdown file in word_photos/ (named from the title, never "
                               "overwriting) with title, date, tags and location in its front matter; indexed at once."),
         Operation("anchor_search", AnchorSearchParams, anchor_search, group="anchors", read_only=True,
                   idempotent=True, description="Search the word-photos by meaning. Files edited by hand are "
                                                "re-indexed first."),
-        Operation("anchor_list", AnchorListParams, anchor_list, group="anchors", read_only=True, idempotent=True,
+        Operation("anchor_list", AnchorListParams, anchor_list, group="anchors", essential=True, read_only=True, idempotent=True,
                   description="The word-photos, newest first (file name, title, date, tags), and any file that "
                               "could not be read."),
         Operation("anchor_delete", AnchorDeleteParams, anchor_delete, group="anchors", destructive=True,
                   description="Delete a word-photo by file name: removed from the index and moved to "
                               "word_photos/.deleted/; with forget=true gone for good (earlier deleted copies too)."),
-        Operation("anchor_get", AnchorGetParams, anchor_get, group="anchors", read_only=True, idempotent=True,
+        Operation("anchor_get", AnchorGetParams, anchor_get, group="anchors", essential=True, read_only=True, idempotent=True,
                   description="One word-photo by file name: title, date, tags, location and its markdown body."),
         Operation("anchor_edit", AnchorEditParams, anchor_edit, group="anchors", idempotent=True,
                   description="Rewrite a word-photo in place (same file name and date; title, tags and location "

@@ -86,10 +86,10 @@ async def crystal_forget(memory, p: ForgetCrystalParams):
 
 def operations() -> list[Operation]:
     return [
-        Operation("crystallize", CrystallizeParams, crystallize, group="crystals", idempotent=False,
+        Operation("crystallize", CrystallizeParams, crystallize, group="crystals", essential=True, idempotent=False,
                   description="Save a new crystal (the next crystal_NNN.md). The window keeps the newest "
                               "crystals; older ones move to the archive, never deleted."),
-        Operation("get_crystals", GetCrystalsParams, get_crystals, group="crystals", read_only=True,
+        Operation("get_crystals", GetCrystalsParams, get_crystals, group="crystals", essential=True, read_only=True,
                   idempotent=True, description="The newest crystals, oldest first, with their full text."),
         Operation("crystal_list", NoParams, crystal_list, group="crystals", read_only=True, idempotent=True,
                   description="Names of the crystals in the window and in the archive."),

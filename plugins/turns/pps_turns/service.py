@@ -418,7 +418,7 @@ def operations(domain_of: Callable[[Any], TurnDomain]) -> list[Operation]:
         Operation("store_messages", StoreMessagesParams, h("store_messages"), group="capture",
                   description="Store a batch of turns ({\"messages\": [...]}) in one transaction: all or nothing. "
                               "Turns with a message_id already stored are not stored again."),
-        Operation("raw_search", SearchParams, h("raw_search"), group="raw", **ro,
+        Operation("raw_search", SearchParams, h("raw_search"), group="raw", essential=True, **ro,
                   description="Search every stored turn (full text, ranked). Plain language; no query syntax."),
         Operation("poll_channels", PollParams, h("poll_channels"), group="channels",
                   description="Unread turns from other channels since this consumer's cursor, oldest first; "
@@ -430,14 +430,14 @@ def operations(domain_of: Callable[[Any], TurnDomain]) -> list[Operation]:
                   description="Store a summary and mark exactly the turns it covers (message_ids, or a start_id/"
                               "end_id range that must hold only unsummarized turns). Refuses empty, reversed or "
                               "already summarized input; nothing is half-written."),
-        Operation("get_recent_summaries", LimitParams, h("get_recent_summaries"), group="summaries", **ro,
+        Operation("get_recent_summaries", LimitParams, h("get_recent_summaries"), group="summaries", essential=True, **ro,
                   description="The newest summaries, newest first, full text."),
         Operation("search_summaries", SearchParams, h("search_summaries"), group="summaries", **ro,
                   description="Search summaries (full text; hybrid with vectors when an embedder is loaded)."),
         Operation("summary_stats", NoParams, h("summary_stats"), group="summaries", **ro,
                   description="Counts: total_messages, unsummarized_count, summaries, by channel."),
         Operation("get_turns_since_summary", TurnsSinceSummaryParams, h("get_turns_since_summary"),
-                  group="navigation", **ro,
+                  group="navigation", essential=True, **ro,
                   description="Unsummarized turns, paged from the newest (offset counts back) or the oldest; "
                               "each page is chronological."),
         Operation("get_conversation_context", ConversationContextParams, h("get_conversation_context"),
@@ -447,7 +447,7 @@ def operations(domain_of: Callable[[Any], TurnDomain]) -> list[Operation]:
         Operation("get_turns_since", TurnsSinceParams, h("get_turns_since"), group="navigation", **ro,
                   description="Every turn at or after a moment (ISO 8601; no zone = the entity's zone), and the "
                               "summaries that overlap it. Default limit 1000."),
-        Operation("get_turns_around", TurnsAroundParams, h("get_turns_around"), group="navigation", **ro,
+        Operation("get_turns_around", TurnsAroundParams, h("get_turns_around"), group="navigation", essential=True, **ro,
                   description="A window of turns around a moment: count turns, before_ratio of them before it."),
         Operation("list_turns", ListTurnsParams, h("list_turns"), group="navigation", **ro,
                   description="Turns in time order between two moments, optionally of one channel (or channel "
