@@ -46,6 +46,8 @@ class Light:
         self.entity = entity
         self.plugins = list(toml.get("plugins") or [])
         self.recap_logs = list((toml.get("recap") or {}).get("logs") or [])
+        #: The recap is kept in PostgreSQL, not in the home: the server tells whether it is stale.
+        self.recap_shared = (toml.get("recap") or {}).get("store") == "postgres"
         self.cc = cc
         user = cc["user_name"] or _text(toml.get("user_name")) or os.environ.get("USER") or "user"
         self.user_name = user.strip()
@@ -237,7 +239,11 @@ def _refresh_recap(remote: Remote, light: Light, session: str) -> None:
         return
     try:
         newest = _newest_log(light, session)
-        if newest is not None and _recap_stale(light.home, newest):
+        if newest is not None and light.recap_shared:
+            if not remote.call("session_recap", {"log": str(newest), "fast": True, "write": True,
+                                                 "if_stale": True}).get("skipped"):
+                log(light.home, f"SessionStart: recap regenerated from {newest}")
+        elif newest is not None and _recap_stale(light.home, newest):
             remote.call("session_recap", {"log": str(newest), "fast": True, "write": True})
             log(light.home, f"SessionStart: recap regenerated from {newest}")
     except Exception as exc:  # noqa: BLE001 - the startup package matters more than the recap
