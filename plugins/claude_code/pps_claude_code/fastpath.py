@@ -32,7 +32,7 @@ BATCH = 200
 DEFAULTS: dict[str, Any] = {
     "user_name": None, "assistant_name": None, "startup_budget": 9_000, "prompt_recall": False,
     "prompt_recall_budget": 2_000, "prompt_recall_limit": 3, "prompt_recall_min_score": {},
-    "prompt_recall_overlap": True, "timeout_s": 8.0, "recap_on_end": True,
+"timeout_s": 8.0, "recap_on_end": True,
 }
 #: Environment variables only the full settings loader resolves: with one set, the fast path declines.
 _FULL_ONLY = ("PPS_PLUGINS", "PPS_USER_NAME", "PPS_DISPLAY_NAME")
@@ -46,6 +46,8 @@ class Light:
         self.entity = entity
         self.plugins = list(toml.get("plugins") or [])
         self.recap_logs = list((toml.get("recap") or {}).get("logs") or [])
+        #: The recap is kept in PostgreSQL, not in the home: the server tells whether it is stale.
+        self.recap_shared = (toml.get("recap") or {}).get("store") == "postgres"
         self.cc = cc
         user = cc["user_name"] or _text(toml.get("user_name")) or os.environ.get("USER") or "user"
         self.user_name = user.strip()
@@ -237,7 +239,11 @@ def _refresh_recap(remote: Remote, light: Light, session: str) -> None:
         return
     try:
         newest = _newest_log(light, session)
-        if newest is not None and _recap_stale(light.home, newest):
+        if newest is not None and light.recap_shared:
+            if not remote.call("session_recap", {"log": str(newest), "fast": True, "write": True,
+                                                 "if_stale": True}).get("skipped"):
+                log(light.home, f"SessionStart: recap regenerated from {newest}")
+        elif newest is not None and _recap_stale(light.home, newest):
             remote.call("session_recap", {"log": str(newest), "fast": True, "write": True})
             log(light.home, f"SessionStart: recap regenerated from {newest}")
     except Exception as exc:  # noqa: BLE001 - the startup package matters more than the recap
@@ -286,8 +292,7 @@ def _handle(remote: Remote, light: Light, event: str, payload: dict[str, Any], r
         prompt = str(payload["prompt"])[:20_000]
         answer = remote.call("ambient_recall", {"context": prompt, "limit_per_layer": cc["prompt_recall_limit"],
                                                 "channel": channel})
-        text = relevant_memories(answer, prompt, cc["prompt_recall_min_score"], cc["prompt_recall_overlap"],
-                                 cc["prompt_recall_budget"])
+        text = relevant_memories(answer, prompt, cc["prompt_recall_min_score"], cc["prompt_recall_budget"])
         if text:
             out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
             record(light.home, "injection", event=event, chars=len(text))

@@ -92,7 +92,7 @@ def test_the_first_hooks_start_one_server_and_it_stops_when_idle(root, tmp_path)
     recall = run_hook(root, "UserPromptSubmit", payload("UserPromptSubmit", transcript, prompt="semicolon export"),
                       "--recall", **env)  # the fast path (a server runs): only relevant memories
     context = json.loads(recall.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert context.startswith("Memories relevant to this prompt") and "delimiter=';'" in context
+    assert context.startswith("Memories relevant to this prompt") and "semicolon-separated" in context
     assert "**Clock**" not in context and "MANIFEST" not in context
 
     deadline = time.monotonic() + 60
