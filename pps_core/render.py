@@ -40,21 +40,14 @@ def unsummarized_status(n: int) -> str:
     return "(HIGH - summarize soon!)"
 
 
-def uningested_status(n: int) -> str:
-    if n < 20:
-        return "(healthy)"
-    if n < 100:
-        return "(batch ingestion recommended)"
-    return "(HIGH - ingest soon!)"
-
-
-def health_line(unsummarized: int | None, uningested: list[tuple[str, int]],
+def health_line(unsummarized: int | None, uningested: Sequence[tuple[str, int, str | None]],
                 other: Sequence[tuple[str, int]] = ()) -> str:
+    """``uningested``: (what it feeds, count, the layer's note or None), see :meth:`Layer.backlog_note`."""
     parts = []
     if unsummarized is not None:
         parts.append(f"{unsummarized} unsummarized messages {unsummarized_status(unsummarized)}")
-    for target, n in uningested:
-        parts.append(f"{n} uningested to {target} {uningested_status(n)}")
+    for target, n, note in uningested:
+        parts.append(f"{n} uningested to {target}" + (f" {note}" if note else ""))
     for key, n in other:  # e.g. summaries_to_rewrite -> "1 summaries to rewrite"
         parts.append(f"{n} {key.replace('_', ' ')}")
     return "**Memory Health**: " + (" | ".join(parts) if parts else "no backlog reported")
@@ -142,7 +135,7 @@ def summary_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *,
                  labels: dict[str, str] | None = None) -> tuple[str, int]:
     body = truncate(r.content, max_chars)
     day = render_day(r.timestamp, tz) if r.timestamp else "????-??-??"
-    channels = ", ".join((labels or {}).get(c, c) for c in r.metadata.get("channels") or []) or "unknown"
+    channels = ", ".join((labels or {}).get(c, c) for c in r.channels) or "unknown"
     return f"[{day}] [{channels}]\n{body}", shown_chars(r.content, max_chars)
 
 
@@ -155,10 +148,9 @@ def turn_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *, labels: d
         when = "?"
     else:
         when = render_minute(r.timestamp, tz) if with_day else local(r.timestamp, tz).strftime("%H:%M")
-    md = r.metadata
-    channel = str(md.get("channel", "?"))
+    channel = r.channels[0] if r.channels else "?"
     channel = (labels or {}).get(channel, channel)
-    return f"[{when}] [{channel}] {md.get('author_name', '?')}: {body}", shown_chars(r.content, max_chars)
+    return f"[{when}] [{channel}] {r.author or '?'}: {body}", shown_chars(r.content, max_chars)
 
 
 def turn_day(r: SearchResult, tz: ZoneInfo) -> str:

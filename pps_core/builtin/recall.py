@@ -41,6 +41,16 @@ class AmbientRecallParams(BaseModel):
                                      description="the caller's read cursor: shows unread turns from other channels")
     budget: int | None = Field(None, ge=200, le=2_000_000,
                                description="most characters of text to return; what is left out is listed")
+    min_score: dict[str, float] | None = Field(
+        None, max_length=100, description="layer -> lowest score shown, for this call (over [recall] min_score and "
+                                          "the layer's own floor); 0 for a layer shows every match it found")
+
+    @field_validator("min_score")
+    @classmethod
+    def _finite(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        if v is not None and any(x != x or x in (float("inf"), float("-inf")) for x in v.values()):
+            raise ValueError("floors must be finite numbers")
+        return v
 
     @field_validator("context")
     @classmethod
@@ -103,7 +113,8 @@ def _health_line(memory: Memory, health: dict[str, LayerHealth]) -> str:
         if "uningested" in h.backlog:
             layer = memory.layer(name)
             target = layer.backlog_target if layer is not None else None
-            uningested.append((target or name, h.backlog["uningested"]))
+            note = layer.backlog_note("uningested", h.backlog["uningested"]) if layer is not None else None
+            uningested.append((target or name, h.backlog["uningested"], note))
     return render.health_line(unsummarized, uningested, other)
 
 
@@ -148,11 +159,7 @@ Blocks = tuple[list[Block], list[LayerStatus], list[dict[str, Any]], dict[str, s
 
 def _channels(items: list[SearchResult]) -> list[str]:
     """Every channel the items name (a turn's, a summary's), for the package's short channel labels."""
-    out: list[str] = []
-    for r in items:
-        md = r.metadata
-        out += [str(md["channel"])] if md.get("channel") else [str(c) for c in md.get("channels") or []]
-    return out
+    return [c for r in items for c in r.channels]
 
 
 async def _startup_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]) -> Blocks:
@@ -225,7 +232,7 @@ def _quota_order(items: list[SearchResult], quotas: dict[str, int]) -> list[int]
     (so a budget cut stays fair), then everything else newest first."""
     groups: dict[str, list[int]] = {}
     for i in reversed(range(len(items))):
-        groups.setdefault(_channel_group(items[i].metadata.get("channel", ""), quotas), []).append(i)
+        groups.setdefault(_channel_group(items[i].channels[0] if items[i].channels else "", quotas), []).append(i)
     quota_lists = [g[: quotas.get(name, 0)] for name, g in groups.items()]
     order: list[int] = []
     for rank in range(max((len(q) for q in quota_lists), default=0)):
@@ -246,7 +253,7 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]
         *(_guarded(memory, n, memory.search_layer(n, p.context, limit)) for n in names))
     fused: list[tuple[float, int, SearchResult]] = []
     statuses: list[LayerStatus] = []
-    floors = memory.settings.recall.min_score
+    floors = {**memory.settings.recall.min_score, **(p.min_score or {})}
     for order, (name, (found, status)) in enumerate(zip(names, outcomes, strict=True)):
         statuses.append(status)
         layer = memory.layer(name)
@@ -285,11 +292,10 @@ def _title(layer: Layer | None, name: str) -> str:
 
 
 def _search_item(memory: Memory, r: SearchResult, labels: dict[str, str]) -> tuple[str, int]:
-    kind = r.metadata.get("kind")
-    if kind == "turn":
+    if r.kind == "turn":
         line, chars = render.turn_item(r, memory.tz, TURN_CHARS, labels=labels)
         return f"[{r.layer}] (turn {r.source})\n{line}", chars
-    if kind == "summary":
+    if r.kind == "summary":
         line, chars = render.summary_item(r, memory.tz, 500, labels=labels)
         return f"[{r.layer}]\n{line}", chars
     return render.document_item(r, TURN_CHARS)
@@ -319,7 +325,7 @@ def _unread_block(memory: Memory, name: str, items: StartupItems, labels: dict[s
 @hookimpl
 def pps_operations(memory: Memory) -> list[Operation]:
     return [Operation(
-        name="ambient_recall", params=AmbientRecallParams, handler=ambient_recall, group="recall",
+        name="ambient_recall", params=AmbientRecallParams, handler=ambient_recall, group="recall", essential=True,
         read_only=True, idempotent=True,
         description=(
             "Recall memory for the current moment. context='startup' returns the startup package "

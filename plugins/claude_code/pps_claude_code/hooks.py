@@ -5,8 +5,10 @@ on stdin. Capture reads the session transcript named in that JSON from where the
 session stopped (under a per-session lock, so overlapping hooks never send a turn twice) and stores
 its prompts and replies with stable ids. SessionStart (also after ``/compact``) injects the startup
 package; UserPromptSubmit can inject the memories relevant to the prompt; PreCompact saves everything
-the transcript holds before Claude Code compacts it. The first hook starts the entity's server when
-none runs (:mod:`.server`), so later hooks are quick forwards.
+the transcript holds before Claude Code compacts it; SessionEnd saves the last turns and writes the
+session's recap (a short-lived process that opens no store). The first hook starts the entity's server
+when none runs (:mod:`.server`), so later hooks are quick forwards; SessionEnd never starts one (it would
+serve nobody and live on idle).
 
 Whatever goes wrong (no entity, a dead server, locked stores, a slow layer), a hook exits 0 within
 its deadline, writes why to ``<home>/logs/hooks.log`` (0600) and, where memory should have been
@@ -18,7 +20,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import sys
 import threading
 import time
@@ -29,15 +30,11 @@ from .config import ClaudeCodeSettings, assistant_name, cc_settings, user_name
 from .install import normalize_event
 from .logbook import failure_notice, log, log_path, private_dirs, record
 from .recall_view import relevant_memories
+from .sessions import state_path as _state_path
 
 _BATCH = 200
 #: Events whose job is to put memory into the conversation: a failure there is shown to the user.
 INJECTING = ("SessionStart", "PreCompact")
-
-
-def _state_path(home: Path, session: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session)[:120] or "unknown"
-    return Path(home) / "hooks" / "claude-code" / f"{safe}.json"
 
 
 def _read_state(path: Path) -> dict[str, Any]:
@@ -85,15 +82,11 @@ def _refresh_recap(client, settings, session: str) -> None:
     """After a crash the last session left no recap: make one (extractive, fast) before the startup recall."""
     if "recap" not in settings.plugins:
         return
-    try:
-        from pps_recap import store  # the recap plugin is optional
-    except ImportError:
-        return
-    try:
-        newest = store.newest_log(settings, exclude_session=session)
-        if newest is not None and store.is_stale(settings.home, newest):
-            client.call("session_recap", {"log": str(newest), "fast": True, "write": True})
-            log(settings.home, f"SessionStart: recap regenerated from {newest}")
+    try:  # the recap plugin decides what is stale (its files); the newest log may be this plugin's transcripts
+        answer = client.call("session_recap", {"exclude_session": session, "if_stale": True, "fast": True,
+                                               "write": True})
+        if answer.get("written"):
+            log(settings.home, f"SessionStart: recap regenerated from {answer.get('source')}")
     except Exception as exc:  # noqa: BLE001 - the startup package matters more than the recap
         log(settings.home, f"SessionStart: recap not regenerated: {type(exc).__name__}: {exc}")
 
@@ -111,17 +104,27 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
            deadline: float) -> dict[str, Any] | None:
     """Do the work of one hook; returns the JSON to print for Claude Code, or None."""
     from pps_core.client import EntityClient
+    from pps_core.owner import read_owner
 
     from .server import ensure_server
 
     session = str(payload.get("session_id") or "unknown")
     channel = f"terminal:{session}"
-    address, how = ensure_server(settings, cc, deadline - min(2.0, cc.timeout_s / 3))
+    if event == "SessionEnd":
+        if cc.recap_on_end and payload.get("transcript_path"):
+            _spawn_recap(settings, str(payload["transcript_path"]))  # reads the transcript, not the stores
+        if read_owner(Path(settings.home)) is None:  # the last hook: a server started now would serve nobody
+            address, how = None, "none running, and SessionEnd starts none"
+        else:  # one runs or is starting: wait for it
+            address, how = ensure_server(settings, cc, deadline - min(2.0, cc.timeout_s / 3))
+    else:
+        address, how = ensure_server(settings, cc, deadline - min(2.0, cc.timeout_s / 3))
     if address is None and "still starting" in how:
         from pps_core.errors import Unavailable
 
-        raise Unavailable(f"{how}; memory will be there at the next prompt (started cold, it loads its models "
-                          f"once); see {Path(settings.home) / 'logs' / 'server.log'}")
+        later = ("this session's last turns were not saved" if event == "SessionEnd" else
+                 "memory will be there at the next prompt (started cold, it loads its models once)")
+        raise Unavailable(f"{how}; {later}; see {Path(settings.home) / 'logs' / 'server.log'}")
     if address is None and not how.startswith(("autostart off", "pps-http is not")):
         log(settings.home, f"{event}: no server ({how}); opening the stores here")
     out = None
@@ -140,22 +143,20 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
             prompt = str(payload["prompt"])[:20_000]
             answer = client.call("ambient_recall", {"context": prompt, "limit_per_layer": cc.prompt_recall_limit,
                                                     "channel": channel})
-            text = relevant_memories(answer, prompt, cc.prompt_recall_min_score, cc.prompt_recall_overlap,
-                                     cc.prompt_recall_budget)
+            text = relevant_memories(answer, prompt, cc.prompt_recall_min_score, cc.prompt_recall_budget)
             if text:
                 out = context_output(event, text)
                 record(settings.home, "injection", event=event, chars=len(text))
         mode = client.mode
     log(settings.home, f"{event} session={session} new_turns={stored} via={mode}"
                        + (f" server={how}" if how == "started" else ""))
-    if event == "SessionEnd" and cc.recap_on_end and payload.get("transcript_path"):
-        _spawn_recap(settings, str(payload["transcript_path"]))
     return out
 
 
 def _spawn_recap(settings, transcript: str) -> None:
-    """Write the session's recap in a detached process: summarizing may outlive the hook. Isolated from the
-    project the hook runs in (:mod:`.isolated`): ``-I``, in the entity's home."""
+    """Write the session's recap in a detached process (summarizing may outlive the hook) that opens no store,
+    so the next session's first hook never waits for it. Isolated from the project the hook runs in
+    (:mod:`.isolated`): ``-I``, in the entity's home."""
     import importlib.util
     import subprocess
 
@@ -165,7 +166,7 @@ def _spawn_recap(settings, transcript: str) -> None:
     from .logbook import private_append
 
     cmd = python("-m", "pps_core.cli", "recap", os.path.abspath(os.path.expanduser(transcript)),
-                 "--entity", settings.entity, "--home", str(settings.home), "--save", "--quiet")
+                 "--entity", settings.entity, "--home", str(settings.home), "--save", "--quiet", "--no-stores")
     private_append(log_path(settings.home), "")  # exists, 0600, before the child appends to it
     err = os.open(log_path(settings.home), os.O_WRONLY | os.O_APPEND)
     try:

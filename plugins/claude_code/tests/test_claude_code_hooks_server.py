@@ -92,7 +92,7 @@ def test_the_first_hooks_start_one_server_and_it_stops_when_idle(root, tmp_path)
     recall = run_hook(root, "UserPromptSubmit", payload("UserPromptSubmit", transcript, prompt="semicolon export"),
                       "--recall", **env)  # the fast path (a server runs): only relevant memories
     context = json.loads(recall.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert context.startswith("Memories relevant to this prompt") and "delimiter=';'" in context
+    assert context.startswith("Memories relevant to this prompt") and "semicolon-separated" in context
     assert "**Clock**" not in context and "MANIFEST" not in context
 
     deadline = time.monotonic() + 60
@@ -184,3 +184,76 @@ def test_an_entity_that_needs_no_owner_gets_no_server(tmp_path):
     log = (tmp_path / "lyra" / "logs" / "server.log").read_text()
     assert log.count("starting for entity lyra") == 1 and "needs no owner process" in log
     assert (tmp_path / "lyra" / "logs" / "hooks.log").read_text().splitlines()[-1].endswith("via=direct")
+
+
+def test_the_fast_path_reaches_the_owner_through_the_kernel_and_stays_light(root, tmp_path):
+    """With a server, a hook runs as installed (``python -S``, the folders the command names) and forwards through
+    pps_core.owner/auth/forward: its turns arrive, and neither Memory, pydantic, pluggy nor http.client is
+    imported on the way."""
+    import signal
+    import sys
+
+    server = subprocess.Popen([sys.executable, "-m", "pps_claude_code.server", "--entity", "lyra", "--idle", "0"],
+                              env=env_for(root), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (read_owner(root / "lyra") or {}).get("address"):
+            assert server.poll() is None and time.monotonic() < deadline, "the hooks' server did not start"
+            time.sleep(0.05)
+        transcript = transcript_of(tmp_path)
+        probe = tmp_path / "modules.json"
+        import shlex
+
+        argv = shlex.split(command(root, "Stop"))  # as installed: python -S -c CODE Stop --entity ... --home ...
+        at = argv.index("-c") + 1
+        argv[at] = argv[at].replace("sys.exit(main())", f"rc = main(); import json; open({str(probe)!r}, 'w')"
+                                                         ".write(json.dumps(sorted(sys.modules))); sys.exit(rc)")
+        out = subprocess.run(argv, input=json.dumps(payload("Stop", transcript)), capture_output=True, text=True,
+                             env=env_for(root), timeout=120)
+        assert out.returncode == 0, out.stderr
+        modules = set(json.loads(probe.read_text()))
+        assert {"pps_core.owner", "pps_core.forward", "pps_core.auth"} <= modules
+        assert not modules & {"pps_core.memory", "pydantic", "pluggy", "http.client", "pps_claude_code.hooks"}
+        assert (root / "lyra" / "logs" / "hooks.log").read_text().splitlines()[-1].endswith("via=server")
+        assert len(turns(root)) > 0
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+
+
+def test_a_cold_session_end_writes_the_recap_and_starts_no_server(tmp_path):
+    """The last hook of a session with no server running (Claude Code's own SessionEnd payload, autostart on):
+    the turns are saved and the recap written here, no server is started for nobody, and the user is told
+    nothing untrue (there is no next prompt)."""
+    pps(tmp_path, "init", "--entity", "lyra", "--plugins", "sqlite,crystals,recap", "--timezone", "UTC")
+    home = tmp_path / "lyra"
+    transcript = transcript_of(tmp_path, 44)
+    try:
+        for reason in ("prompt_input_exit", "other"):  # Ctrl-D; and a second end (the terminal closed)
+            end = run_hook(tmp_path, "SessionEnd", payload("SessionEnd", transcript, reason=reason),
+                           PPS_CLAUDE_CODE_AUTOSTART="true")
+            assert end.returncode == 0 and end.stdout == "", (end.stdout, end.stderr)
+        # /clear: the next session starts at once, while the recap may still be written (it holds no store)
+        other = tmp_path / "b1d7f00d-2222-4c7e-9a51-0d6b2e7c0a02.jsonl"
+        other.write_text("")
+        start = run_hook(tmp_path, "SessionStart", {**payload("SessionStart", other, source="clear"),
+                                                    "session_id": other.stem})
+        assert "comma inside quotes" in json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+        recap = home / "_recap.md"
+        deadline = time.monotonic() + 60
+        while not recap.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "Both fixes are in the working tree" in recap.read_text()
+        while read_owner(home) is not None and time.monotonic() < deadline:  # the recap's process, if any, ends
+            time.sleep(0.1)
+        assert read_owner(home) is None  # nothing holds the stores: no server lives on
+        assert not (home / "hooks" / "claude-code" / "server.pid").exists()
+        assert not (home / "logs" / "server.log").exists()
+        assert len([t for t in turns(tmp_path) if t["author_name"] == "Jeff"]) == 5  # the session's turns, once
+        log = (home / "logs" / "hooks.log").read_text()
+        assert "SessionEnd session=" in log and "next prompt" not in log
+    finally:
+        owner = read_owner(home) or {}
+        if owner.get("pid"):
+            os.kill(owner["pid"], 15)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pps_core import Memory
-from pps_core.plugins import installed_plugins
-from pps_core.settings import DEFAULT_PLUGINS, load_settings
+from pps_core.plugins import default_plugins
+from pps_core.settings import load_settings
 
 CONVERSATION = [
     ("Jeff", "terminal:demo", "2026-01-26T09:02:00", "Morning, Lyra. Did the kitchen light get fixed?"),
@@ -27,9 +27,11 @@ CONVERSATION = [
 
 
 async def run(home: Path) -> None:
-    plugins = [p for p in DEFAULT_PLUGINS if p in installed_plugins()]
+    plugins = default_plugins()
     settings = load_settings("lyra", home, plugins=plugins, timezone="America/Chicago",
-                             identity="I am Lyra; Jeff is my person.")
+                             identity="I am Lyra; Jeff is my person.",
+                             # the original entity's own voice late at night (the defaults are neutral)
+                             startup={"late_night": SEED_LATE_NIGHT})
     async with Memory(settings) as memory:
         print(f"# Entity 'lyra' at {home} with plugins: {', '.join(memory.settings.plugins)}\n")
         await memory.call("store_messages", {"messages": [
@@ -57,6 +59,10 @@ async def run(home: Path) -> None:
         print(f"\n## ambient_recall(\"{query}\")\n")
         print(found["text"])
         print(f"\n(startup {startup['latency_ms']:.1f} ms, search {found['latency_ms']:.1f} ms)")
+
+
+#: The seed system's late-night lines, the demo entity's own.
+SEED_LATE_NIGHT = {"asleep": "You should be asleep, love.", "late": "Getting late..."}
 
 
 def cmd_demo(args: Any) -> int:

@@ -138,8 +138,8 @@ class AnchorLayer(Layer):
                 if e.name.startswith(".") or not e.name.endswith(".md"):
                     continue
                 try:
-                    if e.is_file():
-                        st = e.stat()
+                    if e.is_file(follow_symlinks=False) or e.is_symlink():  # a link: listed, refused when read
+                        st = e.stat(follow_symlinks=False)
                         out[e.name] = (st.st_mtime_ns, st.st_size, st.st_ino)
                 except FileNotFoundError:
                     continue
@@ -184,10 +184,10 @@ class AnchorLayer(Layer):
             if name.startswith(".") or not name.endswith(".md") or "/" in name:
                 continue
             try:
-                st = os.stat(self.dir / name)
+                st = os.lstat(self.dir / name)
             except (FileNotFoundError, NotADirectoryError):
                 continue
-            if stat.S_ISREG(st.st_mode):
+            if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):  # a link: listed, refused when read
                 out[name] = (st.st_mtime_ns, st.st_size, st.st_ino)
         return out
 
@@ -316,6 +316,8 @@ class AnchorLayer(Layer):
                 self._entries.pop(name, None)
                 self._problems.pop(name, None)
                 self._save_state()
+                self.index.rewrite()  # Chroma's log and free pages still hold it: the index is written afresh
+                self._save_state()
                 return None
             if not path.is_file():
                 known = ", ".join(sorted(self._entries)[:10]) or "none"
@@ -415,7 +417,8 @@ class AnchorLayer(Layer):
                 emb = self.index.embedder
                 state = "" if getattr(emb, "loaded", True) else ", loads on first use"
                 seen = "inotify" if self._watch is not None else "stat"
-                detail = (f"{len(self._entries)} word-photos in {self.dir}; embedder {emb.name}{state}; "
+                n = len(self._entries)
+                detail = (f"{n} word-photo{'' if n == 1 else 's'} in {self.dir}; embedder {emb.name}{state}; "
                           f"edits seen by {seen}")
                 if bad:
                     detail += "; skipped: " + ", ".join(f"{p['filename']} ({p['reason']})" for p in bad[:20])

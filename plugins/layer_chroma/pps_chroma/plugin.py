@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from pps_core import hookimpl
 
+#: A new entity loads this plugin (pps init, a pps.toml that names no plugins); lower comes first.
+PPS_DEFAULT = 30
+
 
 @hookimpl
 def pps_layers(memory):
+    from .settings import ChromaSettings
+
+    if memory.settings.plugin_settings(ChromaSettings, "chroma").store == "postgres":
+        from .pgstore import PgAnchorLayer
+
+        return [PgAnchorLayer(memory)]
     from .layer import AnchorLayer
 
     return [AnchorLayer(memory)]
@@ -17,6 +26,13 @@ def pps_operations(memory):
     from .operations import operations
 
     return operations()
+
+
+@hookimpl
+def pps_register_commands(cli):
+    from .sync import register
+
+    register(cli)
 
 
 @hookimpl

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from pps_core import hookimpl
 
+#: A new entity loads this plugin (pps init, a pps.toml that names no plugins); lower comes first.
+PPS_DEFAULT = 50
+
 
 @hookimpl
 def pps_layers(memory):
     from .layer import GraphitiLayer
 
-    return [GraphitiLayer(memory)]
+    layer = GraphitiLayer(memory)
+    # A graph server keeps every byte of the layer (novelty counts included): nothing in the home to own.
+    layer.exclusive = layer.settings.driver == "kuzu"
+    return [layer]
 
 
 @hookimpl
@@ -25,9 +31,17 @@ def pps_rankers(memory):
     from .settings import GraphitiSettings
 
     s = memory.settings.plugin_settings(GraphitiSettings, "graphiti")
-    return [Freshness(), Diversity(),
-            Novelty(memory.home / "graphiti" / "novelty.sqlite3", s.novelty_half_count, s.novelty_decay_days,
-                    s.novelty_settle_s)]
+    if s.driver == "kuzu":
+        novelty = Novelty(memory.home / "graphiti" / "novelty.sqlite3", s.novelty_half_count, s.novelty_decay_days,
+                          s.novelty_settle_s)
+    else:  # on a graph server the counts live in the graph (pps_graphiti.novelty_graph)
+        from .novelty_graph import GraphNovelty
+
+        layer = _layer(memory)
+        novelty = GraphNovelty(lambda: layer.graph if layer is not None else None,
+                               s.resolved_group_id(memory.settings.entity), s.novelty_half_count,
+                               s.novelty_decay_days, s.novelty_settle_s)
+    return [Freshness(), Diversity(), novelty]
 
 
 def _layer(memory):
@@ -42,6 +56,9 @@ def pps_memory_opened(memory):
     layer = _layer(memory)
     if layer is not None and layer.graph is not None:
         layer.ingestor.start()
+    novelty = memory.rankers.get("novelty")
+    if novelty is not None and hasattr(novelty, "start"):
+        novelty.start()
 
 
 @hookimpl
@@ -76,11 +93,20 @@ def pps_turn_copies(memory):
 
     s = memory.settings.plugin_settings(_settings(), "graphiti")
     where = f"graph database ({s.driver})"
-    return [TurnCopy("graph episodes and facts", where, forget=forget,
-                     how="the turns' episodes are deleted, with the facts and entities only they gave the graph")]
+    return [TurnCopy("graph episodes, facts and entity summaries", where, forget=forget,
+                     how="the turns' episodes are deleted, with the facts and entities only they gave the graph; "
+                         "the summaries of entities that stay are rebuilt from their remaining facts; the "
+                         "embedded graph's file is compacted (exported and imported afresh) before forget returns")]
 
 
 def _settings():
     from .settings import GraphitiSettings
 
     return GraphitiSettings
+
+
+@hookimpl
+def pps_register_commands(cli):
+    from .migrate import register
+
+    register(cli)

@@ -190,6 +190,13 @@ class SQLiteStore:
     async def lexical_turns(self, terms, n, channel=None, budget=0):
         return await self._run(lexical.bm25_bounded, terms, n, channel, budget, self._df)
 
+    async def term_counts(self, terms, cap):
+        def work(conn):
+            total = conn.execute("SELECT n FROM counters WHERE name = 'messages'").fetchone()[0]
+            return total, {t: self._df(conn, t, cap, total) for t in terms}
+
+        return await self._run(work)
+
     async def lexical_summaries(self, query, n):
         return await self._run(summaries.search, query, n, 0)
 
@@ -219,7 +226,8 @@ class SQLiteStore:
         return await self._run(self.dense.repair_ann, model)
 
     async def summaries_missing_vectors(self, model, limit, after):
-        return await self._run(summaryindex._missing_upto, model, limit, after)
+        rows, top = await self._run(summaryindex._missing_upto, model, limit, after)
+        return [(r[0], r[1]) for r in rows], top
 
     async def write_summary_vectors(self, model, ids, vectors):
         await self._run(summaryindex._write, model, list(zip(ids, vectors, strict=True)))
