@@ -126,7 +126,7 @@ def _publish(server: Server, entity: Entity, caller: Caller, settings) -> None:
     from .published import publish
 
     memory = entity.memory
-    pm = getattr(memory, "pm", None)
+    pm = memory.load_catalog() if memory is not None else None  # the entity's plugins; opens no store
     if pm is None and settings is not None:  # forwarding: the plugins' descriptions, without opening any store
         from pps_core.plugins import build_plugin_manager
 
