@@ -32,7 +32,8 @@ def test_an_unknown_operation_reads_the_same_forwarded(server, monkeypatch):
     with pytest.raises(UnknownOperation) as err:
         try_forward(load_settings("lyra"), "crystalize", {"content": "x"})
     message = err.value.message
-    assert message.startswith("unknown operation 'crystalize' for entity 'lyra' (loaded plugins: ")
+    assert message.startswith("unknown operation 'crystalize' for entity 'lyra' (did you mean 'crystallize'")
+    assert "loaded plugins: sqlite, crystals" in message  # the owner's words, forwarded as they are
     assert "http://" not in message and err.value.status == 404
     rest = httpx.post(f"{server.url}/entities/nexus/tools/raw_search", json={"query": "x"},
                       headers=server.auth("nexus"))  # nexus has no sqlite: its own words, not a bare 404
