@@ -1,7 +1,7 @@
 """Turn vectors on SQLite: the ``message_vectors`` table, searched exactly from one numpy matrix below
 ``[sqlite] ann_threshold`` turns and through an HNSW index on disk past it (``ann.py``), whose candidates are
-rescored exactly here (``rescore``). The turn domain (``pps_turns.retriever``) computes the vectors and fuses
-the scores; this answers ``SQLiteStore.write_turn_vectors`` and ``turn_similarities``. Every method taking
+rescored with their context (``context_scores``, from the index's own vectors or SQLite's). The turn domain
+(``pps_turns.retriever``) computes the vectors and fuses the scores; this answers ``SQLiteStore.write_turn_vectors`` and ``turn_similarities``. Every method taking
 ``conn`` runs on the database's worker thread.
 """
 
@@ -46,29 +46,17 @@ def missing_upto(conn: sqlite3.Connection, model: str, limit: int, after: int = 
     return missing(conn, model, limit, after), top
 
 
-def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
+def context_scores(ids, vec: dict[int, Any], chan: dict[int, Any], qvec, context: float):
     """Exact cosines of the context vectors (as :meth:`TurnVectors.context_matrix` makes them: the turn's vector
-    plus ``context`` times the turns next to it in the same channel) of ``ids`` and the turns next to them,
-    read from ``message_vectors``."""
+    plus ``context`` times the turns next to it in the same channel) of ``ids`` and of the turns next to them,
+    given ``vec`` and ``chan`` (turn id -> vector, channel) for them and the turns two away."""
     import numpy as np
 
-    ids = [int(i) for i in ids]
-    ids_set = set(ids)
-    # the candidates, the turns next to them, and the turns next to those (for their context)
-    want = sorted({i + d for i in ids for d in ((-2, -1, 0, 1, 2) if context else (0,))})
-    vec: dict[int, Any] = {}
-    chan: dict[int, str] = {}
-    for k in range(0, len(want), 900):
-        chunk = want[k:k + 900]
-        for i, blob, ch in conn.execute(
-                "SELECT v.message_id, v.vector, m.channel FROM message_vectors v JOIN messages m ON m.id = v.message_id "
-                f"WHERE v.model = ? AND v.message_id IN ({','.join('?' * len(chunk))})", [model, *chunk]):
-            vec[i] = np.frombuffer(blob, dtype=np.float32)
-            chan[i] = ch
+    ids_set = {int(i) for i in ids}
+    want = sorted({i + d for i in ids_set for d in ((-1, 0, 1) if context else (0,))})
     # a turn can rank high by its context (a neighbour close to the question) while its own vector does not:
     # the candidates' neighbours are scored too (their vectors were read anyway)
-    keep = sorted({i for i in want if i in vec and (i in ids_set or not context or i - 1 in ids_set
-                                                     or i + 1 in ids_set)})
+    keep = [i for i in want if i in vec]
     if not keep:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
     mat = np.stack([vec[i] for i in keep])
@@ -78,6 +66,28 @@ def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
                                             else np.zeros_like(vec[i]) for i in keep])
         mat /= np.linalg.norm(mat, axis=1, keepdims=True) + 1e-12
     return np.asarray(keep, dtype=np.int64), mat @ np.asarray(qvec, dtype=np.float32)
+
+
+def neighbourhood(ids, context: float) -> list[int]:
+    """The ids :func:`context_scores` needs: the candidates, the turns next to them, and the turns next to those."""
+    return sorted({int(i) + d for i in ids for d in ((-2, -1, 0, 1, 2) if context else (0,))})
+
+
+def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
+    """:func:`context_scores` with the vectors read from ``message_vectors`` (5 rows per candidate)."""
+    import numpy as np
+
+    want = neighbourhood(ids, context)
+    vec: dict[int, Any] = {}
+    chan: dict[int, str] = {}
+    for k in range(0, len(want), 900):
+        chunk = want[k:k + 900]
+        for i, blob, ch in conn.execute(
+                "SELECT v.message_id, v.vector, m.channel FROM message_vectors v JOIN messages m ON m.id = v.message_id "
+                f"WHERE v.model = ? AND v.message_id IN ({','.join('?' * len(chunk))})", [model, *chunk]):
+            vec[i] = np.frombuffer(blob, dtype=np.float32)
+            chan[i] = ch
+    return context_scores(ids, vec, chan, qvec, context)
 
 
 def write(conn: sqlite3.Connection, model: str, rows: list[tuple[int, bytes]]) -> None:
@@ -106,7 +116,7 @@ class TurnIndex:
         if self.vectors is not None and self.vectors.model == model:
             self.vectors.add([t["id"] for t in batch], [t["channel"] for t in batch], blobs)
         if self.ann is not None and self.ann.model == model:
-            self.ann.add_blobs([t["id"] for t in batch], blobs)
+            self.ann.add_blobs([t["id"] for t in batch], blobs, [t["channel"] for t in batch])
 
     def similarities(self, conn, model: str, qvec, n: int, context: float):
         """(ids, cosines) of the context vectors: all of them from the matrix, or the index's candidates
@@ -118,7 +128,7 @@ class TurnIndex:
             return index.scores(qvec, context)
         if index is not None:  # past the threshold: approximate candidates, exact scores
             ids, _approx = index.search(qvec, n * ANN_OVERFETCH)
-            return rescore(conn, model, ids, qvec, context)
+            return index.rescore(conn, ids, qvec, context)
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
 
     def forget(self, conn, ids: list[int]) -> None:
@@ -140,6 +150,7 @@ class TurnIndex:
         for index in (self.ann, self._built):
             if index is not None:
                 index.index.remove(keys)
+                index.forget_channels(ids)
                 index.tainted = True
                 model = index.model
         ann.remove_files(self.db.path)
