@@ -207,11 +207,10 @@ class TurnANN:
         if not len(held):
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         mat = np.asarray(self.index.get(held, dtype=np.float32), dtype=np.float32).reshape(len(held), -1)
-        keys = held.astype(np.int64).tolist()
+        keys = held.astype(np.int64)
         codes = self.channel_codes
-        vec = dict(zip(keys, mat, strict=True))
-        chan = {i: int(codes[i]) if i < len(codes) else 0 for i in keys}
-        return context_scores(ids, vec, chan, qvec, context)
+        chan = np.where(keys < len(codes), codes[np.minimum(keys, len(codes) - 1)], 0)
+        return context_scores(ids, keys, mat, chan, qvec, context)
 
     # -- files --------------------------------------------------------------------------------------
 
