@@ -1,12 +1,13 @@
 """How good are the turn vector index's candidates? recall@10 of the dense signal against exact search (issue 26).
 
     .venv/bin/python bench/ann.py [--turns 200000] [--first N] [--runs 100] [--variants f16:16:128,i8:16:128]
+                                  [--search 64:400,400:800]
 
 Reads the turn vectors bench/lifetime.py cached for ``--turns`` (``vectors.npy``, ``channels.npy``: build it
 first; ``--first N`` uses only the oldest N turns) and builds one HNSW index (usearch, as ``pps_sqlite.ann``
-does) per variant ``dtype:connectivity:expansion_add`` in memory, then for each question (LoCoMo questions,
-embedded with the local embedder) asks it for the candidates the layer asks for (``candidates x
-ANN_OVERFETCH``), rescores them and their neighbours with their context exactly as the layer does
+does) per variant ``dtype:connectivity:expansion_add`` in memory, then, for each search setting
+``expansion_search:candidates`` (default: the layer's), asks it for each question (LoCoMo questions, embedded
+with the local embedder) the candidates, rescores them and their neighbours with their context exactly as the layer does
 (``turnindex.context_scores``; from the index's own vectors for f16/f32, float32 for i8) and compares the top 10
 with exact search over every context vector (numpy brute force, same run). Also the ceiling: the exact top
 candidates by the turns' own vectors, rescored the same way (what a perfect index would give). Prints, per
@@ -63,7 +64,8 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=0, help="only the oldest N turns")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--variants", default="i8:16:128,f16:16:128,f16:32:200")
-    ap.add_argument("--expansion-search", type=int, default=0, help="usearch expansion_search (default: the layer's)")
+    ap.add_argument("--search", default="", help="expansion_search:candidates settings, comma-separated "
+                                                 "(default: the layer's)")
     args = ap.parse_args()
     from pps_embeddings.onnx import OnnxEmbedder
     from pps_turns import retrieval
@@ -89,33 +91,39 @@ def main() -> None:
     exact_ms = (time.perf_counter() - t0) * 1000 / len(qvecs)
     print(f"{n:,} turn vectors from {home}; {len(qvecs)} questions; {k} candidates; context {context}; "
           f"exact search {exact_ms:.1f} ms a question (numpy, all context vectors)\n")
-    print(f"{'variant':<26}{'recall@10':>10}{'build s':>9}{'vec/s':>8}{'p50 ms':>8}{'p95 ms':>8}{'memory':>10}")
+    searches = [tuple(int(x) for x in v.split(":")) for v in args.search.split(",") if v] or [
+        (ann.EXPANSION_SEARCH, k)]
+    print(f"{'variant (dtype:conn:exp_add / exp_search:cands)':<48}{'recall@10':>10}{'build s':>9}{'vec/s':>8}"
+          f"{'p50 ms':>8}{'p95 ms':>8}{'memory':>10}")
     # the ceiling: a perfect index (the exact top k by the turns' own vectors), rescored as the layer does
     own = mat @ qvecs.T
     tops = [rescored_top((np.argpartition(-own[:, q], k)[:k] + 1).tolist(), mat, chans, qvecs[q], context)
             for q in range(len(qvecs))]
-    print(f"{'exact candidates (ceiling)':<26}{recall(tops, mat, chans, qvecs, exact_ids, exact_s, context):>10.3f}")
+    print(f"{f'exact candidates (ceiling, {k})':<48}"
+          f"{recall(tops, mat, chans, qvecs, exact_ids, exact_s, context):>10.3f}")
     del own
     ids_all = np.arange(1, n + 1, dtype=np.uint64)
     for spec in args.variants.split(","):
         dtype, conn, exp = spec.split(":")
         index = Index(ndim=mat.shape[1], metric="cos", dtype=dtype, connectivity=int(conn),
-                      expansion_add=int(exp), expansion_search=args.expansion_search or ann.EXPANSION_SEARCH)
+                      expansion_add=int(exp), expansion_search=ann.EXPANSION_SEARCH)
         t0 = time.perf_counter()
         for a in range(0, n, 20_000):
             index.add(ids_all[a:a + 20_000], mat[a:a + 20_000], threads=2)
         build_s = time.perf_counter() - t0
-        tops, lat = [], []
-        for q in range(len(qvecs)):
-            t = time.perf_counter()
-            m = index.search(qvecs[q], k, threads=1)
-            cand = np.asarray(m.keys, dtype=np.int64).tolist()
-            tops.append(rescored_top(cand, mat, chans, qvecs[q], context,
-                                     index if dtype in ("f16", "f32") else None))  # as the layer rescores
-            lat.append((time.perf_counter() - t) * 1000)
-        r = recall(tops, mat, chans, qvecs, exact_ids, exact_s, context)
-        print(f"{spec:<26}{r:>10.3f}{build_s:>9.0f}{n / build_s:>8.0f}{pct(lat, 50):>8.2f}{pct(lat, 95):>8.2f}"
-              f"{index.memory_usage / 2**20:>8.0f} MiB", flush=True)
+        for exp_search, cands in searches:
+            index.expansion_search = exp_search
+            tops, lat = [], []
+            for q in range(len(qvecs)):
+                t = time.perf_counter()
+                m = index.search(qvecs[q], cands, threads=1)
+                cand = np.asarray(m.keys, dtype=np.int64).tolist()
+                tops.append(rescored_top(cand, mat, chans, qvecs[q], context,
+                                         index if dtype in ("f16", "f32") else None))  # as the layer rescores
+                lat.append((time.perf_counter() - t) * 1000)
+            r = recall(tops, mat, chans, qvecs, exact_ids, exact_s, context)
+            print(f"{f'{spec} / {exp_search}:{cands}':<48}{r:>10.3f}{build_s:>9.0f}{n / build_s:>8.0f}"
+                  f"{pct(lat, 50):>8.2f}{pct(lat, 95):>8.2f}{index.memory_usage / 2**20:>8.0f} MiB", flush=True)
         del index
 
 

@@ -687,6 +687,7 @@ async def measure_locomo(home: Path, plan: Plan, args) -> None:
     convs = load(args.locomo)
     plugins = ["sqlite", "embeddings"] + (["chroma", "crystals"] if not args.locomo_raw_only else [])
     rows, lat = [], []
+    share = {"own": 0, "other LoCoMo": 0, "synthetic": 0}  # where the top 10 come from
     async with entity(home, plugins) as memory:
         await memory.call("raw_search", {"query": "warm up", "limit": 10})  # model and vector index load
         total = sum(1 for c in convs for q in c["questions"] if q["evidence"])
@@ -702,6 +703,8 @@ async def measure_locomo(home: Path, plan: Plan, args) -> None:
                     for r in found["results"]:
                         where = plan.dia.get(int(r["id"]) - 1)
                         ranked.append(where[1] if where and where[0] == conv["id"] else "")
+                        share["own" if where and where[0] == conv["id"] else "other LoCoMo" if where
+                              else "synthetic"] += 1
                     rows.append((q["category"], score(ranked, q["evidence"])))
                     b.update(1)
     alone_rows, alone_lat = [], []
@@ -717,6 +720,8 @@ async def measure_locomo(home: Path, plan: Plan, args) -> None:
     print("  recall@10 by category, buried / alone: " + ", ".join(
         f"{name} {aggregate([s for c, s in rows if c == k])['r@10']:.3f} / "
         f"{aggregate([s for c, s in alone_rows if c == k])['r@10']:.3f}" for k, name in CATEGORIES.items()))
+    print("  the buried top 10 came from: " + ", ".join(f"{k} {v / max(1, sum(share.values())):.1%}"
+                                                     for k, v in share.items()))
     print(f"  MRR buried {aggregate([s for _c, s in rows])['mrr']:.3f}, alone "
           f"{aggregate([s for _c, s in alone_rows])['mrr']:.3f}")
 
