@@ -1,22 +1,31 @@
-"""A lifetime of turns: recall at 200,000 and 1,000,000 turns (issue 19).
+"""A lifetime of turns: recall at 200,000 and 1,000,000 turns (issues 19, 26).
 
     .venv/bin/python bench/lifetime.py [--turns 200000] [--runs 100] [--no-graph] [--rebuild]
+                                       [--locomo FILE|none] [--pool synthetic|with-locomo] [--locomo-only]
 
 Builds an entity once and caches it under ~/.cache/pps-bench/lifetime-<turns>/ (PPS_BENCH_CACHE moves
 it; --rebuild starts over; an interrupted build resumes at the stage it reached):
 - turns across 12 channels (terminal sessions, discord, email, a reflection daemon), two authors per
   channel, sessions of 40-120 turns, ~5 years of timestamps, stored through the real ``store_messages``;
-- each turn is 1-3 sentences drawn from a pool of distinct sentences: the 6,094 sentences of the public
-  LoCoMo file plus templated ones (16,000 in all). The pool is embedded once with the local embedder
-  (all-MiniLM-L6-v2 ONNX) and cached; a turn's vector is the normalised sum of its sentences' vectors
+- each turn is 1-3 sentences drawn from a pool of 16,000 distinct templated sentences (``--pool with-locomo``:
+  the 6,094 sentences of the LoCoMo file first, as issue 19 built it; the default keeps them out, so a buried
+  conversation's sentences appear nowhere else). Sentences are embedded once with the local embedder
+  (all-MiniLM-L6-v2 ONNX) and cached by sentence; a turn's vector is the normalised sum of its sentences' vectors
   (an approximation of embedding the turn: it keeps turns distinct and topical without embedding 10^6
   texts). Turn vectors are written to ``message_vectors`` under the model key the layer uses;
+- buried LoCoMo (``--locomo FILE``, default the public file; ``none`` to leave it out): each conversation
+  of the file takes slots inside the N turns, on a channel of its own (``locomo:<sample id>``), each session
+  where its own date falls among the synthetic turns, its turns in order with 0-2 turns of other channels
+  between them; its turns are embedded for real by the layer's own background job;
+- the turn vector index (HNSW) is built on the layer's background thread and timed (stage ``ann``);
 - summaries of 50 turns covering all but the newest 300 (``store_summary``), text from the turns they
   cover, vectors the same way; word-photos (1 per 1,000 turns, ``anchor_save``, embedded for real),
   crystals (1 per 5,000), graph facts (1 per 100 turns, entities = facts / 4, embedded for real;
   ``--no-graph`` skips them).
 
-Then, in one serving process (sqlite, embeddings, chroma, crystals, graphiti), p50/p95 of: the startup
+Then buried LoCoMo: every question (categories 1-4) through ``raw_search`` over the whole history, scored as
+bench/locomo.py scores it (turn-level recall@10), p50/p95, and the same conversations alone, each in an
+entity of its own, same run (``buried LoCoMo recall@10: X (alone: Y, same run)``). Then, in one serving process (sqlite, embeddings, chroma, crystals, graphiti), p50/p95 of: the startup
 package, fused ``raw_search``, all-layer ``ambient_recall``, budgeted recall with unread (a turn arrives from
 another channel before each call); capture throughput on the big database (one writer); database and index
 sizes; RSS. Baselines from the same run: plain SQL of the startup rows, a bare FTS5 MATCH, brute-force cosine
