@@ -47,11 +47,13 @@ demo: install
 	$(BIN)/pps demo
 
 # ruff everywhere; mypy (strict) over the kernel, as configured in pyproject.toml; the import contracts
-# (layers, no cycles, no plugin imported by the kernel) with import-linter.
+# (layers, no cycles, no plugin imported by the kernel) with import-linter; between plugins, no import of an
+# undeclared distribution nor of another's private name (packaging/plugin_imports.py).
 lint: install
 	$(BIN)/ruff check pps_core plugins examples tests bench packaging
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/python packaging/plugin_imports.py
 
 bench: install
 	$(BIN)/python bench/startup.py

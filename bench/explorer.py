@@ -112,7 +112,7 @@ async def main() -> None:
         home = Path(tmp) / "bench"
         home.mkdir()
         (home / "token").write_text("bench-token\n")
-        memory = Memory(load_settings("bench", home, plugins=PLUGINS, timezone="UTC", focal_entity="Lyra"))
+        memory = Memory(load_settings("bench", home, plugins=PLUGINS, timezone="UTC", graphiti={"focal_entity": "Lyra"}))
         await memory.open()
         try:
             await seed(memory, args.turns, args.facts, args.unsummarized)

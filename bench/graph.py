@@ -131,7 +131,7 @@ async def main() -> None:
     rng = random.Random(5)
     plugins = ["sqlite", "embeddings", "chroma", "crystals", "graphiti"]
     with tempfile.TemporaryDirectory() as home:
-        memory = Memory.for_entity("bench", home=home, plugins=plugins, focal_entity="Lyra", timezone="UTC")
+        memory = Memory.for_entity("bench", home=home, plugins=plugins, graphiti={"focal_entity": "Lyra"}, timezone="UTC")
         async with memory:
             write_s = await populate_graph(memory, args.entities, args.facts, rng)
             await populate_others(memory, rng)

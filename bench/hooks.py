@@ -44,10 +44,9 @@ def main() -> int:
 
     from pps_claude_code.install import hooks_config
 
-    from pps_core.plugins import installed_plugins
-    from pps_core.settings import DEFAULT_PLUGINS
+    from pps_core.plugins import default_plugins
 
-    plugins = args.plugins or ",".join(p for p in DEFAULT_PLUGINS if p in installed_plugins())
+    plugins = args.plugins or ",".join(default_plugins())
     import compileall
 
     import pps_claude_code

@@ -266,7 +266,7 @@ def stage_done(home: Path, name: str, info) -> None:
 
 
 def entity(home: Path, plugins: list[str]) -> Memory:
-    return Memory.for_entity("lifetime", home=home / "home", plugins=plugins, focal_entity="Lyra", timezone="UTC")
+    return Memory.for_entity("lifetime", home=home / "home", plugins=plugins, graphiti={"focal_entity": "Lyra"}, timezone="UTC")
 
 
 def db_path(home: Path) -> Path:

@@ -22,12 +22,12 @@ async def main() -> int:
     from pps_mcp.server import create_server
 
     from pps_core import Memory
-    from pps_core.plugins import installed_plugins
-    from pps_core.settings import DEFAULT_PLUGINS, load_settings
+    from pps_core.plugins import default_plugins
+    from pps_core.settings import load_settings
 
     with tempfile.TemporaryDirectory() as root:
         os.environ["PPS_ROOT"] = root
-        plugins = [p for p in DEFAULT_PLUGINS if p in installed_plugins()]
+        plugins = default_plugins()
         settings = load_settings("bench", plugins=plugins, timezone="UTC")
         async with Memory(settings) as memory:
             rows = []

@@ -78,7 +78,6 @@ def build_parser() -> argparse.ArgumentParser:
     _entity_args(p)
     p.add_argument("--plugins", help="comma-separated plugin names (default: the embedded defaults)")
     p.add_argument("--timezone", help="IANA zone, e.g. America/Chicago")
-    p.add_argument("--focal", help="focal entity name for graph ranking (default: the entity name)")
     p.add_argument("--force", action="store_true", help="rewrite pps.toml if it exists")
 
     p = sub.add_parser("plugins", help="list installed plugins and what the entity loads")
@@ -162,8 +161,8 @@ def _private_dirs(path: Path) -> None:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from . import auth
-    from .plugins import installed_plugins
-    from .settings import DEFAULT_PLUGINS, entity_home
+    from .plugins import default_plugins
+    from .settings import entity_home
 
     home = entity_home(args.entity, args.home)
     toml = home / "pps.toml"
@@ -173,9 +172,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     else:
         from .settings import validate_values
 
-        installed = installed_plugins()
-        plugins = args.plugins.split(",") if args.plugins else [p for p in DEFAULT_PLUGINS if p in installed]
-        values = {"entity": name, "plugins": plugins, "timezone": args.timezone, "focal_entity": args.focal}
+        plugins = args.plugins.split(",") if args.plugins else default_plugins()
+        values = {"entity": name, "plugins": plugins, "timezone": args.timezone}
         values = {k: v for k, v in values.items() if v is not None}
         validate_values(values, home)  # a typo is refused before anything is written
         lines = [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in values.items()]

@@ -7,6 +7,7 @@ several plugins combine.
 
 from __future__ import annotations
 
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 import pluggy
@@ -24,6 +25,25 @@ if TYPE_CHECKING:  # pragma: no cover
 
 hookspec = pluggy.HookspecMarker("pps")
 hookimpl = pluggy.HookimplMarker("pps")
+
+#: The entry-point group a plugin distribution registers its module in (``name = "module"``).
+GROUP = "pps.plugins"
+
+
+def default_plugins() -> list[str]:
+    """The plugins a new entity loads (``pps init`` without ``--plugins``, a pps.toml that names none): every
+    installed plugin whose module sets ``PPS_DEFAULT`` (an int, its place: lower first, then by name). The plugins
+    decide, not the kernel; a plugin that cannot be imported is left out (``pps plugins`` shows why)."""
+    ranked: list[tuple[int, str]] = []
+    for ep in entry_points(group=GROUP):
+        try:
+            module = ep.load()
+        except Exception:  # noqa: BLE001, S112 - a broken plugin is reported where it is named, not here
+            continue
+        rank = getattr(module, "PPS_DEFAULT", None)
+        if isinstance(rank, int) and not isinstance(rank, bool):
+            ranked.append((rank, ep.name))
+    return [name for _, name in sorted(ranked)]
 
 
 # --- Plugin machinery ------------------------------------------------------------------------

@@ -35,8 +35,17 @@ class Summary(BaseModel):
     created_at: str
 
 
+#: How ambient_recall renders an item (docs/plugin-hooks.md, "Rendering"): ``document`` (``[layer]``, its source,
+#: its text), ``turn`` (one line: time, channel, author, text), ``summary`` (its day and channels, its text).
+ItemKind = Literal["document", "turn", "summary"]
+
+
 class SearchResult(BaseModel):
-    """One item a layer returns from search, recent or startup."""
+    """One item a layer returns from search, recent or startup.
+
+    ``kind``, ``channels`` and ``author`` are the rendering contract: the kernel formats the item from them (and
+    from ``timestamp``, ``content``, ``source``, ``layer``) and never from ``metadata``, which is the layer's own
+    data for callers. They are not part of the item's JSON (``metadata`` carries what a caller needs)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -46,6 +55,11 @@ class SearchResult(BaseModel):
     score: float = 0.0
     timestamp: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    kind: ItemKind = Field("document", exclude=True, description="how ambient_recall renders it")
+    channels: list[str] = Field(default_factory=list, exclude=True,
+                                description="a turn's channel, or the channels a summary covers: shown short, and "
+                                            "a startup section's quotas split turns by the first")
+    author: str | None = Field(None, exclude=True, description="who said it (a turn)")
 
 
 class LayerHealth(BaseModel):

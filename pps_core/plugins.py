@@ -13,8 +13,9 @@ import pluggy
 
 from . import hookspecs
 from .errors import ConfigError
+from .hookspecs import default_plugins as default_plugins  # what a new entity loads (re-exported)
 
-GROUP = "pps.plugins"
+GROUP = hookspecs.GROUP
 
 #: PPS's own behaviour, registered like any plugin before the entity's (pytest's default plugins):
 #: ambient_recall, health and token, backup/restore/reindex. Each implements the public hookspecs.

@@ -142,7 +142,7 @@ def summary_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *,
                  labels: dict[str, str] | None = None) -> tuple[str, int]:
     body = truncate(r.content, max_chars)
     day = render_day(r.timestamp, tz) if r.timestamp else "????-??-??"
-    channels = ", ".join((labels or {}).get(c, c) for c in r.metadata.get("channels") or []) or "unknown"
+    channels = ", ".join((labels or {}).get(c, c) for c in r.channels) or "unknown"
     return f"[{day}] [{channels}]\n{body}", shown_chars(r.content, max_chars)
 
 
@@ -155,10 +155,9 @@ def turn_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *, labels: d
         when = "?"
     else:
         when = render_minute(r.timestamp, tz) if with_day else local(r.timestamp, tz).strftime("%H:%M")
-    md = r.metadata
-    channel = str(md.get("channel", "?"))
+    channel = r.channels[0] if r.channels else "?"
     channel = (labels or {}).get(channel, channel)
-    return f"[{when}] [{channel}] {md.get('author_name', '?')}: {body}", shown_chars(r.content, max_chars)
+    return f"[{when}] [{channel}] {r.author or '?'}: {body}", shown_chars(r.content, max_chars)
 
 
 def turn_day(r: SearchResult, tz: ZoneInfo) -> str:

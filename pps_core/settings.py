@@ -8,15 +8,12 @@ import tomllib
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .errors import ConfigError
 from .models import SectionConfig
 from .params import StorePath
-
-#: Plugins an entity loads when its config names none: the embedded defaults.
-DEFAULT_PLUGINS = ["sqlite", "crystals", "chroma", "embeddings", "graphiti", "recap", "upkeep", "mcp", "http"]
 
 _FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("pps_file_values",
                                                                                     default=None)
@@ -28,6 +25,9 @@ class LateNight(BaseModel):
 
 
 class StartupConfig(BaseModel):
+    #: Keys of older configs stay readable by the plugin they belong to (``model_extra``): ``recap = false``.
+    model_config = ConfigDict(extra="allow")
+
     clock: bool = True
     late_night: LateNight | None = Field(default_factory=LateNight)
     health: bool = True
@@ -36,16 +36,6 @@ class StartupConfig(BaseModel):
         None, description="the whole package, in order; None = every loaded layer's default sections")
     add: list[SectionConfig] = Field(default_factory=list, description="sections added after the defaults")
     omit: list[str] = Field(default_factory=list, description="section or layer names left out of the package")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _recap_off(cls, data: Any) -> Any:
-        """``recap = false`` (older configs) leaves out the "Last session" section."""
-        if isinstance(data, dict) and "recap" in data:
-            data = dict(data)
-            if data.pop("recap") is False:
-                data["omit"] = [*data.get("omit", []), "Last session"]
-        return data
 
 
 class RecallConfig(BaseModel):
@@ -131,6 +121,12 @@ class PluginSettings(BaseSettings):
 S = TypeVar("S", bound=PluginSettings)
 
 
+def _default_plugins() -> list[str]:
+    from .hookspecs import default_plugins
+
+    return default_plugins()
+
+
 class EntitySettings(PluginSettings):
     """Everything that makes one entity: names, home, plugins, startup composition, zone, limits."""
 
@@ -138,9 +134,9 @@ class EntitySettings(PluginSettings):
 
     entity: str = Field("default", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
     home: Path
-    focal_entity: str | None = Field(None, description="whose point of view ranks the graph; default: entity")
     identity: str | None = Field(None, description="one line shown at the top of a budgeted recall")
-    plugins: list[str] = Field(default_factory=lambda: list(DEFAULT_PLUGINS))
+    plugins: list[str] = Field(default_factory=_default_plugins,
+                               description="plugin names, in order; default: those installed that say so (PPS_DEFAULT)")
     timezone: str = Field(default_factory=_system_timezone)
     startup: StartupConfig = Field(default_factory=StartupConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
@@ -159,10 +155,6 @@ class EntitySettings(PluginSettings):
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"unknown time zone {value!r} (use an IANA name like 'America/Chicago')") from None
         return value
-
-    @property
-    def focal(self) -> str:
-        return self.focal_entity or self.entity
 
     def section(self, name: str) -> dict[str, Any]:
         """The raw ``[name]`` table of pps.toml (a plugin's own settings section)."""

@@ -181,7 +181,7 @@ FULL = ["sqlite", "crystals", "chroma", "embeddings", "graphiti", "recap", "upke
 async def test_deep_nesting_and_calendar_edges_on_every_operation_then_every_read(make_memory, zone, plugins):
     from pps_core.timeutil import MAX_YEAR, MIN_YEAR
 
-    memory = await make_memory(plugins=plugins, timezone=zone, focal_entity="Lyra")
+    memory = await make_memory(plugins=plugins, timezone=zone, graphiti={"focal_entity": "Lyra"})
     if plugins == FULL:
         assert {"session_recap", "pps_upkeep", "texture_add_triplet", "anchor_save"} <= set(memory.catalog.names())
     await memory.call("store_message", {"content": "Lyra met Jeff", "author_name": "Jeff", "channel": "c"})

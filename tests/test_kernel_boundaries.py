@@ -6,6 +6,7 @@ contract's list of plugin packages complete, and check that no bundled plugin's 
 or file is named in the kernel's code.
 """
 
+import re
 import subprocess
 import tomllib
 from pathlib import Path
@@ -15,15 +16,26 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Issue 12's "done when": names of bundled plugins' layers, operations, tables and files.
 PLUGIN_NAMES = ("raw_capture|message_summaries|crystallization|core_anchors|rich_texture|session_recap|"
                 "get_crystals|anchor_list|summarize_messages|store_summary|summary_stats|get_turns_since_summary|"
-                "get_recent_summaries|ingest_batch_to_graphiti|word_photos|crystal_")
+                "get_recent_summaries|ingest_batch_to_graphiti|word_photos|crystal_|Last session")
+#: The bundled plugins' names, quoted in code (issue 24 item 6: the default plugin list came from the kernel).
+PLUGIN_IDS = r"""["'](sqlite|crystals|chroma|embeddings|graphiti|recap|upkeep|claude_code|explorer|postgres)["']"""
 
 
 def test_the_kernel_names_no_bundled_layer_operation_table_or_file():
     # The issue's grep, with -I: stale bytecode of deleted modules in a developer's __pycache__ is not code.
     out = subprocess.run(["grep", "-rnIE", PLUGIN_NAMES, "pps_core"], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode in (0, 1), out.stderr
-    found = [line for line in out.stdout.splitlines() if "DEFAULT_PLUGINS" not in line]
+    found = out.stdout.splitlines()
     assert found == [], "the kernel names a bundled plugin's layer, operation, table or file:\n" + "\n".join(found)
+
+
+def test_the_kernel_names_no_plugin_in_its_code():
+    out = subprocess.run(["grep", "-rnIE", "--include=*.py", PLUGIN_IDS, "pps_core"], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert out.returncode in (0, 1), out.stderr
+    code = [line for line in out.stdout.splitlines()
+            if re.search(PLUGIN_IDS, line.split(":", 2)[2].split("#", 1)[0])]  # comments may give an example
+    assert code == [], "the kernel names a plugin (let the plugin declare it):\n" + "\n".join(code)
 
 
 def _plugin_packages() -> set[str]:

@@ -20,8 +20,8 @@ class Turns(ScriptedLayer):
         self.turns = turns
 
     async def recent(self, limit):
-        items = [SearchResult(layer=self.name, content=content, source=str(i), metadata={
-                     "channel": channel, "author_name": author},
+        items = [SearchResult(layer=self.name, content=content, source=str(i), kind="turn", channels=[channel],
+                              author=author,
                      timestamp=f"2026-01-{1 + i // 1440:02d}T{i // 60 % 24:02d}:{i % 60:02d}:00+00:00")
                  for i, (channel, author, content) in enumerate(self.turns)]
         return items[-limit:] if limit else []

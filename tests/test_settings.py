@@ -1,7 +1,7 @@
 import pytest
 
 from pps_core.errors import ConfigError
-from pps_core.settings import PluginSettings, load_settings
+from pps_core.settings import EntitySettings, PluginSettings, load_settings
 
 
 def write_toml(home, text):
@@ -11,19 +11,19 @@ def write_toml(home, text):
 
 def test_defaults_name_the_entity_and_leave_the_package_to_the_layers(pps_home):
     s = load_settings("lyra", pps_home)
-    assert s.entity == "lyra" and s.focal == "lyra"
+    assert s.entity == "lyra" and "focal_entity" not in EntitySettings.model_fields  # the graph plugin's
     assert s.startup.sections is None and s.startup.add == [] and s.startup.omit == []
 
 
 def test_precedence_init_over_env_over_toml_over_defaults(pps_home, monkeypatch):
-    write_toml(pps_home, 'timezone = "Europe/Paris"\nfocal_entity = "FromToml"\nidentity = "toml"\n')
+    write_toml(pps_home, 'timezone = "Europe/Paris"\nidentity = "FromToml"\n')
     s = load_settings("lyra", pps_home)
-    assert s.timezone == "Europe/Paris" and s.focal_entity == "FromToml"
-    monkeypatch.setenv("PPS_FOCAL_ENTITY", "FromEnv")
+    assert s.timezone == "Europe/Paris" and s.identity == "FromToml"
+    monkeypatch.setenv("PPS_IDENTITY", "FromEnv")
     s = load_settings("lyra", pps_home)
-    assert s.focal_entity == "FromEnv" and s.timezone == "Europe/Paris"
-    s = load_settings("lyra", pps_home, focal_entity="FromInit")
-    assert s.focal_entity == "FromInit" and s.identity == "toml"
+    assert s.identity == "FromEnv" and s.timezone == "Europe/Paris"
+    s = load_settings("lyra", pps_home, identity="FromInit")
+    assert s.identity == "FromInit" and s.timezone == "Europe/Paris"
 
 
 def test_nested_env_reaches_startup_composition(pps_home, monkeypatch):
@@ -65,9 +65,3 @@ def test_two_entities_keep_their_own_plugin_sets(tmp_path):
     a, b = load_settings("a", tmp_path / "a"), load_settings("b", tmp_path / "b")
     assert a.plugins == ["sqlite"] and b.plugins == ["crystals"]
     assert a.timezone != b.timezone
-
-
-def test_the_recap_section_can_be_turned_off_in_toml(pps_home):
-    write_toml(pps_home, "[startup]\nrecap = false\n")  # the older spelling still works
-    assert load_settings("lyra", pps_home).startup.omit == ["Last session"]
-    assert load_settings("other", pps_home.parent / "other").startup.omit == []

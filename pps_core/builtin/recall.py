@@ -148,11 +148,7 @@ Blocks = tuple[list[Block], list[LayerStatus], list[dict[str, Any]], dict[str, s
 
 def _channels(items: list[SearchResult]) -> list[str]:
     """Every channel the items name (a turn's, a summary's), for the package's short channel labels."""
-    out: list[str] = []
-    for r in items:
-        md = r.metadata
-        out += [str(md["channel"])] if md.get("channel") else [str(c) for c in md.get("channels") or []]
-    return out
+    return [c for r in items for c in r.channels]
 
 
 async def _startup_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]) -> Blocks:
@@ -225,7 +221,7 @@ def _quota_order(items: list[SearchResult], quotas: dict[str, int]) -> list[int]
     (so a budget cut stays fair), then everything else newest first."""
     groups: dict[str, list[int]] = {}
     for i in reversed(range(len(items))):
-        groups.setdefault(_channel_group(items[i].metadata.get("channel", ""), quotas), []).append(i)
+        groups.setdefault(_channel_group(items[i].channels[0] if items[i].channels else "", quotas), []).append(i)
     quota_lists = [g[: quotas.get(name, 0)] for name, g in groups.items()]
     order: list[int] = []
     for rank in range(max((len(q) for q in quota_lists), default=0)):
@@ -285,11 +281,10 @@ def _title(layer: Layer | None, name: str) -> str:
 
 
 def _search_item(memory: Memory, r: SearchResult, labels: dict[str, str]) -> tuple[str, int]:
-    kind = r.metadata.get("kind")
-    if kind == "turn":
+    if r.kind == "turn":
         line, chars = render.turn_item(r, memory.tz, TURN_CHARS, labels=labels)
         return f"[{r.layer}] (turn {r.source})\n{line}", chars
-    if kind == "summary":
+    if r.kind == "summary":
         line, chars = render.summary_item(r, memory.tz, 500, labels=labels)
         return f"[{r.layer}]\n{line}", chars
     return render.document_item(r, TURN_CHARS)

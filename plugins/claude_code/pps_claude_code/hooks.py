@@ -18,7 +18,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import sys
 import threading
 import time
@@ -29,15 +28,11 @@ from .config import ClaudeCodeSettings, assistant_name, cc_settings, user_name
 from .install import normalize_event
 from .logbook import failure_notice, log, log_path, private_dirs, record
 from .recall_view import relevant_memories
+from .sessions import state_path as _state_path
 
 _BATCH = 200
 #: Events whose job is to put memory into the conversation: a failure there is shown to the user.
 INJECTING = ("SessionStart", "PreCompact")
-
-
-def _state_path(home: Path, session: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session)[:120] or "unknown"
-    return Path(home) / "hooks" / "claude-code" / f"{safe}.json"
 
 
 def _read_state(path: Path) -> dict[str, Any]:
@@ -85,15 +80,11 @@ def _refresh_recap(client, settings, session: str) -> None:
     """After a crash the last session left no recap: make one (extractive, fast) before the startup recall."""
     if "recap" not in settings.plugins:
         return
-    try:
-        from pps_recap import store  # the recap plugin is optional
-    except ImportError:
-        return
-    try:
-        newest = store.newest_log(settings, exclude_session=session)
-        if newest is not None and store.is_stale(settings.home, newest):
-            client.call("session_recap", {"log": str(newest), "fast": True, "write": True})
-            log(settings.home, f"SessionStart: recap regenerated from {newest}")
+    try:  # the recap plugin decides what is stale (its files); the newest log may be this plugin's transcripts
+        answer = client.call("session_recap", {"exclude_session": session, "if_stale": True, "fast": True,
+                                               "write": True})
+        if answer.get("written"):
+            log(settings.home, f"SessionStart: recap regenerated from {answer.get('source')}")
     except Exception as exc:  # noqa: BLE001 - the startup package matters more than the recap
         log(settings.home, f"SessionStart: recap not regenerated: {type(exc).__name__}: {exc}")
 

@@ -15,9 +15,15 @@ from pathlib import Path
 from typing import Any
 
 SOURCE = "claude-code"
-#: User entries that are Claude Code's own wrappers (slash commands, local command output), not prompts.
-_WRAPPERS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
-             "<command-args>", "[Request interrupted by user")
+#: User text that is Claude Code's own (slash commands, local command output, system reminders, the interruption
+#: marker), not what the user said: never captured as a turn, never recapped (the recap plugin reads it here).
+WRAPPERS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
+            "<command-args>", "<system-reminder>", "[Request interrupted by user")
+
+
+def is_wrapper(text: str) -> bool:
+    """Whether a user entry's text is one of Claude Code's wrappers (:data:`WRAPPERS`), not a prompt."""
+    return text.lstrip().startswith(WRAPPERS)
 
 
 def read_entries(path: Path, offset: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -52,6 +58,7 @@ def text_of(content: Any) -> str:
 
 
 def is_transcript_entry(entry: dict[str, Any]) -> bool:
+    """A Claude Code transcript entry (``type`` user/assistant with an API ``message``); the recap plugin asks too."""
     return entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict)
 
 
@@ -63,8 +70,14 @@ def entry_turn(entry: dict[str, Any], *, entity: str, user_name: str,
     if entry.get("isCompactSummary") or entry.get("isVisibleInTranscriptOnly"):
         return None
     role = entry["type"]
-    text = text_of(entry["message"].get("content")).strip()
-    if not text or (role == "user" and text.startswith(_WRAPPERS)):
+    content = entry["message"].get("content")
+    if role == "user":  # a prompt's own blocks, without the wrappers Claude Code put beside them
+        listed = content if isinstance(content, list) else []
+        blocks = [content] if isinstance(content, str) else [text_of([b]) for b in listed]
+        text = "\n".join(b for b in blocks if b and not is_wrapper(b)).strip()
+    else:
+        text = text_of(content).strip()
+    if not text:
         return None
     session = entry.get("sessionId") or session_id or "unknown"
     uuid = entry.get("uuid")

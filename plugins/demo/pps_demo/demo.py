@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from pps_core import Memory
-from pps_core.plugins import installed_plugins
-from pps_core.settings import DEFAULT_PLUGINS, load_settings
+from pps_core.plugins import default_plugins
+from pps_core.settings import load_settings
 
 CONVERSATION = [
     ("Jeff", "terminal:demo", "2026-01-26T09:02:00", "Morning, Lyra. Did the kitchen light get fixed?"),
@@ -27,7 +27,7 @@ CONVERSATION = [
 
 
 async def run(home: Path) -> None:
-    plugins = [p for p in DEFAULT_PLUGINS if p in installed_plugins()]
+    plugins = default_plugins()
     settings = load_settings("lyra", home, plugins=plugins, timezone="America/Chicago",
                              identity="I am Lyra; Jeff is my person.")
     async with Memory(settings) as memory:

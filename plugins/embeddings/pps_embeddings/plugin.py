@@ -6,6 +6,9 @@ import os
 
 from pps_core import hookimpl
 
+#: A new entity loads this plugin (pps init, a pps.toml that names no plugins); lower comes first.
+PPS_DEFAULT = 40
+
 # Before anything can import onnxruntime: the product never phones home.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 

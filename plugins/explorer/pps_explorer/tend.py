@@ -88,8 +88,17 @@ async def photo_delete(ctx: Ctx):
 # -- graph --------------------------------------------------------------------------------------
 
 
+def _focal(settings) -> str:
+    """The graph's focal entity (the graph plugin's ``[graphiti] focal_entity``), else the entity's name."""
+    try:
+        from pps_graphiti.settings import GraphitiSettings
+    except ImportError:  # the graph pages need the graph plugin; the rest of the explorer does not
+        return settings.entity
+    return settings.plugin_settings(GraphitiSettings, "graphiti").focal(settings)
+
+
 async def graph(ctx: Ctx):
-    focal = ctx.memory.settings.focal
+    focal = _focal(ctx.memory.settings)
     name = ctx.arg("entity") or focal
     depth = ctx.int_arg("depth", 1, 1, 2)
     q, offset = ctx.arg("q"), ctx.int_arg("offset", 0, 0, 10_000)

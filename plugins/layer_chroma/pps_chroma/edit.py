@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from typing import Any
 
 from pps_core.atomic import atomic_write
-from pps_core.errors import NotFound
+from pps_core.errors import InvalidParams, NotFound
 from pps_core.timeutil import now_utc
 
-from .files import Unreadable, check_filename, check_title, read_photo, render
+from .files import Unreadable, check_filename, check_title, link_problem, read_photo, render
 
 
 def _path(layer, filename: str, op: str):
     name = check_filename(filename)
     path = layer.dir / name
-    if not path.is_file():
-        raise NotFound(f"{op}: no word-photo named {name!r}", param="filename")
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise NotFound(f"{op}: no word-photo named {name!r}", param="filename") from None
+    problem = link_problem(st)
+    if problem:  # never read or written through: it may name a file outside the folder
+        raise InvalidParams(f"{op}: {name} is {problem}", param="filename")
     return path
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import shutil
 import sys
 import threading
 import time
@@ -28,6 +30,9 @@ _CTX = multiprocessing.get_context("forkserver")
 _CTX.set_forkserver_preload(["pps_chroma.worker", "chromadb"])
 
 STATE_FILE = "pps_word_photos.json"
+#: Beside the index: a rewrite is owed (a word-photo was forgotten); the old index moved aside meanwhile.
+PENDING = ".rewrite-pending"
+OLD = ".old"
 #: Opening a large index, or the first import of chromadb on a busy machine, takes longer than a query.
 OPEN_TIMEOUT_S = 120.0
 WRITES = {"add", "remove"}
@@ -60,7 +65,56 @@ class ChromaIndex:
 
     def open(self) -> None:
         with self._lock:
+            if self.server is None:  # what a rewrite cut short left: the old index may hold forgotten text
+                shutil.rmtree(self._sibling(OLD), ignore_errors=True)
             self._start()
+            if self.server is None and self._sibling(PENDING).exists():
+                self._rewrite()
+
+    def _sibling(self, suffix: str) -> Path:
+        return self.path.with_name(self.path.name + suffix)
+
+    def rewrite(self) -> None:
+        """Write the index afresh: what was removed leaves the disk.
+
+        Chroma keeps a removed document (its text, metadata and embedding) in its write-ahead log (the
+        ``embeddings_queue`` table of ``chroma.sqlite3``) until it purges it, and in the SQLite file's free
+        pages after. So forgetting a word-photo dumps every chunk that stays (no re-embedding), moves the old
+        index aside, writes the chunks into a new one in the same place, then deletes the old one. A mark
+        beside the index (written first, removed last) has the next open do it again after a crash; a crash
+        half-way leaves a partial index, which the layer completes from the files (the index is derived
+        data). A Chroma server (``mode = "http"``) keeps its own log: not reachable from here."""
+        if self.server is not None:
+            return
+        with self._lock:
+            mark = self._sibling(PENDING)
+            mark.touch(mode=0o600)
+            if self._conn is None:
+                self._start()
+            self._rewrite()
+
+    def _rewrite(self) -> None:
+        ids, docs, metas, vectors = self._exchange("dump", (), max(self.timeout_s, OPEN_TIMEOUT_S))
+        try:
+            self._exchange("close", (), 10.0)
+        finally:
+            self._stop()
+        old = self._sibling(OLD)
+        shutil.rmtree(old, ignore_errors=True)
+        if self.path.exists():
+            os.replace(self.path, old)
+        self._start()
+        step = 512
+        for start in range(0, len(ids), step):
+            end = start + step
+            self._exchange("add", (ids[start:end], docs[start:end], metas[start:end], vectors[start:end]),
+                           max(self.timeout_s, OPEN_TIMEOUT_S))
+        self._count = None
+        state = old / STATE_FILE
+        if state.exists() and not (self.path / STATE_FILE).exists():
+            os.replace(state, self.path / STATE_FILE)
+        shutil.rmtree(old, ignore_errors=True)
+        self._sibling(PENDING).unlink(missing_ok=True)
 
     def _start(self) -> None:
         ours, theirs = _CTX.Pipe(duplex=True)

@@ -138,8 +138,8 @@ class AnchorLayer(Layer):
                 if e.name.startswith(".") or not e.name.endswith(".md"):
                     continue
                 try:
-                    if e.is_file():
-                        st = e.stat()
+                    if e.is_file(follow_symlinks=False) or e.is_symlink():  # a link: listed, refused when read
+                        st = e.stat(follow_symlinks=False)
                         out[e.name] = (st.st_mtime_ns, st.st_size, st.st_ino)
                 except FileNotFoundError:
                     continue
@@ -184,10 +184,10 @@ class AnchorLayer(Layer):
             if name.startswith(".") or not name.endswith(".md") or "/" in name:
                 continue
             try:
-                st = os.stat(self.dir / name)
+                st = os.lstat(self.dir / name)
             except (FileNotFoundError, NotADirectoryError):
                 continue
-            if stat.S_ISREG(st.st_mode):
+            if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):  # a link: listed, refused when read
                 out[name] = (st.st_mtime_ns, st.st_size, st.st_ino)
         return out
 
@@ -314,6 +314,8 @@ class AnchorLayer(Layer):
                 self.index.remove([name])
                 self._entries.pop(name, None)
                 self._problems.pop(name, None)
+                self._save_state()
+                self.index.rewrite()  # Chroma's log and free pages still hold it: the index is written afresh
                 self._save_state()
                 return None
             if not path.is_file():

@@ -115,6 +115,22 @@ class Store:
                                 embeddings=vectors[start:end])
         return len(ids)
 
+    def dump(self) -> tuple[list, list, list, list]:
+        """Every chunk (ids, documents, metadatas, embeddings), to be written into a fresh index."""
+        ids: list = []
+        docs: list = []
+        metas: list = []
+        vectors: list = []
+        step = 2000
+        while True:
+            got = self.collection.get(include=["documents", "metadatas", "embeddings"], limit=step, offset=len(ids))
+            if not got["ids"]:
+                return ids, docs, metas, vectors
+            ids += got["ids"]
+            docs += got["documents"]
+            metas += got["metadatas"]
+            vectors += list(got["embeddings"])
+
     def remove(self, names: list[str]) -> None:
         for start in range(0, len(names), 500):
             self.collection.delete(where={"file": {"$in": names[start:start + 500]}})

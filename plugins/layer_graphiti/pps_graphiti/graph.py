@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import warnings
 from datetime import UTC, datetime
@@ -43,6 +44,7 @@ def open_driver(settings: GraphitiSettings, home: Path, group_id: str) -> GraphD
         warnings.simplefilter("ignore", DeprecationWarning)
         driver = KuzuDriver(str(path), max_concurrent_queries=4)
     owner_only(path)
+    QueryGate.install(driver)
     #: The WAL was replayed (the last owner did not close the graph): see Graph.ensure_indexes.
     driver.pps_replayed = wal > 0
     # graphiti's add_episode compares group ids with driver._database, which KuzuDriver never sets.
@@ -50,17 +52,73 @@ def open_driver(settings: GraphitiSettings, home: Path, group_id: str) -> GraphD
     return driver
 
 
-def _close_results(client) -> None:
-    """Close the query results of this connection pool that something still holds (an asyncio future does):
-    Kuzu 0.11 frees one after its database is closed with a segfault, at the latest when the process exits."""
-    import gc
+class QueryGate:
+    """Every query of one embedded graph passes this gate, so the database can be closed and reopened under the
+    driver (``compact``): ``closed()`` waits for the queries under way and holds new ones until it ends.
+    graphiti and this plugin reach Kuzu only through ``driver.execute_query``, which this replaces: each query
+    copies its rows out and closes its results before it returns (Kuzu 0.11 crashes freeing a result after its
+    database closed), and a query counts as under way until its thread is done, even if its caller was
+    cancelled. Unlike graphiti's, a failing query is not logged with its parameters (they hold turn text)."""
 
-    from kuzu.query_result import QueryResult
+    def __init__(self, driver: GraphDriver) -> None:
+        self._driver = driver
+        self._busy = 0
+        self._closed = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._open = asyncio.Event()
+        self._open.set()
 
-    ours = {id(c) for c in getattr(client, "connections", [])}
-    for obj in gc.get_objects():
-        if isinstance(obj, QueryResult) and not obj.is_closed and id(obj.connection) in ours:
-            obj.close()
+    @classmethod
+    def install(cls, driver: GraphDriver) -> QueryGate:
+        gate = cls(driver)
+        driver.execute_query = gate.execute_query  # type: ignore[method-assign]
+        driver.pps_gate = gate  # type: ignore[attr-defined]
+        return gate
+
+    async def execute_query(self, cypher_query_: str, **kwargs: Any):
+        while self._closed:
+            await self._open.wait()
+        self._busy += 1
+        self._idle.clear()
+        task = asyncio.ensure_future(self._run(cypher_query_, kwargs))
+        task.add_done_callback(self._done)
+        return await asyncio.shield(task)
+
+    def _done(self, task: asyncio.Future) -> None:
+        if not task.cancelled():
+            task.exception()  # retrieved here: a caller that was cancelled never will
+        self._busy -= 1
+        if self._busy == 0:
+            self._idle.set()
+
+    async def _run(self, cypher: str, kwargs: dict[str, Any]):
+        params = {k: v for k, v in kwargs.items() if v is not None and k not in ("database_", "routing_")}
+        results = await self._driver.client.execute(cypher, parameters=params)
+        batch = results if isinstance(results, list) else [results]
+        try:
+            if not results:
+                return [], None, None
+            rows = [list(r.rows_as_dict()) for r in batch]
+            return (rows if isinstance(results, list) else rows[0]), None, None
+        finally:
+            for r in batch:
+                if r is not None and not r.is_closed:
+                    r.close()
+
+    @contextlib.asynccontextmanager
+    async def closed(self):
+        while self._closed:  # one at a time
+            await self._open.wait()
+        self._closed = True
+        self._open.clear()
+        try:
+            while self._busy:
+                await self._idle.wait()
+            yield
+        finally:
+            self._closed = False
+            self._open.set()
 
 
 def owner_only(path: Path) -> None:
@@ -116,10 +174,11 @@ class Graph:
 
     async def close(self) -> None:
         if self.provider == GraphProvider.KUZU:
-            # graphiti leaves Kuzu to the garbage collector; the file lock must go now (reopen, tests).
-            _close_results(self.driver.client)
-            self.driver.client.close()
-            self.driver.db.close()
+            # graphiti leaves Kuzu to the garbage collector; the file lock must go now (reopen, tests). The gate
+            # has closed every query's results, and waits here for the queries still running in their threads.
+            async with self.driver.pps_gate.closed():
+                self.driver.client.close()
+                self.driver.db.close()
         else:
             await self.driver.close()
 
@@ -220,6 +279,15 @@ class Graph:
                                     group_id=self.group_id)
         return {"entities": int(nodes[0]["c"]) if nodes else 0, "facts": int(edges[0]["c"]) if edges else 0,
                 "episodes": int(episodes[0]["c"]) if episodes else 0}
+
+    async def facts_touching(self, node_uuid: str) -> list[str]:
+        """The facts (texts) of the edges an entity is the subject or object of, oldest first."""
+        pattern = ("(n:Entity {uuid: $uuid})-[:RELATES_TO]-(e:RelatesToNode_)" if self.provider == GraphProvider.KUZU
+                   else "(n:Entity {uuid: $uuid})-[e:RELATES_TO]-(:Entity)")
+        rows = await self.query(f"MATCH {pattern} WHERE e.name <> $dup RETURN DISTINCT e.uuid AS uuid, "
+                                "e.fact AS fact, e.created_at AS created_at", uuid=node_uuid, dup="IS_DUPLICATE_OF")
+        rows.sort(key=lambda r: (str(r["created_at"]), r["uuid"]))
+        return [r["fact"] for r in rows if r["fact"]]
 
     async def mentioning_episodes(self, node_uuid: str) -> list[str]:
         rows = await self.query("MATCH (ep:Episodic)-[:MENTIONS]->(n:Entity {uuid: $uuid}) RETURN ep.uuid AS uuid",

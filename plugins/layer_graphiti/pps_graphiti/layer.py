@@ -50,7 +50,7 @@ class GraphitiLayer(Layer):
         self.memory = memory
         self.settings: GraphitiSettings = memory.settings.plugin_settings(GraphitiSettings, "graphiti")
         self.group_id = self.settings.resolved_group_id(memory.settings.entity)
-        self.focal_name = memory.settings.focal
+        self.focal_name = self.settings.focal(memory.settings)
         self.graph: Graph | None = None
         self._focal: tuple[str | None, float] = (None, 0.0)  # uuid, expires (monotonic)
         self._distances: tuple[dict[str, int], float] | None = None
@@ -59,6 +59,8 @@ class GraphitiLayer(Layer):
         self.write_lock = WriteGuard(self)
         #: Why a write failed in the store (writes are then refused until a restart); None if fine.
         self.fault: str | None = None
+        #: A compaction waiting for a run of deletes to end (``compact.schedule``).
+        self._compact_task: asyncio.Task | None = None
         from .ingest import Ingestor
 
         self.ingestor = Ingestor(self)
@@ -69,15 +71,20 @@ class GraphitiLayer(Layer):
         embedder = self.memory.embedder
         if embedder is None:
             raise RuntimeError("rich_texture needs an embedder: add the 'embeddings' plugin to the entity's plugins")
+        from . import compact
         from .graph import Graph
         from .guard import drop_orphans
 
+        if self.settings.driver == "kuzu":  # what a compaction cut short left beside the graph
+            await asyncio.to_thread(compact.clean_leftovers, compact.db_path(self))
         self.graph = await asyncio.to_thread(Graph, self.settings, self.memory.home, self.group_id, embedder,
                                              self.memory.settings.llm)
         try:
             await self.graph.ensure_indexes()
             if self.settings.driver == "kuzu":  # one owner: nobody is half-way through a write
                 await drop_orphans(self)
+                if compact.pending(self):  # forgotten text may still be in the file: a forget was cut short
+                    await compact.compact(self)
         except BaseException:
             await self.graph.close()
             self.graph = None
@@ -90,6 +97,10 @@ class GraphitiLayer(Layer):
 
     async def close(self) -> None:
         await self.ingestor.stop()
+        if self.settings.driver == "kuzu":
+            from .compact import at_close
+
+            await at_close(self)
         if self.graph is not None:
             graph, self.graph = self.graph, None
             if self.fault:  # closing checkpoints, and a graph that failed a write aborts the process there
@@ -258,8 +269,10 @@ class GraphitiLayer(Layer):
         if home not in db.parents:
             return None
         rel = db.relative_to(home)
+        from .compact import reopen
+
         async with self.write_lock:  # every write path of this layer takes it
-            await self.graph.query("CHECKPOINT;")
+            await reopen(self)  # closing checkpoints the WAL; and Kuzu crashes exporting after a checkpoint
             # A compacted copy (EXPORT, then IMPORT into a fresh file), not the file itself: Kuzu keeps deleted
             # values in its pages, so a forgotten turn's episode and facts would still be in a plain copy.
             export = dest / ".graph-export"
@@ -288,7 +301,9 @@ class GraphitiLayer(Layer):
             for rel in ("MENTIONS", "HAS_MEMBER", "HAS_EPISODE", "NEXT_EPISODE"):
                 await _move_group(graph, f"MATCH ()-[r:{rel}]->() WHERE r.group_id = $old SET r.group_id = $new",
                                   old, self.group_id)
-            await graph.query("CHECKPOINT;")
+            from .compact import reopen
+
+            await reopen(self)  # folds the WAL into the file (never CHECKPOINT on the live graph: see reopen)
             self._focal = (None, 0.0)
             self.changed()
         log.info("moved the graph partition %r to %r after a restore", old, self.group_id)

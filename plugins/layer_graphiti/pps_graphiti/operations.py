@@ -7,6 +7,7 @@ import asyncio
 from pydantic import BaseModel, Field, field_validator
 
 from pps_core import Operation
+from pps_core.privacy import PRIVATE_ONLY, Captured
 from pps_core.timeutil import now_utc, parse_timestamp, to_storage
 
 
@@ -44,27 +45,40 @@ class TimelineParams(BaseModel):
     limit: int = Field(50, ge=1, le=1000)
 
 
-class AddParams(BaseModel):
-    content: str = Field(..., min_length=1, max_length=100_000, description="text to extract facts from (LLM)")
-    channel: str | None = Field(None, max_length=200, description="where it came from")
+def _captured(v: str | None) -> str | None:
+    if v == PRIVATE_ONLY:
+        raise ValueError("nothing is left once its <private> spans are dropped")
+    return v
 
-    _c = field_validator("content")(classmethod(lambda cls, v: _clean(v)))
+
+class AddParams(BaseModel):
+    """Captured text: its ``<private>`` spans are dropped (pps_core.privacy) before it is stored or sent to the
+    LLM."""
+
+    content: Captured = Field(..., min_length=1, max_length=100_000, description="text to extract facts from (LLM)")
+    channel: Captured | None = Field(None, max_length=200, description="where it came from")
+
+    _c = field_validator("content")(classmethod(lambda cls, v: _captured(_clean(v))))
 
 
 class TripletParams(BaseModel):
-    source: str = Field(..., min_length=1, max_length=500, description="subject entity (reused by exact name)")
-    relationship: str = Field(..., min_length=1, max_length=200, description="e.g. WORKS_ON")
-    target: str = Field(..., min_length=1, max_length=500, description="object entity (reused by exact name)")
-    fact: str | None = Field(None, max_length=10_000, description="the fact in words; default built from the triplet")
+    """Captured text: ``<private>`` spans are dropped from the names and the fact before anything is stored."""
+
+    source: Captured = Field(..., min_length=1, max_length=500, description="subject entity (reused by exact name)")
+    relationship: Captured = Field(..., min_length=1, max_length=200, description="e.g. WORKS_ON")
+    target: Captured = Field(..., min_length=1, max_length=500, description="object entity (reused by exact name)")
+    fact: Captured | None = Field(None, max_length=10_000,
+                                  description="the fact in words; default built from the triplet")
     source_type: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     target_type: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     valid_at: str | None = Field(None, max_length=100, description="when it became true (ISO 8601); default now")
 
-    _s = field_validator("source", "relationship", "target", "fact")(classmethod(lambda cls, v: _clean(v)))
+    _s = field_validator("source", "relationship", "target", "fact")(
+        classmethod(lambda cls, v: _captured(_clean(v))))
 
 
 class DeleteParams(BaseModel):
-    uuid: str = Field(..., min_length=1, max_length=100, description="a fact's (or entity's) uuid")
+    uuid: str = Field(..., min_length=1, max_length=100, description="a fact's, entity's or episode's uuid")
 
 
 class IngestParams(BaseModel):
@@ -158,7 +172,8 @@ def operations() -> list[Operation]:
                   description="Add one fact (source -relationship-> target) directly, without an LLM. Entities "
                               "are reused by exact name."),
         Operation("texture_delete", DeleteParams, texture_delete, group=g, destructive=True, idempotent=True,
-                  description="Delete a fact (or an entity with its facts) by uuid."),
+                  description="Delete a fact, an entity (with its facts) or an episode (with the facts and "
+                              "entities only it gave the graph) by uuid; the entities' summaries lose it too."),
         Operation("graphiti_ingestion_stats", NoParams, graphiti_ingestion_stats, group="graph ingest",
                   read_only=True, idempotent=True,
                   description="How many captured turns wait to be ingested into the graph, and the worker's state."),

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from pps_core import hookimpl
 
+#: A new entity loads this plugin (pps init, a pps.toml that names no plugins); lower comes first.
+PPS_DEFAULT = 50
+
 
 @hookimpl
 def pps_layers(memory):
@@ -76,8 +79,10 @@ def pps_turn_copies(memory):
 
     s = memory.settings.plugin_settings(_settings(), "graphiti")
     where = f"graph database ({s.driver})"
-    return [TurnCopy("graph episodes and facts", where, forget=forget,
-                     how="the turns' episodes are deleted, with the facts and entities only they gave the graph")]
+    return [TurnCopy("graph episodes, facts and entity summaries", where, forget=forget,
+                     how="the turns' episodes are deleted, with the facts and entities only they gave the graph; "
+                         "the summaries of entities that stay are rebuilt from their remaining facts; the "
+                         "embedded graph's file is compacted (exported and imported afresh) before forget returns")]
 
 
 def _settings():

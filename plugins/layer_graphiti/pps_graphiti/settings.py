@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, SecretStr
 
 from pps_core import PluginSettings, StorePath
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pps_core.settings import EntitySettings
 
 
 class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
@@ -23,9 +26,15 @@ class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
     group_id: str | None = Field(None, description="graph partition; default: the entity's name")
     min_free_mb: int = Field(16, ge=0, description="kuzu: writes are refused (503) while the graph's disk has "
                                                    "less free space than this, before Kuzu can fail half-way")
+    compact_delay_s: float = Field(30.0, ge=0, le=3600, description="kuzu: a texture_delete has the graph's file "
+                                                                    "compacted (deleted text leaves the disk) this "
+                                                                    "long after the last one, and at close; a forget "
+                                                                    "compacts before it returns")
 
     edge_overfetch: int = Field(20, ge=1, le=500, description="edges fetched from graphiti before ranking")
     node_limit: int = Field(5, ge=0, le=100, description="entity nodes texture_search returns")
+    focal_entity: str | None = Field(None, description="whose point of view ranks the graph (facts near this entity "
+                                                       "first); default: the entity's name")
     focal_ttl_s: float = Field(3600, ge=0, description="how long the focal entity's node uuid is cached")
     focal_depth: int = Field(2, ge=0, le=4, description="graph distance from the focal entity still rewarded")
 
@@ -36,6 +45,12 @@ class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
     novelty_half_count: float = Field(5.0, gt=0, description="surfacings that halve a fact's weight")
     novelty_decay_days: float = Field(7.0, gt=0, description="a fact's surface count halves every this many days")
     novelty_settle_s: float = Field(60.0, ge=0, description="surfacings this close together count once (one turn)")
+
+    def focal(self, settings: EntitySettings) -> str:
+        """The focal entity: ``[graphiti] focal_entity``, else a top-level ``focal_entity`` (pps.toml written before
+        it moved here), else the entity's name."""
+        older = (settings.model_extra or {}).get("focal_entity")
+        return self.focal_entity or (older if isinstance(older, str) and older.strip() else None) or settings.entity
 
     def resolved_group_id(self, entity: str) -> str:
         """graphiti accepts only letters, digits, '-' and '_' in a group id. A name that had to be

@@ -78,14 +78,24 @@ async def add_triplet(layer: GraphitiLayer, source: str, relationship: str, targ
 
 
 async def delete(layer: GraphitiLayer, value: str) -> dict[str, Any]:
+    """Delete a fact, an entity (with its facts) or an episode (as forgetting a turn does) by uuid; the
+    summaries of the entities it touched are rebuilt without it. The graph's file is compacted (the deleted
+    text leaves the disk) ``compact_delay_s`` after the last delete, at once for an episode (a forget)."""
+    from graphiti_core.nodes import EpisodicNode
+
+    from .compact import compact_locked, mark_pending, schedule
+
     uid = check_uuid(value)
     graph = layer.require()
+    gone = [uid]
     async with layer.write_lock:
         try:
             edge = await EntityEdge.get_by_uuid(graph.driver, uid)
             if edge.group_id != layer.group_id:
                 raise EdgeNotFoundError(uid)
+            mark_pending(layer)
             await edge.delete(graph.driver)
+            await rebuild_summaries(layer, {edge.source_node_uuid, edge.target_node_uuid})
             kind, what = "fact", edge.fact
         except EdgeNotFoundError:
             try:
@@ -93,15 +103,44 @@ async def delete(layer: GraphitiLayer, value: str) -> dict[str, Any]:
                 if node.group_id != layer.group_id:
                     raise NodeNotFoundError(uid) from None
             except NodeNotFoundError:
-                raise NotFound(f"uuid: no fact or entity {uid} in this entity's graph", param="uuid") from None
-            await node.delete(graph.driver)
-            kind, what = "entity", node.name
-            layer._focal = (None, 0.0)
+                node = None
+            if node is not None:
+                mark_pending(layer)
+                kind, what, gone = "entity", node.name, [uid, *await _delete_entity(layer, node)]
+            else:
+                try:
+                    episode = await EpisodicNode.get_by_uuid(graph.driver, uid)
+                    if episode.group_id != layer.group_id:
+                        raise NodeNotFoundError(uid)
+                except NodeNotFoundError:
+                    raise NotFound(f"uuid: no fact, entity or episode {uid} in this entity's graph",
+                                   param="uuid") from None
+                mark_pending(layer)
+                await forget_episodes(layer, [uid])
+                kind, what = "episode", episode.name
+        layer._focal = (None, 0.0)
         layer.changed()
+        if kind == "episode":
+            await compact_locked(layer)
+    if kind != "episode":
+        schedule(layer)
     novelty = layer.memory.rankers.get("novelty")
     if novelty is not None and hasattr(novelty, "forget"):
-        novelty.forget(layer.name, uid)
+        for u in gone:
+            novelty.forget(layer.name, u)
     return {"deleted": uid, "kind": kind, "what": what}
+
+
+async def _delete_entity(layer: GraphitiLayer, node: EntityNode) -> list[str]:
+    """An entity and every fact it is the subject or object of (graphiti's delete leaves, on Kuzu, the facts
+    it is the object of without it); its neighbours' summaries are rebuilt. Answers the facts' uuids."""
+    graph = layer.require()
+    edges = await EntityEdge.get_by_node_uuid(graph.driver, node.uuid)
+    for edge in edges:
+        await edge.delete(graph.driver)
+    await node.delete(graph.driver)
+    await rebuild_summaries(layer, {u for e in edges for u in (e.source_node_uuid, e.target_node_uuid)} - {node.uuid})
+    return [e.uuid for e in edges]
 
 
 async def explore(layer: GraphitiLayer, entity_name: str, depth: int, limit: int) -> dict[str, Any]:
@@ -196,46 +235,92 @@ async def merge_nodes(layer: GraphitiLayer, canonical: str, duplicates: list[str
     return moved
 
 
-async def forget_turns(layer: GraphitiLayer, ids: list[int]) -> dict[str, int]:
-    """Delete the episodes of forgotten turns (named ``turn <id>`` by ingestion), the facts extracted only from
-    them (a fact another episode also supports keeps that episode) and the entities only they mentioned."""
+async def rebuild_summaries(layer: GraphitiLayer, node_uuids: set[str]) -> int:
+    """Each surviving entity's summary made again from the facts it still has, newest kept within graphiti's
+    limit. graphiti builds a summary by appending each extracted fact (and, past that limit, has the LLM
+    rewrite it), so a summary may quote or paraphrase any fact the entity ever had; once one of them is
+    forgotten or deleted, the summary cannot be trusted to have lost it and is rebuilt without an LLM (the
+    entity loses any prose the LLM wrote for it, and keeps every fact it still has)."""
+    from graphiti_core.utils.text_utils import MAX_SUMMARY_CHARS
+
+    graph = layer.require()
+    rebuilt = 0
+    for node_uuid in sorted(node_uuids):
+        if not await graph.query("MATCH (n:Entity {uuid: $uuid}) RETURN n.uuid AS uuid", uuid=node_uuid):
+            continue  # gone with what was forgotten
+        kept: list[str] = []
+        size = 0
+        for fact in reversed(await graph.facts_touching(node_uuid)):
+            if size + len(fact) + 1 > MAX_SUMMARY_CHARS * 2:
+                break
+            kept.append(fact)
+            size += len(fact) + 1
+        await graph.query("MATCH (n:Entity {uuid: $uuid}) SET n.summary = $summary", uuid=node_uuid,
+                          summary="\n".join(reversed(kept)))
+        rebuilt += 1
+    return rebuilt
+
+
+async def forget_episodes(layer: GraphitiLayer, uuids: list[str]) -> dict[str, int]:
+    """Delete these episodes, the facts extracted only from them (a fact another episode also supports keeps
+    that episode), the entities only they mentioned, and rebuild the summaries of the entities that stay and
+    were touched. The caller holds ``layer.write_lock``."""
     from graphiti_core.nodes import EpisodicNode
 
     graph = layer.require()
+    out = {"episodes": 0, "facts": 0, "entities": 0, "summaries": 0}
+    touched: set[str] = set()
+    for uid in uuids:
+        episode = await EpisodicNode.get_by_uuid(graph.driver, uid)
+        mentioned = await graph.query("MATCH (ep:Episodic {uuid: $uuid})-[:MENTIONS]->(n:Entity) "
+                                      "RETURN n.uuid AS uuid", uuid=episode.uuid)
+        edges = await EntityEdge.get_by_uuids(graph.driver, list(episode.entity_edges or []))
+        for edge in edges:
+            touched.update((edge.source_node_uuid, edge.target_node_uuid))
+            rest = [e for e in (edge.episodes or []) if e != episode.uuid]
+            if rest:  # another turn says it too: it stays, without this one
+                await edge.load_fact_embedding(graph.driver)
+                edge.episodes = rest
+                await edge.save(graph.driver)
+                continue
+            await edge.delete(graph.driver)
+            out["facts"] += 1
+            novelty = layer.memory.rankers.get("novelty")
+            if novelty is not None and hasattr(novelty, "forget"):
+                novelty.forget(layer.name, edge.uuid)
+        await episode.delete(graph.driver)
+        out["episodes"] += 1
+        for m in mentioned:
+            touched.add(m["uuid"])
+            others = await graph.query("MATCH (ep:Episodic)-[:MENTIONS]->(n:Entity {uuid: $uuid}) "
+                                       "RETURN count(*) AS c", uuid=m["uuid"])
+            facts = await graph.query(f"MATCH (n:Entity {{uuid: $uuid}}){graph.hop}(x:Entity) RETURN count(*) AS c",
+                                      uuid=m["uuid"])
+            if int(others[0]["c"]) == 0 and int(facts[0]["c"]) == 0:
+                node = await EntityNode.get_by_uuid(graph.driver, m["uuid"])
+                await node.delete(graph.driver)
+                out["entities"] += 1
+    out["summaries"] = await rebuild_summaries(layer, touched)
+    if uuids:
+        layer._focal = (None, 0.0)
+        layer.changed()
+    return out
+
+
+async def forget_turns(layer: GraphitiLayer, ids: list[int]) -> dict[str, int]:
+    """Forget the episodes of forgotten turns (named ``turn <id>`` by ingestion): see :func:`forget_episodes`;
+    then the graph's file is compacted, so no byte of them stays on the disk (Kuzu keeps deleted values in
+    its pages)."""
+    from .compact import compact_locked, mark_pending
+
+    graph = layer.require()
     names = [f"turn {i}" for i in ids]
-    out = {"episodes": 0, "facts": 0, "entities": 0}
     async with layer.write_lock:
         rows = await graph.query("MATCH (ep:Episodic) WHERE ep.group_id = $group_id AND ep.name IN $names "
                                  "RETURN ep.uuid AS uuid", group_id=layer.group_id, names=names)
-        for row in rows:
-            episode = await EpisodicNode.get_by_uuid(graph.driver, row["uuid"])
-            mentioned = await graph.query("MATCH (ep:Episodic {uuid: $uuid})-[:MENTIONS]->(n:Entity) "
-                                          "RETURN n.uuid AS uuid", uuid=episode.uuid)
-            edges = await EntityEdge.get_by_uuids(graph.driver, list(episode.entity_edges or []))
-            for edge in edges:
-                rest = [e for e in (edge.episodes or []) if e != episode.uuid]
-                if rest:  # another turn says it too: it stays, without this one
-                    await edge.load_fact_embedding(graph.driver)
-                    edge.episodes = rest
-                    await edge.save(graph.driver)
-                    continue
-                await edge.delete(graph.driver)
-                out["facts"] += 1
-                novelty = layer.memory.rankers.get("novelty")
-                if novelty is not None and hasattr(novelty, "forget"):
-                    novelty.forget(layer.name, edge.uuid)
-            await episode.delete(graph.driver)
-            out["episodes"] += 1
-            for m in mentioned:
-                others = await graph.query("MATCH (ep:Episodic)-[:MENTIONS]->(n:Entity {uuid: $uuid}) "
-                                           "RETURN count(*) AS c", uuid=m["uuid"])
-                facts = await graph.query(f"MATCH (n:Entity {{uuid: $uuid}}){graph.hop}(x:Entity) RETURN count(*) AS c",
-                                          uuid=m["uuid"])
-                if int(others[0]["c"]) == 0 and int(facts[0]["c"]) == 0:
-                    node = await EntityNode.get_by_uuid(graph.driver, m["uuid"])
-                    await node.delete(graph.driver)
-                    out["entities"] += 1
         if rows:
-            layer._focal = (None, 0.0)
-            layer.changed()
+            mark_pending(layer)
+        out = await forget_episodes(layer, [r["uuid"] for r in rows])
+        if rows:
+            await compact_locked(layer)
     return out

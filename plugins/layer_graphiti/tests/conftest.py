@@ -19,7 +19,7 @@ def graph_memory(make_memory):
 
     async def factory(**settings):
         settings.setdefault("plugins", list(PLUGINS))
-        settings.setdefault("focal_entity", "Lyra")
+        settings["graphiti"] = {"focal_entity": "Lyra", **settings.get("graphiti", {})}
         return await make_memory(**settings)
 
     return factory

@@ -70,7 +70,7 @@ async def test_bad_uuids_and_dates_get_clear_errors(graph_memory):
     with pytest.raises(InvalidParams, match="not a uuid") as err:
         await memory.call("texture_delete", {"uuid": "../../etc/passwd"})
     assert err.value.param == "uuid"
-    with pytest.raises(NotFound, match="no fact or entity"):
+    with pytest.raises(NotFound, match="no fact, entity or episode"):
         await memory.call("texture_delete", {"uuid": str(uuid.uuid4())})
     with pytest.raises(InvalidParams) as err:
         await memory.call("texture_timeline", {"since": "last tuesday"})

@@ -4,7 +4,7 @@
 from pps_core import Memory
 from pps_core.builtin.backup import snapshot_live
 from pps_core.builtin.restore import compare, restore, verify
-from pps_core.settings import DEFAULT_PLUGINS
+from pps_core.plugins import default_plugins
 from pps_core.testing.server import init_entity
 
 
@@ -20,7 +20,7 @@ async def answers(m: Memory) -> dict:
 
 
 async def test_restore_under_a_new_name_keeps_every_layer(tmp_path):
-    home = init_entity(tmp_path, "lyra", ",".join(DEFAULT_PLUGINS))
+    home = init_entity(tmp_path, "lyra", ",".join(default_plugins()))
     archive = tmp_path / "lyra.tar.gz"
     async with Memory.for_entity("lyra", home) as m:
         for i in range(6):

@@ -12,7 +12,7 @@ def pps_layers(memory):
 
     from .store import PostgresStore
 
-    return pps_turns.build(memory, PostgresStore(memory)).layers()
+    return pps_turns.build(memory, PostgresStore.for_memory(memory)).layers()
 
 
 @hookimpl

@@ -69,16 +69,20 @@ class PostgresStore:
     exclusive = False
     derived_paths: tuple[str, ...] = ()
 
-    def __init__(self, memory) -> None:
+    def __init__(self, settings: PostgresSettings, entity: str) -> None:
         from .retrieval import TurnMatrix
         from .textsearch import CorpusStats
 
-        self.settings = memory.settings.plugin_settings(PostgresSettings, "postgres")
-        self.schema = schema_for(self.settings, memory.settings.entity)
+        self.settings = settings
+        self.schema = schema_for(self.settings, entity)
         self.pool = None
         self.lock_key = CAPTURE_LOCK + self.schema
         self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
         self.matrix = TurnMatrix(self)
+
+    @classmethod
+    def for_memory(cls, memory) -> PostgresStore:
+        return cls(memory.settings.plugin_settings(PostgresSettings, "postgres"), memory.settings.entity)
 
     @property
     def detail(self) -> str:

@@ -219,7 +219,8 @@ class SQLiteStore:
         return await self._run(self.dense.repair_ann, model)
 
     async def summaries_missing_vectors(self, model, limit, after):
-        return await self._run(summaryindex._missing_upto, model, limit, after)
+        rows, top = await self._run(summaryindex._missing_upto, model, limit, after)
+        return [(r[0], r[1]) for r in rows], top
 
     async def write_summary_vectors(self, model, ids, vectors):
         await self._run(summaryindex._write, model, list(zip(ids, vectors, strict=True)))

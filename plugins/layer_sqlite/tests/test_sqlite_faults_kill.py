@@ -104,6 +104,11 @@ def drive_and_kill(home, script, round_no, rnd):
     reader = threading.Thread(target=read)
     reader.start()
     assert ready.wait(60), proc.stderr.read() if proc.poll() is not None else "driver did not start"
+    # Let every kind of write get going first (on a loaded machine the first word-photo, which loads the
+    # embedder, can take seconds), then kill at a random moment of the mixed writes that follow.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None and not {"photo", "crystal"} <= {a[0] for a in acks}:
+        time.sleep(0.05)
     time.sleep(rnd.uniform(0.2, 1.5))
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -5,7 +5,7 @@ Two formats, told apart line by line:
   optional ``reasoning``, ``tool_calls`` with ``function.name/arguments``, ``tool_call_id``), with an
   optional ``timestamp`` (ISO 8601 or epoch seconds; ``ts``/``time``/``created_at`` also read);
 - Claude Code transcripts (``type`` user/assistant, ``message.content`` blocks: text, thinking,
-  tool_use, tool_result).
+  tool_use, tool_result), recognised and read through ``pps_claude_code.transcripts`` (the format's owner).
 
 Every entry passes the one ``<private>`` filter (:func:`pps_core.privacy.drop_private_deep`) as it is read:
 private spans never reach a summary, the ``[llm]`` endpoint or ``_recap.md``.
@@ -19,28 +19,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pps_claude_code.transcripts import is_transcript_entry, is_wrapper, text_of
+
 from pps_core.privacy import drop_private_deep
 
 from .collapse import category, collapse
 
 _SKIP_SYSTEM = ("[stop]", "[stats]", "Warning:")
-_WRAPPERS = ("<command-name>", "<command-message>", "<local-command-stdout>", "<local-command-stderr>",
-             "<command-args>", "<system-reminder>")
-
-
-def text_of(content: Any) -> str:
-    """The text of a message's content: a string, or the ``text`` blocks of a block list."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        return "\n".join(p for p in parts if p)
-    return ""
-
-
-def is_transcript_entry(entry: dict[str, Any]) -> bool:
-    """A Claude Code transcript entry (``type`` user/assistant with an API ``message``)."""
-    return entry.get("type") in ("user", "assistant") and isinstance(entry.get("message"), dict)
 
 
 @dataclasses.dataclass
@@ -161,7 +146,7 @@ def _claude_code(c: _Collapser, entry: dict[str, Any], ts: datetime | None) -> N
         kind = b.get("type")
         if kind == "text":
             text = (b.get("text") or "").strip()
-            if entry["type"] == "user" and text.startswith(_WRAPPERS):
+            if entry["type"] == "user" and is_wrapper(text):
                 continue
             c.say("User" if entry["type"] == "user" else "Assistant", text, ts)
         elif kind == "thinking":

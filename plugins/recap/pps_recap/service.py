@@ -37,6 +37,8 @@ class SessionRecapParams(BaseModel):
     exclude_session: str | None = Field(None, max_length=200,
                                         description="when picking the newest log, skip this session (the current one)")
     fast: bool = Field(False, description="extractive summaries and lexical merge only (no model): for startup paths")
+    if_stale: bool = Field(False, description="only when the log changed since the saved recap was made (or there is "
+                                              "none): a host's startup asks this way; otherwise answers skipped")
 
 
 def resolve_log(memory: Memory, p: SessionRecapParams, *, trusted: bool = False) -> Path:
@@ -111,8 +113,15 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
 
 async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:
     rs = store.recap_settings(memory.settings)
-    path = resolve_log(memory, p)
     budget = p.budget or rs.budget
+    if p.if_stale:
+        if not p.log and store.newest_log(memory.settings, p.exclude_session) is None:
+            return _skipped(None, budget, "no session log")
+        path = resolve_log(memory, p)
+        if not await asyncio.to_thread(store.is_stale, memory.home, path):
+            return _skipped(path, budget, "the saved recap is newer than the log")
+    else:
+        path = resolve_log(memory, p)
     novelty = rs.novelty if p.novelty is None else p.novelty
     loop = asyncio.get_running_loop()
     kind = "extractive" if p.fast else p.summarizer or rs.summarizer
@@ -130,6 +139,11 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
     }
 
 
+def _skipped(path: Path | None, budget: int, why: str) -> dict[str, Any]:
+    return {"text": "", "source": str(path) if path else None, "tokens": 0, "budget": budget, "written": None,
+            "summarizer": None, "stats": {}, "items": [], "skipped": why}
+
+
 class RecapLayer(Layer):
     """The last session's recap as a startup section; regenerated from the newest log when missing."""
 
@@ -139,7 +153,9 @@ class RecapLayer(Layer):
 
     def default_sections(self) -> list[SectionConfig]:
         """The last session's recap comes first in the startup package (``[startup] omit = ["Last session"]``
-        leaves it out)."""
+        leaves it out; so does ``[startup] recap = false``, the older spelling)."""
+        if (self.memory.settings.startup.model_extra or {}).get("recap") is False:
+            return []
         return [SectionConfig(name="Last session", layer=self.name, count=1, position=0)]
 
     def __init__(self, memory: Memory) -> None:

@@ -3,7 +3,7 @@
 The sidecar names the log the recap was made from (path, size, modification time), so a recap can
 be told stale: the newest log changed after it was written (the session crashed before its recap,
 or no recap was ever made). The logs considered are the entity's ``[recap] logs`` globs plus every
-transcript the Claude Code hooks have captured.
+transcript the Claude Code hooks have captured (``pps_claude_code.sessions``).
 
 The recap is a copy of turns (the forget lineage, :mod:`pps_core.lineage`): when any turn is forgotten,
 :func:`forget` removes ``_recap.md`` and its sidecar, and records in ``_recap_forgotten.json`` how far each
@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from pps_claude_code.sessions import captured_sessions
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
@@ -163,18 +164,10 @@ def candidate_logs(settings, exclude_session: str | None = None) -> list[Path]:
         for name in glob.glob(os.path.expanduser(pattern), recursive=True):
             if os.path.isfile(name):
                 found[str(Path(name).resolve())] = Path(name).resolve()
-    state_dir = Path(settings.home) / "hooks" / "claude-code"
-    if state_dir.is_dir():
-        for state_file in state_dir.glob("*.json"):
-            try:
-                state = json.loads(state_file.read_text())
-            except (OSError, ValueError):
-                continue
-            if exclude_session and state.get("session_id") == exclude_session:
-                continue
-            path = Path(str(state.get("transcript") or ""))
-            if path.is_file():
-                found[str(path.resolve())] = path.resolve()
+    for session in captured_sessions(settings.home):  # what the Claude Code hooks captured (their public contract)
+        if exclude_session and session.session_id == exclude_session:
+            continue
+        found[str(session.transcript.resolve())] = session.transcript.resolve()
     if exclude_session:
         found = {k: p for k, p in found.items() if p.stem != exclude_session}
     return sorted(found.values(), key=lambda p: (p.stat().st_mtime, str(p)))

@@ -27,19 +27,22 @@ PAGE_LIMIT = 1000
 
 
 def turn_result(t: dict[str, Any], layer: str = "raw_capture", score: float = 0.0) -> SearchResult:
-    # derived fields at the top; the caller's own metadata under "metadata", with the keys it was stored with
+    """A turn as an item: rendered by the kernel from kind/channels/author (the typed rendering contract);
+    ``metadata`` is for callers: derived fields at the top, the caller's own metadata under "metadata"."""
     md = {"kind": "turn", "author_name": t["author_name"], "channel": t["channel"],
           "session_id": t.get("session_id"), "message_id": t.get("message_id"), "summary_id": t.get("summary_id"),
           "metadata": t.get("metadata") or {}}
     return SearchResult(layer=layer, content=t["content"], source=str(t["id"]), score=score,
-                        timestamp=t["created_at"], metadata=md)
+                        timestamp=t["created_at"], metadata=md, kind="turn", channels=[t["channel"]],
+                        author=t["author_name"])
 
 
 def summary_result(s: dict[str, Any], score: float = 0.0) -> SearchResult:
     return SearchResult(layer="message_summaries", content=s["summary_text"], source=f"summary {s['id']}",
                         score=score, timestamp=s["time_span_end"] or s["created_at"],
                         metadata={"kind": "summary", "channels": s["channels"], "start_id": s["start_id"],
-                                  "end_id": s["end_id"], "message_count": s["message_count"]})
+                                  "end_id": s["end_id"], "message_count": s["message_count"]},
+                        kind="summary", channels=list(s["channels"]))
 
 
 class RawCaptureLayer(Layer):

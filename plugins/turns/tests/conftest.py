@@ -1,15 +1,17 @@
-"""The turn domain's suite: every test here runs on each turn store: SQLite (pps_sqlite), PostgreSQL (pps_postgres,
-on a real server that ``pgserver`` starts: its ``pg_dsn``/``postgres_section`` fixtures come with the package's
-pytest plugin). A test that only makes sense on one is marked ``@pytest.mark.backends("sqlite")``.
+"""The turn-operation suite: every test here runs on each turn store, through the operations and layers of
+pps_turns: SQLite (pps_sqlite), PostgreSQL (pps_postgres, on a real server that ``pgserver`` starts: its
+``pg_dsn``/``postgres_section`` fixtures come with that package's pytest plugin) and the in-memory example
+(examples/pps_memstore). Tests are written with ``plugins=["sqlite"]``; each backend's plugin stands in for it.
+A test that needs what only some stores have is marked ``@pytest.mark.backends(...)``.
 
-``PPS_TEST_BACKENDS=sqlite`` limits the run (e.g. on a machine without pps-postgres); the default is both.
+``PPS_TEST_BACKENDS=sqlite`` limits the run (e.g. on a machine without pps-postgres); the default is all three.
 """
 
 import os
 
 import pytest
 
-BACKENDS = tuple(b for b in os.environ.get("PPS_TEST_BACKENDS", "sqlite,postgres").split(",") if b)
+BACKENDS = tuple(b for b in os.environ.get("PPS_TEST_BACKENDS", "sqlite,postgres,memstore").split(",") if b)
 
 
 def pytest_configure(config):
@@ -30,14 +32,15 @@ def backend(request):
 
 @pytest.fixture
 def make_memory(make_memory, backend, request):
-    """The pps ``make_memory``, with the postgres plugin standing in for sqlite on the postgres backend."""
+    """The pps ``make_memory``, with the backend's plugin standing in for sqlite."""
     if backend == "sqlite":
         return make_memory
-    section = request.getfixturevalue("postgres_section")
+    section = request.getfixturevalue("postgres_section") if backend == "postgres" else None
 
     async def factory(entity: str = "testentity", *args, plugins=(), **settings):
-        plugins = ["postgres" if p == "sqlite" else p for p in plugins]
-        settings.setdefault("postgres", section(entity))
+        plugins = [backend if p == "sqlite" else p for p in plugins]
+        if section is not None:
+            settings.setdefault("postgres", section(entity))
         return await make_memory(entity, *args, plugins=plugins, **settings)
 
     return factory
@@ -52,6 +55,9 @@ def stored_vectors(backend):
         if backend == "sqlite":
             return await store.db.run(lambda c: tuple(c.execute(
                 f"SELECT COUNT(*), MAX(LENGTH(vector)) / 4 FROM {table}").fetchone()), store.db.conn)
+        if backend == "memstore":
+            kept = store.d["tv" if table == "message_vectors" else "sv"].values()
+            return len(kept), max((len(v) // 4 for _m, v in kept), default=None)
         row = (await store.fetch(f"SELECT count(*) AS n, max(vector_dims(embedding)) AS d FROM {table}"))[0]
         return row["n"], row["d"]
 

@@ -27,6 +27,8 @@ async def fts_hits(m, backend, word: str) -> int:
     if backend == "sqlite":
         return await store.db.run(lambda c: c.execute("SELECT COUNT(*) FROM messages_fts WHERE messages_fts MATCH ?",
                                                        (word,)).fetchone()[0], store.db.conn)
+    if backend == "memstore":
+        return sum(word in t["content"] for t in store.d["turns"].values())
     return (await store.fetch("SELECT count(*) AS n FROM messages WHERE tsv @@ plainto_tsquery('english', %s)",
                               (word,)))[0]["n"]
 

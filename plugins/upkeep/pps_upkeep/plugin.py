@@ -6,6 +6,9 @@ from typing import Any
 
 from pps_core import Operation, hookimpl
 
+#: A new entity loads this plugin (pps init, a pps.toml that names no plugins); lower comes first.
+PPS_DEFAULT = 70
+
 _LOOPS: dict[int, Any] = {}
 
 

@@ -1,0 +1,283 @@
+"""A turn store in process memory: every method of :class:`pps_turns.TurnStore`, over lists and dicts."""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import pps_turns
+from pps_turns.vectors import TurnVectors
+
+from pps_core import Conflict, InvalidParams, NotFound, hookimpl
+from pps_core.textsearch import content_terms, tokens
+from pps_core.timeutil import now_utc, to_storage
+
+_HOMES: dict[str, dict[str, Any]] = {}  # a home's data lives as long as the process
+
+
+@hookimpl
+def pps_layers(memory):
+    return pps_turns.build(memory, MemStore(str(memory.home))).layers()
+
+
+@hookimpl
+def pps_operations(memory):
+    return pps_turns.operations_for_memory()
+
+
+def _bm25(terms: list[str], docs: dict[int, str], n: int) -> dict[int, float]:
+    toks = {i: tokens(t) for i, t in docs.items()}
+    avg = sum(map(len, toks.values())) / max(len(toks), 1) or 1.0
+    df = {w: sum(w in set(t) for t in toks.values()) for w in terms}
+    scores = {}
+    for i, t in toks.items():
+        s = sum(math.log(1 + (len(toks) - df[w] + 0.5) / (df[w] + 0.5)) * t.count(w) * 2.2
+                / (t.count(w) + 1.2 * (0.25 + 0.75 * len(t) / avg)) for w in terms if w in t)
+        if s:
+            scores[i] = s
+    return dict(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:n])
+
+
+class MemStore:
+    exclusive = True  # one process holds the data
+    derived_paths: tuple[str, ...] = ()
+
+    def __init__(self, home: str) -> None:
+        self.detail = f"memory ({home})"
+        self.d = _HOMES.setdefault(home, {"turns": {}, "sums": {}, "cursors": {}, "log": [], "tv": {}, "sv": {}})
+
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+
+    def _turns(self, pred=lambda t: True, newest=False) -> list[dict]:
+        return sorted((t for t in self.d["turns"].values() if pred(t)), key=lambda t: (t["created_at"], t["id"]),
+                      reverse=newest)
+
+    def _out(self, items) -> list[dict]:
+        return [copy.deepcopy({k: v for k, v in t.items() if k != "ingested"}) for t in items]
+
+    async def store(self, batch):
+        acks, new, turns = [], [], self.d["turns"]
+        for t in batch:
+            old = next((o for o in turns.values() if t.get("message_id") and o["message_id"] == t["message_id"]), None)
+            if old:
+                acks.append({k: old[k] for k in ("id", "message_id", "created_at", "channel")})
+                continue
+            row = {"id": max(turns, default=0) + 1, "message_id": t.get("message_id"), "content": t["content"],
+                   "author_name": t["author_name"], "channel": t["channel"], "session_id": t.get("session_id"),
+                   "created_at": t["created_at"], "metadata": t.get("metadata") or {}, "summary_id": None,
+                   "ingested": False}
+            turns[row["id"]] = row
+            ack = {k: row[k] for k in ("id", "message_id", "created_at", "channel")}
+            inside = [s["id"] for s in self.d["sums"].values()
+                      if s["time_span_start"] < row["created_at"] < s["time_span_end"]]
+            for i in inside:
+                self.d["sums"][i]["rewrite"] = self.d["sums"][i]["rewrite"] or "backfill"
+            acks.append({**ack, "inside_summaries": inside} if inside else ack)
+            new.append(row)
+        return acks, self._out(new)
+
+    async def turns_by_ids(self, ids):
+        return self._out(self.d["turns"][i] for i in ids if i in self.d["turns"])
+
+    async def newest(self, limit):
+        return self._out(self._turns(newest=True)[:limit][::-1])
+
+    async def counts(self):
+        ts = self.d["turns"].values()
+        return {"total": len(ts), "unsummarized": sum(t["summary_id"] is None for t in ts),
+                "uningested": sum(not t["ingested"] for t in ts), "cursors": len(self.d["cursors"])}
+
+    async def unsummarized_page(self, limit, offset=0, *, oldest_first=False, channel=None):
+        found = self._turns(lambda t: t["summary_id"] is None and channel in (None, t["channel"]),
+                            newest=not oldest_first)
+        page = found[offset:None if limit is None else offset + limit]
+        return len(found), self._out(page if oldest_first else page[::-1])
+
+    async def since(self, ts, limit, include_summaries):
+        found = self._turns(lambda t: t["created_at"] >= ts)
+        sums = sorted((s for s in self.d["sums"].values() if (s["time_span_end"] or "") >= ts),
+                      key=lambda s: (s["time_span_start"], s["id"])) if include_summaries else []
+        return self._out(found[:limit]), len(found) > limit, copy.deepcopy(sums)
+
+    async def around(self, ts, before, after):
+        b = self._turns(lambda t: t["created_at"] < ts, newest=True)
+        a = self._turns(lambda t: t["created_at"] >= ts)
+        before, after = before + max(0, after - len(a)), after + max(0, before - len(b))
+        return self._out(b[:before][::-1]), self._out(a[:after])
+
+    async def context(self, wanted, per_summary):
+        count, _ = await self.unsummarized_page(0)
+        n_raw, n_sums = pps_turns.context_plan(count, wanted, per_summary)
+        raw = (await self.unsummarized_page(n_raw))[1] if n_raw != 0 else []
+        return count, (await self.recent_summaries(n_sums))[::-1] if n_sums else [], raw
+
+    async def poll(self, consumer, channel, limit, *, newest_first_preview=False):
+        top = max(self.d["turns"], default=0)
+        if consumer not in self.d["cursors"]:
+            self.d["cursors"][consumer] = top
+            return {"consumer_key": consumer, "new_consumer": True, "unread_total": 0, "turns": [], "remaining": 0,
+                    "cursor": top}
+        last = self.d["cursors"][consumer]
+        unread = [t for i, t in sorted(self.d["turns"].items()) if last < i <= top and t["channel"] != channel]
+        oldest = None
+        if newest_first_preview:
+            shown = sorted(unread, key=lambda t: (t["created_at"], t["id"]))[-limit:]
+            oldest = min(t["created_at"] for t in unread) if len(unread) > len(shown) else None
+            cursor = top
+        else:
+            shown = unread[:limit]
+            cursor = top if len(shown) >= len(unread) else shown[-1]["id"]
+        self.d["cursors"][consumer] = cursor
+        return {"consumer_key": consumer, "new_consumer": False, "unread_total": len(unread),
+                "turns": self._out(sorted(shown, key=lambda t: (t["created_at"], t["id"]))),
+                "remaining": 0 if newest_first_preview else len(unread) - len(shown), "cursor": cursor,
+                "oldest_unread_at": oldest}
+
+    async def pending_ingestion(self, limit):
+        return self._out([t for _i, t in sorted(self.d["turns"].items()) if not t["ingested"]][:limit])
+
+    async def mark_ingested(self, ids):
+        todo = [self.d["turns"][i] for i in set(ids) if i in self.d["turns"] and not self.d["turns"][i]["ingested"]]
+        for t in todo:
+            t["ingested"] = True
+        return len(todo)
+
+    async def author_names(self):
+        return sorted({t["author_name"] for t in self.d["turns"].values()})
+
+    async def in_range(self, channel, since, until):
+        return [t["id"] for t in self._turns(lambda t: since <= t["created_at"] < until and (
+            t["channel"] == channel or t["channel"].startswith(channel + ":")))]
+
+    async def forget(self, ids, who, how):
+        found = sorted(i for i in set(ids) if i in self.d["turns"])
+        flagged = sorted({self.d["turns"][i]["summary_id"] for i in found} - {None})
+        for i in found:
+            del self.d["turns"][i]
+            self.d["tv"].pop(i, None)
+        for i in flagged:
+            self.d["sums"][i]["rewrite"] = "forgotten"
+        if found:
+            self.d["log"].append({"id": len(self.d["log"]) + 1, "forgotten_at": to_storage(now_utc()), "who": who,
+                                  "how": how, "turn_ids": found, "summaries_flagged": flagged})
+        return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_flagged": flagged}
+
+    async def forget_log(self, limit, offset=0):
+        return len(self.d["log"]), copy.deepcopy(self.d["log"][::-1][offset:offset + limit])
+
+    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):
+        turns = self.d["turns"]
+        if message_ids:
+            missing = sorted(set(message_ids) - set(turns))
+            if missing:
+                raise NotFound(f"store_summary: message_ids not found: {missing[:10]}", param="message_ids")
+            rows = [turns[i] for i in sorted(set(message_ids))]
+        else:
+            if start_id is None or end_id is None or start_id > end_id:
+                raise InvalidParams(f"store_summary: give message_ids, or a range not reversed ({start_id}.."
+                                    f"{end_id})", param="start_id")
+            rows = [t for i, t in sorted(turns.items()) if start_id <= i <= end_id]
+            if not rows:
+                raise NotFound(f"store_summary: no turns with ids {start_id}..{end_id}", param="start_id")
+        done = [t["id"] for t in rows if t["summary_id"] is not None]
+        if done:
+            raise Conflict(f"store_summary: turns already summarized: {done[:10]}; nothing was stored",
+                           param="start_id")
+        times = sorted(t["created_at"] for t in rows)
+        s = {"id": max(self.d["sums"], default=0) + 1, "summary_text": text, "start_id": rows[0]["id"],
+             "end_id": rows[-1]["id"], "message_count": len(rows),
+             "channels": channels or sorted({t["channel"] for t in rows}), "time_span_start": times[0],
+             "time_span_end": times[-1], "summary_type": summary_type, "created_at": to_storage(now_utc()),
+             "rewrite": None}
+        self.d["sums"][s["id"]] = s
+        for t in rows:
+            t["summary_id"] = s["id"]
+        return copy.deepcopy(s)
+
+    async def recent_summaries(self, limit, offset=0):
+        found = sorted(self.d["sums"].values(), key=lambda s: (s["time_span_end"], s["id"]), reverse=True)
+        return copy.deepcopy(found[offset:offset + limit])
+
+    async def summaries_by_ids(self, ids):
+        return [copy.deepcopy(self.d["sums"][i]) for i in ids if i in self.d["sums"]]
+
+    async def summary_stats(self):
+        c = await self.counts()
+        un = self._turns(lambda t: t["summary_id"] is None)
+        by: dict[str, int] = {}
+        for t in un:
+            by[t["channel"]] = by.get(t["channel"], 0) + 1
+        newest = max(self.d["sums"].values(), key=lambda s: s["id"], default=None)
+        return {"total_messages": c["total"], "unsummarized_count": c["unsummarized"],
+                "summarized_count": c["total"] - c["unsummarized"], "summary_count": len(self.d["sums"]),
+                "oldest_unsummarized_at": un[0]["created_at"] if un else None,
+                "newest_summary_at": newest["created_at"] if newest else None,
+                "unsummarized_by_channel": dict(sorted(by.items(), key=lambda kv: -kv[1])),
+                "needs_rewrite": await self.needs_rewrite()}
+
+    async def summary_count(self):
+        return len(self.d["sums"])
+
+    async def needs_rewrite(self):
+        return [{"id": i, "reason": s["rewrite"]} for i, s in sorted(self.d["sums"].items()) if s["rewrite"]]
+
+    async def lexical_turns(self, terms, n, channel=None, budget=0):
+        return _bm25(terms, {i: t["content"] for i, t in self.d["turns"].items()
+                             if channel in (None, t["channel"])}, n)
+
+    async def lexical_summaries(self, query, n):
+        scores = _bm25(content_terms(query), {i: s["summary_text"] for i, s in self.d["sums"].items()}, n)
+        return [{**copy.deepcopy(self.d["sums"][i]), "score": round(v, 6)} for i, v in scores.items()]
+
+    def _missing(self, table, rows, model, limit, after):
+        todo = [i for i in sorted(rows) if i > after and self.d[table].get(i, (None,))[0] != model][:limit]
+        return todo, max(rows, default=after)
+
+    async def turns_missing_vectors(self, model, limit, after):
+        todo, top = self._missing("tv", self.d["turns"], model, limit, after)
+        return self._out(self.d["turns"][i] for i in todo), top
+
+    async def write_turn_vectors(self, model, turns, vectors):
+        self.d["tv"].update({t["id"]: (model, v) for t, v in zip(turns, vectors, strict=True) if t["id"]
+                             in self.d["turns"]})
+
+    async def count_turns_missing_vectors(self, model):
+        return len(self._missing("tv", self.d["turns"], model, None, 0)[0])
+
+    async def drop_turn_vectors(self):
+        n = len(self.d["tv"])
+        self.d["tv"].clear()
+        return n
+
+    async def turn_similarities(self, model, qvec, n, context, channel=None):
+        vectors = TurnVectors(model)  # rebuilt per query: fine for an example, not for a million turns
+        ids = sorted(i for i, (m, _v) in self.d["tv"].items() if m == model)
+        if ids:
+            vectors.add(ids, [self.d["turns"][i]["channel"] for i in ids], [self.d["tv"][i][1] for i in ids])
+        return vectors.scores(qvec, context)
+
+    async def repair_turn_index(self, model):
+        return None
+
+    async def summaries_missing_vectors(self, model, limit, after):
+        todo, top = self._missing("sv", self.d["sums"], model, limit, after)
+        return [(i, self.d["sums"][i]["summary_text"]) for i in todo], top
+
+    async def write_summary_vectors(self, model, ids, vectors):
+        self.d["sv"].update({i: (model, v) for i, v in zip(ids, vectors, strict=True)})
+
+    async def count_summaries_missing_vectors(self, model):
+        return len(self._missing("sv", self.d["sums"], model, None, 0)[0])
+
+    async def drop_summary_vectors(self):
+        n = len(self.d["sv"])
+        self.d["sv"].clear()
+        return n
+
+    async def summary_similarities(self, model, qvec, n):
+        import numpy as np
+
+        sims = {i: float(np.frombuffer(v, dtype=np.float32) @ qvec) for i, (m, v) in self.d["sv"].items() if m == model}
+        return dict(sorted(sims.items(), key=lambda kv: -kv[1])[:n])
