@@ -5,10 +5,10 @@
 
 Reads the turn vectors bench/lifetime.py cached for ``--turns`` (``vectors.npy``, ``channels.npy``: build it
 first; ``--first N`` uses only the oldest N turns) and builds one HNSW index (usearch, as ``pps_sqlite.ann``
-does) per variant ``dtype:connectivity:expansion_add`` in memory, then, for each search setting
+does) per variant ``dtype:connectivity:expansion_add[:own]`` in memory, then, for each search setting
 ``expansion_search:candidates`` (default: the layer's), asks it for each question (LoCoMo questions, embedded
 with the local embedder) the candidates, rescores them and their neighbours with their context exactly as the layer does
-(``turnindex.context_scores``; from the index's own vectors for f16/f32, float32 for i8) and compares the top 10
+(``turnindex.context_scores``; from the index's own vectors for f16/f32 or ``:own``, else float32) and compares the top 10
 with exact search over every context vector (numpy brute force, same run). Also the ceiling: the exact top
 candidates by the turns' own vectors, rescored the same way (what a perfect index would give). Prints, per
 variant, recall@10 (tie-aware), build time and rate, search + rescoring p50/p95 and the index's memory.
@@ -104,7 +104,8 @@ def main() -> None:
     del own
     ids_all = np.arange(1, n + 1, dtype=np.uint64)
     for spec in args.variants.split(","):
-        dtype, conn, exp = spec.split(":")
+        dtype, conn, exp, *how = spec.split(":")  # how: "own" rescoring from the index's vectors even for i8
+        own_vectors = dtype in ("f16", "f32") or how == ["own"]
         index = Index(ndim=mat.shape[1], metric="cos", dtype=dtype, connectivity=int(conn),
                       expansion_add=int(exp), expansion_search=ann.EXPANSION_SEARCH)
         t0 = time.perf_counter()
@@ -119,7 +120,7 @@ def main() -> None:
                 m = index.search(qvecs[q], cands, threads=1)
                 cand = np.asarray(m.keys, dtype=np.int64).tolist()
                 tops.append(rescored_top(cand, mat, chans, qvecs[q], context,
-                                         index if dtype in ("f16", "f32") else None))  # as the layer rescores
+                                         index if own_vectors else None))  # as the layer rescores
                 lat.append((time.perf_counter() - t) * 1000)
             r = recall(tops, mat, chans, qvecs, exact_ids, exact_s, context)
             print(f"{f'{spec} / {exp_search}:{cands}':<48}{r:>10.3f}{build_s:>9.0f}{n / build_s:>8.0f}"

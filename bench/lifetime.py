@@ -549,6 +549,25 @@ async def measure(home: Path, plan: Plan, args) -> None:
         dense_ours = [[t["id"] for t in await raw.retriever.search(q, 10, cfg=dense_cfg)] for q in qs]
         qvecs = [np.asarray(v, dtype=np.float32) for v in await asyncio.to_thread(emb.embed, qs)]
         embed_ms = await timed(lambda q: asyncio.to_thread(emb.embed, [q]), qs)
+    # the dense candidates and their rescoring, same candidates: from the index's memory (the layer's) and from
+    # SQLite's float32 rows (issue 19's way), same run
+    dense_mem, dense_sql = [], []
+    index = raw.backend.dense.ann if hasattr(raw.backend, "dense") else None
+    if qvecs and index is not None:
+        from pps_sqlite import turnindex
+
+        k = retrieval.DEFAULT.candidates * turnindex.ANN_OVERFETCH
+        ctx, model = retrieval.DEFAULT.context, raw.retriever.model(emb)
+        db_conn = raw.backend.db.conn
+        for qv in qvecs:
+            t = time.perf_counter()
+            ids, _ = await raw.backend.db.run(index.search, qv, k)
+            await raw.backend.db.run(index.rescore, db_conn, ids, qv, ctx)
+            dense_mem.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            ids, _ = await raw.backend.db.run(index.search, qv, k)
+            await raw.backend.db.run(turnindex.rescore, db_conn, model, ids, qv, ctx)
+            dense_sql.append((time.perf_counter() - t) * 1000)
 
     await memory.call("poll_channels", {"consumer_key": "bench-reader", "channel": "terminal:a"})
     rng = random.Random(41)
@@ -666,6 +685,9 @@ async def measure(home: Path, plan: Plan, args) -> None:
         print(f"{'  baseline: brute-force cosine, all vectors':<46}{pct(bf, 50):>9.2f}{pct(bf, 95):>9.2f}")
         print(f"{'  baseline: query embedding alone':<46}{pct(embed_ms, 50):>9.2f}{pct(embed_ms, 95):>9.2f}")
     print(f"{'  baseline: plain SQL of the startup rows':<46}{pct(base_start, 50):>9.2f}{pct(base_start, 95):>9.2f}")
+    if dense_mem:
+        print(f"{'  dense candidates + rescoring, from memory':<46}{pct(dense_mem, 50):>9.2f}{pct(dense_mem, 95):>9.2f}"
+              f"{pct(dense_sql, 50):>14.2f}{pct(dense_mem, 50) / pct(dense_sql, 50):>8.2f}  (baseline: SQLite rows)")
     for name, ms in per_layer.items():
         print(f"{'  recall, layer ' + name:<46}{pct(ms, 50):>9.2f}{pct(ms, 95):>9.2f}")
     print(f"{'capture, one writer (turns/s)':<46}{capture:>9.0f}{'':>9}{capture_base:>14.0f}"
@@ -697,6 +719,7 @@ async def measure_locomo(home: Path, plan: Plan, args) -> None:
     plugins = ["sqlite", "embeddings"] + (["chroma", "crystals"] if not args.locomo_raw_only else [])
     rows, lat = [], []
     share = {"own": 0, "other LoCoMo": 0, "synthetic": 0}  # where the top 10 come from
+    apart: list = []
     async with entity(home, plugins) as memory:
         await memory.call("raw_search", {"query": "warm up", "limit": 10})  # model and vector index load
         total = sum(1 for c in convs for q in c["questions"] if q["evidence"])
@@ -715,6 +738,11 @@ async def measure_locomo(home: Path, plan: Plan, args) -> None:
                         share["own" if where and where[0] == conv["id"] else "other LoCoMo" if where
                               else "synthetic"] += 1
                     rows.append((q["category"], score(ranked, q["evidence"])))
+                    if args.locomo_apart:  # the same question, the other conversations' turns taken out
+                        more = await memory.call("raw_search", {"query": q["question"], "limit": 40})
+                        mine = [plan.dia.get(int(r["id"]) - 1) for r in more["results"]]
+                        apart.append((q["category"], score([w[1] if w and w[0] == conv["id"] else "" for w in mine
+                                                            if not w or w[0] == conv["id"]], q["evidence"])))
                     b.update(1)
     alone_rows, alone_lat = [], []
     for conv in convs:
@@ -731,6 +759,9 @@ async def measure_locomo(home: Path, plan: Plan, args) -> None:
         f"{aggregate([s for c, s in alone_rows if c == k])['r@10']:.3f}" for k, name in CATEGORIES.items()))
     print("  the buried top 10 came from: " + ", ".join(f"{k} {v / max(1, sum(share.values())):.1%}"
                                                      for k, v in share.items()))
+    if apart:
+        print(f"  with the other LoCoMo conversations' turns taken out of the ranking (top 40, filtered): "
+              f"{aggregate([s for _c, s in apart])['r@10']:.3f}")
     print(f"  MRR buried {aggregate([s for _c, s in rows])['mrr']:.3f}, alone "
           f"{aggregate([s for _c, s in alone_rows])['mrr']:.3f}")
 
@@ -752,6 +783,8 @@ async def main() -> None:
                     help="sentences the synthetic turns are made of: templated only (default), or the LoCoMo "
                          "file's own sentences too (issue 19's pool)")
     ap.add_argument("--locomo-only", action="store_true", help="measure only buried LoCoMo (and alone)")
+    ap.add_argument("--locomo-apart", action="store_true",
+                    help="also score each buried question with the other conversations' turns taken out")
     ap.add_argument("--locomo-raw-only", action="store_true",
                     help="buried LoCoMo with the sqlite and embeddings plugins only (no chroma, crystals)")
     args = ap.parse_args()
