@@ -233,7 +233,7 @@ class TurnANN:
         self.dirty = False
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, db_path: Path, model: str) -> TurnANN | None:
+    def load(cls, conn: sqlite3.Connection, db_path: Path, model: str, dtype: str | None = None) -> TurnANN | None:
         """The saved index of ``model`` if it belongs to this database, else None (then build one)."""
         index_path, meta_path = paths(db_path)
         if not index_path.exists() or not meta_path.exists():
@@ -242,7 +242,7 @@ class TurnANN:
             meta = json.loads(meta_path.read_text())
             if meta.get("model") != model:
                 return None
-            wanted = {"dtype": DTYPE, "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
+            wanted = {"dtype": dtype or DTYPE, "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
             if any(meta.get(k, "i8" if k == "dtype" else None) != v for k, v in wanted.items()):
                 log.info("turn vector index %s was built as %s, not %s: rebuilding", index_path,
                          {k: meta.get(k) for k in wanted}, wanted)
@@ -253,7 +253,7 @@ class TurnANN:
                 log.warning("turn vector index %s does not match the database (restored or replaced?): rebuilding",
                             index_path)
                 return None
-            ann = cls(db_path, model, int(meta["dim"]))
+            ann = cls(db_path, model, int(meta["dim"]), dtype or DTYPE)
             ann.index.load(str(index_path))
             if len(ann.index) != int(meta["count"]) or ann.index.ndim != ann.dim:
                 return None
@@ -266,10 +266,10 @@ class TurnANN:
 
     @classmethod
     def open_or_build(cls, conn: sqlite3.Connection, db_path: Path, model: str,
-                      progress: Callable[[int], None] | None = None) -> TurnANN | None:
+                      progress: Callable[[int], None] | None = None, dtype: str | None = None) -> TurnANN | None:
         """Load the saved index and add what arrived since, or build it from every stored vector (and save it).
         None when the model has no vectors yet."""
-        ann = cls.load(conn, db_path, model)
+        ann = cls.load(conn, db_path, model, dtype)
         if ann is not None:
             added = ann.catch_up(conn)
             if added:
@@ -278,7 +278,7 @@ class TurnANN:
         row = conn.execute("SELECT vector FROM message_vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
         if row is None:
             return None
-        ann = cls(db_path, model, len(row[0]) // 4)
+        ann = cls(db_path, model, len(row[0]) // 4, dtype or DTYPE)
         log.info("building the turn vector index (HNSW) for %s", model)
         ann.catch_up(conn, progress)
         ann.save(conn)

@@ -115,9 +115,10 @@ def write(conn: sqlite3.Connection, model: str, rows: list[tuple[int, bytes]]) -
 class TurnIndex:
     """The dense side of the SQLite turn store: the exact matrix below the threshold, the HNSW index past it."""
 
-    def __init__(self, db: Database, ann_threshold: int) -> None:
+    def __init__(self, db: Database, ann_threshold: int, ann_dtype: str | None = None) -> None:
         self.db = db
         self.ann_threshold = ann_threshold
+        self.ann_dtype = ann_dtype  # None: ann.DTYPE
         self.vectors: TurnVectors | None = None
         self.ann = None  # ann.TurnANN past the threshold
         self._ann_checked: str | None = None  # the model whose saved index was looked for
@@ -213,7 +214,7 @@ class TurnIndex:
         if self._ann_checked != model:
             self._ann_checked = model
             self.ann = None
-            loaded = ann.TurnANN.load(conn, self.db.path, model)
+            loaded = ann.TurnANN.load(conn, self.db.path, model, self.ann_dtype)
             if loaded is not None:
                 loaded.catch_up(conn)
                 self.ann, self.vectors = loaded, None
@@ -248,7 +249,7 @@ class TurnIndex:
                 raise RuntimeError("the layer is closing")
 
         try:
-            self._built = ann.TurnANN.open_or_build(conn, self.db.path, model, stop_when_closing)
+            self._built = ann.TurnANN.open_or_build(conn, self.db.path, model, stop_when_closing, self.ann_dtype)
         except Exception as exc:  # derived data: searched exactly or lexically meanwhile; retried next open
             log.warning("turn vector index not built: %s: %s", type(exc).__name__, exc)
         finally:

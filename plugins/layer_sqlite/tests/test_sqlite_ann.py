@@ -230,16 +230,22 @@ async def test_candidates_are_rescored_from_memory_not_from_sqlite_rows(make_mem
     assert ours == (await raw.backend.db.run(exact_dense, conn, model, q))[:5]
 
 
-async def test_an_index_saved_in_another_shape_is_rebuilt_as_configured(make_memory, pps_home, monkeypatch):
-    """An int8 index file (as issue 19 saved them) is not loaded as if it were the float16 one: rebuilt beside."""
+async def test_an_index_saved_in_another_shape_is_rebuilt_as_configured(make_memory, pps_home):
+    """An int8 index file (as issue 19 saved them; ``[sqlite] ann_dtype = "i8"``) is not loaded as if it were the
+    float16 one the default asks for: rebuilt beside. The int8 one rescores from SQLite's rows, as before."""
     home = pps_home / "ann-shape"
-    monkeypatch.setattr(ann, "DTYPE", "i8")
-    m = await filled(make_memory, 45, home=home)
+    m = await make_memory(plugins=["sqlite", "embeddings"], sqlite={"ann_threshold": 40, "ann_dtype": "i8"},
+                          home=home)
+    await m.call("store_messages", {"messages": turns(45)})
     raw = m.require_layer("raw_capture")
+    await raw.retriever.drain()
     await m.call("raw_search", {"query": "garden", "limit": 1})
     assert raw.backend.dense.wait_ann(60)
+    found = await m.call("raw_search", {"query": "the violin lesson", "limit": 1})
+    assert raw.backend.dense.ann.dtype == "i8" and "violin" in found["results"][0]["content"]
+    assert found["results"][0]["scores"]["dense"]
     await m.close()
-    monkeypatch.setattr(ann, "DTYPE", "f16")
+    assert '"dtype": "i8"' in ann.paths(raw.backend.db.path)[1].read_text()
     m2 = await filled(make_memory, 0, home=home)
     raw2 = m2.require_layer("raw_capture")
     await m2.call("raw_search", {"query": "garden", "limit": 1})
