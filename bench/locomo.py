@@ -6,7 +6,12 @@ For each conversation of a LoCoMo-format file (default ../shared/bench/locomo/lo
 entity in a temp home stores every turn through the real capture operation (store_messages: speaker ->
 author_name, session date/time -> created_at, dia_id in metadata), then every question of categories 1-4
 is asked through the search path non-startup ambient_recall uses for raw turns
-(memory.search_layer("raw_capture", q, 10)) and scored against its evidence ids. Baselines from the same
+(memory.search_layer("raw_capture", q, 10, min_score=the layer's floor): the calibrated score and its default
+floor, issue 29) and scored against its evidence ids. Same run, the search as it was before issue 29 (fused
+order, no floor) and the calibrated order without the floor. The floor's trade-off: each conversation's entity
+is also asked the questions of the next conversation (nothing in it answers them), and the results per question
+are counted: before (all that raw_search returned, and what recall's old filter kept) and after (above the
+floor): the filler an entity would have injected. Baselines from the same
 run, over the same stored turns: SQLite FTS5 BM25 alone (porter, OR of non-stop-words: turns.search) and
 the embedder's dense search alone. Category 5 (adversarial) is left out. ``--variants`` adds the ablations
 of the fused search (one signal off or on at a time). ``--postgres`` also runs every conversation on the
@@ -137,14 +142,24 @@ def variants(retrieval) -> dict[str, object]:
     }
 
 
+def today_keeps(signals: dict) -> bool:
+    """What ambient recall kept before issue 29 (RawCaptureLayer.relevant): a turn sharing a word, or one found by
+    meaning at cosine 0.35 or more."""
+    if signals.get("bm25"):
+        return True
+    return signals.get("dense") is not None and signals["dense"] >= 0.35
+
+
 async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, extra: dict | None,
-                           settings: dict | None = None) -> dict:
+                           settings: dict | None = None, foreign: list[dict] | None = None) -> dict:
     from pps_turns import retrieval
 
     from pps_core import Memory
 
     out: dict[str, list] = {}
     lat: list[float] = []
+    filler = {"before: raw_search returns": [], "before: recall kept (word or cosine >= 0.35)": [],
+              "after: above the floor": []}
     with tempfile.TemporaryDirectory(prefix="pps-locomo-") as home:
         memory = Memory.for_entity(f"locomo-{conv['id']}", home=home, plugins=plugins, timezone="UTC",
                                    **(settings or {}))
@@ -166,14 +181,21 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
             configs.update(extra or {})
             if conv["questions"]:  # warm up: model load and matrix cache are not query latency
                 await memory.search_layer("raw_capture", conv["questions"][0]["question"], K)
+            floor = raw.min_recall_score
             for q in conv["questions"]:
                 if not q["evidence"]:
                     continue
                 t0 = time.perf_counter()
-                found = await memory.search_layer("raw_capture", q["question"], K)
+                found = await memory.search_layer("raw_capture", q["question"], K, min_score=floor)
                 lat.append((time.perf_counter() - t0) * 1000)
                 ranked = [(r.metadata.get("metadata") or {}).get("dia_id") for r in found]
                 out.setdefault("PPS fused (default)", []).append((q["category"], score(ranked, q["evidence"])))
+                before = await raw.retriever.search(q["question"], K, calibrated=False)  # as before issue 29
+                out.setdefault("PPS fused before (no floor)", []).append(
+                    (q["category"], score([t["metadata"].get("dia_id") for t in before], q["evidence"])))
+                unfloored = await raw.retriever.search(q["question"], K)
+                out.setdefault("PPS calibrated, no floor", []).append(
+                    (q["category"], score([t["metadata"].get("dia_id") for t in unfloored], q["evidence"])))
                 base = await raw.backend.lexical_search(q["question"], K)  # the store's own ranking, a baseline
                 sqlite = hasattr(raw.backend, "db")
                 out.setdefault("FTS5 BM25 alone" if sqlite else "tsvector BM25 alone", []).append(
@@ -182,8 +204,15 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
                     got = await raw.retriever.search(q["question"], K, cfg=cfg)
                     out.setdefault(name, []).append(
                         (q["category"], score([t["metadata"].get("dia_id") for t in got], q["evidence"])))
-    return {"scores": out, "latency": lat, "store_s": store_s, "turns": len(conv["turns"]),
-            "skipped": sum(1 for q in conv["questions"] if not q["evidence"])}
+            for q in foreign or []:  # another conversation's questions: nothing here answers them
+                before = await raw.retriever.search(q["question"], K, calibrated=False)
+                filler["before: raw_search returns"].append(len(before))
+                filler["before: recall kept (word or cosine >= 0.35)"].append(
+                    sum(1 for t in before if today_keeps(t["signals"])))
+                after = await memory.search_layer("raw_capture", q["question"], K, min_score=floor)
+                filler["after: above the floor"].append(len(after))
+    return {"scores": out, "latency": lat, "store_s": store_s, "turns": len(conv["turns"]), "filler": filler,
+            "skipped": sum(1 for q in conv["questions"] if not q["evidence"]), "floor": floor}
 
 
 def table(results: list[dict]) -> tuple[str, dict]:
@@ -192,7 +221,8 @@ def table(results: list[dict]) -> tuple[str, dict]:
         for name, rows in r["scores"].items():
             merged.setdefault(name, []).extend(rows)
     lat = [x for r in results for x in r["latency"]]
-    order = ["FTS5 BM25 alone", "tsvector BM25 alone", "dense alone", "PPS fused (default)"]
+    order = ["FTS5 BM25 alone", "tsvector BM25 alone", "dense alone", "PPS fused before (no floor)",
+             "PPS calibrated, no floor", "PPS fused (default)"]
     names = [n for n in order if n in merged] + [n for n in merged if n not in order]
     lines = [f"{'method':<34} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'s@5':>6} {'s@10':>6}",
              "-" * 70]
@@ -208,6 +238,24 @@ def table(results: list[dict]) -> tuple[str, dict]:
     for n in [x for x in order if x in merged]:
         lines.append(f"{n:<34}" + "".join(
             f" {aggregate([s for cat, s in merged[n] if cat == c])['r@10']:11.3f}" for c in CATEGORIES))
+    filler: dict[str, list[int]] = {}
+    for r in results:
+        for name, counts in r.get("filler", {}).items():
+            filler.setdefault(name, []).extend(counts)
+    n_f = len(next(iter(filler.values()), []))
+    if n_f:
+        before_r, after_r = (aggregate([s for _c, s in merged[n]])["r@10"]
+                             for n in ("PPS fused before (no floor)", "PPS fused (default)"))
+        lines += ["", f"the floor (calibrated score >= {results[0].get('floor', 0):g}): own-conversation recall@10 "
+                      f"before {before_r:.3f}, after {after_r:.3f} ({after_r - before_r:+.3f}); the same questions "
+                      f"asked of another conversation's entity (n={n_f}), results per question:"]
+        base = sum(filler["before: raw_search returns"]) / n_f
+        for name, counts in filler.items():
+            mean = sum(counts) / n_f
+            lines.append(f"  {name:<48} {mean:6.2f}   (cut {1 - mean / base:.0%} vs raw_search before; "
+                         f"questions with none: {sum(1 for c in counts if not c)})")
+        summary["floor"] = {"own_r@10_before": before_r, "own_r@10_after": after_r,
+                            **{k: sum(v) / n_f for k, v in filler.items()}}
     p50, p95 = percentile(lat, 50), percentile(lat, 95)
     lines += ["", f"PPS fused query latency (memory.search_layer, top 10): p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
                   f"n={len(lat)}"]
@@ -230,9 +278,11 @@ async def main_async(args) -> int:
             plugins = [store] if args.no_embedder else [store, "embeddings"]
             started = time.perf_counter()
             results = []
-            for conv in convs:
+            for k, conv in enumerate(convs):
                 settings = {"postgres": {**section, "schema": f"locomo_{len(results)}"}} if section else None
-                r = await run_conversation(conv, plugins, args.variants, None, settings)
+                foreign = [q for q in convs[(k + 1) % len(convs)]["questions"] if q["evidence"]] \
+                    if len(convs) > 1 else []
+                r = await run_conversation(conv, plugins, args.variants, None, settings, foreign)
                 print(f"{store} {conv['id']}: {r['turns']} turns stored and embedded in {r['store_s']:.1f}s, "
                       f"{len(r['latency'])} questions ({r['skipped']} without usable evidence)", file=sys.stderr)
                 results.append(r)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hmac
 import os
-import secrets
 from pathlib import Path
 
 TOKEN_FILE = "token"
@@ -25,6 +23,8 @@ def read_token(home: Path) -> str | None:
 
 def write_token(home: Path, token: str | None = None) -> str:
     """Write (or rotate to) a new token atomically with 0600 permissions; returns it."""
+    import secrets  # here, not at the top: the hooks' fast path reads tokens and costs every import
+
     token = token or secrets.token_urlsafe(32)
     home = Path(home)
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -44,6 +44,50 @@ def ensure_token(home: Path) -> str:
 
 
 def check_token(expected: str | None, presented: str | None) -> bool:
+    import hmac
+
     if not expected or not presented:
         return False
     return hmac.compare_digest(expected.encode(), presented.encode())
+
+
+class TokenGate:
+    """Who may call one entity: the holder of its token, or anyone a transport's own gate admitted.
+
+    The token is re-read when its file changes, so ``pps_regenerate_token`` takes effect at once. Whether a
+    token is required is decided when the gate is made: a server that started with a token never silently
+    drops auth when the file disappears.
+    """
+
+    def __init__(self, entity: str, home: Path) -> None:
+        self.entity = entity
+        self.path = token_path(home)
+        self._stamp: tuple[int, int, int] | None = None
+        self._token: str | None = None
+        self.required = self.current() is not None
+
+    def current(self) -> str | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._stamp, self._token = None, None
+            return None
+        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if stamp != self._stamp:
+            self._token = self.path.read_text().strip() or None
+            self._stamp = stamp
+        return self._token
+
+    def check(self, token: str | None, *, sensitive: bool = False) -> None:
+        """Raise Unauthorized (none presented), InvalidToken (not this entity's) or Forbidden (a sensitive
+        operation on an entity that has no token: nobody could be told apart)."""
+        from .errors import Forbidden, InvalidToken, Unauthorized
+
+        if not self.required:
+            if sensitive:
+                raise Forbidden(f"entity {self.entity!r} has no token: this operation needs one (run `pps init`)")
+            return
+        if not token:
+            raise Unauthorized(f"entity {self.entity!r} needs 'Authorization: Bearer <token>' (see `pps token`)")
+        if not check_token(self.current(), token):
+            raise InvalidToken(f"this token does not grant access to entity {self.entity!r}")

@@ -38,8 +38,12 @@ class Operation:
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
-    #: Operations that change who may call (token rotation) are refused over forwarding.
+    #: Operations that change who may call (token rotation): refused to a caller no gate vouched for (an entity
+    #: without a token, reached over the network).
     sensitive: bool = False
+    #: In the small tool list a client sees when context is scarce (MCP's ``essential`` profile): search, save,
+    #: and walking what the startup package points to. Set by the plugin that defines the operation.
+    essential: bool = False
 
     def __post_init__(self) -> None:
         if self.params.model_config.get("extra") != "forbid":  # every plugin's operation rejects unknown keys
@@ -69,6 +73,40 @@ class Operation:
 
     def input_schema(self) -> dict[str, Any]:
         return self.params.model_json_schema()
+
+    def spec(self) -> ToolSpec:
+        """What a client sees of this operation (a tool in MCP, an entry of ``GET /tools``)."""
+        return ToolSpec(name=self.name, description=self.description, input_schema=self.input_schema(),
+                        read_only=self.read_only, destructive=self.destructive, idempotent=self.idempotent,
+                        sensitive=self.sensitive, essential=self.essential)
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolSpec:
+    """A view of an :class:`Operation` without its handler: the same fields for every transport's listing, and
+    what a forwarding client reads back from the owner (``GET /tools``)."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    sensitive: bool = False
+    essential: bool = False
+
+    @classmethod
+    def from_operation(cls, op: Operation) -> ToolSpec:
+        return op.spec()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolSpec:
+        """Read a listing entry back (unknown keys of a newer server are ignored)."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 def _check_shape(value: Any, op: str) -> None:

@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .memory import Memory
     from .settings import EntitySettings
-    from .transport import Transport
 
 #: A ``pps`` subcommand: parsed arguments in, exit code out.
 Handler = Callable[[argparse.Namespace], int]
@@ -69,7 +68,7 @@ def _plugin_commands(registry: CommandRegistry) -> None:
     pm.hook.pps_register_commands(cli=registry)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(plugin_commands: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pps", description="Pattern Persistence System: memory for AI entities.")
     parser.add_argument("--version", action="version", version="pps " + _version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -105,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     _entity_args(p)
     p.add_argument("args", nargs=argparse.REMAINDER, help="transport options (see pps serve <name> --help)")
     handlers: dict[str, Handler] = dict(COMMANDS)
-    _plugin_commands(CommandRegistry(sub, handlers))
+    if plugin_commands:
+        _plugin_commands(CommandRegistry(sub, handlers))
     parser.set_defaults(_pps_handlers=handlers)
     return parser
 
@@ -117,7 +117,11 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    given = sys.argv[1:] if argv is None else argv
+    command = next((a for a in given if not a.startswith("-")), None)
+    # A kernel command needs no plugin's commands: no plugin manager of every installed plugin is built for
+    # it (`pps serve` then starts with one, the entity's).
+    parser = build_parser(plugin_commands=command not in COMMANDS)
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
@@ -282,30 +286,9 @@ def cmd_operations(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .plugins import build_plugin_manager
+    from .serving import serve_command
 
-    given = argparse.ArgumentParser(add_help=False)  # `pps serve mcp --entity lyra`: options after the name
-    _entity_args(given)
-    after, _ = given.parse_known_args(list(args.args))
-    args.entity, args.home = after.entity or args.entity, after.home or args.home
-    settings = _settings(args)
-    pm = build_plugin_manager(settings.plugins)
-    transports: dict[str, Transport] = {t.name: t for batch in pm.hook.pps_transports() for t in batch or []}
-    transport = transports.get(args.transport)
-    if transport is None:
-        known = ", ".join(sorted(transports)) or "none"
-        print(f"pps: error: no transport named {args.transport!r} loaded for entity {settings.entity!r} "
-              f"(loaded: {known}; add its plugin to the entity's plugins)", file=sys.stderr)
-        return 2
-    sub = argparse.ArgumentParser(prog=f"pps serve {transport.name}", description=transport.help)
-    _entity_args(sub)
-    transport.add_arguments(sub)
-    extra = list(args.args)
-    if args.entity:
-        extra += ["--entity", args.entity]
-    if args.home:
-        extra += ["--home", args.home]
-    return transport.serve(sub.parse_args(extra))
+    return serve_command(args.transport, list(args.args), args.entity, args.home)
 
 
 COMMANDS: dict[str, Handler] = {

@@ -66,6 +66,10 @@ class Unauthorized(PPSError):
     code = "unauthorized"
 
 
+class InvalidToken(Unauthorized):
+    """A bearer token was presented but it is not this entity's (HTTP: ``error="invalid_token"`` in the challenge)."""
+
+
 class Forbidden(PPSError):
     """The token presented does not belong to this entity (or the call needs one). Nothing was done."""
 

@@ -85,8 +85,11 @@ class Memory:
     lock, so a second owner gets a clear error instead of a corrupted store.
     """
 
-    def __init__(self, settings: EntitySettings, *, extra_plugins: Sequence[Any] = (), own: bool = True) -> None:
+    def __init__(self, settings: EntitySettings, *, extra_plugins: Sequence[Any] = (), own: bool = True,
+                 plugin_manager: pluggy.PluginManager | None = None) -> None:
         self.settings = settings
+        #: Built by the caller for these settings (``pps serve`` builds one per process start), else at open.
+        self._given_pm = plugin_manager
         self.home: Path = Path(settings.home)
         self.tz = ZoneInfo(settings.timezone)
         self._extra_plugins = list(extra_plugins)
@@ -118,7 +121,10 @@ class Memory:
             return self
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
-            self.pm = pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            pm = self._given_pm
+            if pm is None or self._extra_plugins:
+                pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            self.pm = pm
             silent = undeclared_observers(pm)
             if silent:
                 raise ConfigError(f"plugin {silent[0]!r} observes turns but declares no copies of them: implement "

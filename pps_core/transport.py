@@ -1,20 +1,81 @@
-"""The transport contract: a way to serve an entity's catalog (``pps serve <name>``)."""
+"""The transport contract: a wire format and a lifecycle around entities the kernel has already reached.
+
+``pps serve <name>`` finds the transport among the entity's plugins (``pps_transports``), parses the kernel's
+options and the transport's own (:meth:`Transport.add_arguments`), opens each entity or forwards to its owner
+(:mod:`pps_core.reach`: the owner lock is taken there), then calls :meth:`Transport.serve` with what it
+reached. The transport lists and calls operations through each :class:`~pps_core.reach.Entity` as the
+:class:`~pps_core.reach.Caller` it sees on its wire; auth, tenancy, limits and the error mapping are the
+kernel's. SIGTERM or SIGINT cancel ``serve``; the kernel closes the stores after it returns.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Protocol, runtime_checkable
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pluggy
+
+    from .reach import Entity
 
 
-@runtime_checkable
-class Transport(Protocol):
-    """``pps serve <name>`` calls ``add_arguments`` to build its options, then ``serve``."""
+@dataclass
+class Served:
+    """What a transport serves: the entities reached for this process (the first is the primary one, named by
+    ``--entity``), and the plugin manager the process started with (built once)."""
 
-    name: str
-    help: str
+    entities: list[Entity]
+    plugin_manager: pluggy.PluginManager
+    log_level: str = "warning"
+    #: Set by the kernel on SIGTERM/SIGINT: a transport with ``stop_grace_s`` stops taking requests, answers the
+    #: ones in flight and returns; past the grace (or at once, without one) ``serve`` is cancelled.
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
-    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+    @property
+    def primary(self) -> Entity:
+        return self.entities[0]
 
-    def serve(self, args: argparse.Namespace) -> int:
-        """Run until stopped; return the process exit code."""
-        ...
+    def __iter__(self) -> Iterator[Entity]:
+        return iter(self.entities)
+
+    def get(self, name: str) -> Entity | None:
+        return next((e for e in self.entities if e.name == name), None)
+
+    def idle_for(self) -> float:
+        """Seconds since the last call on any of the entities ended; 0 while one runs."""
+        return min((e.idle_for() for e in self.entities), default=0.0)
+
+
+class Transport:
+    """Subclass it, set ``name`` and ``help``, implement :meth:`serve`; return an instance from ``pps_transports``."""
+
+    #: ``pps serve <name>``.
+    name: str = ""
+    #: One line for ``pps serve <name> --help``.
+    help: str = ""
+    #: When another process owns the entity, forward every call to it instead of failing on the owner lock
+    #: (``--local`` turns it off). For a channel beside a server (stdio MCP); an owner (HTTP) leaves it False.
+    forwards: bool = False
+    #: Serves several entities in one process (``--entities a,b`` beside ``--entity``).
+    multi_entity: bool = False
+    #: Seconds the transport may take to stop by itself once ``served.stopping`` is set (it watches it and
+    #: answers what is in flight); 0: it is cancelled at once.
+    stop_grace_s: float = 0.0
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """Add the transport's own options (``--entity``, ``--home``, ``--log-level`` and, as the flags above
+        say, ``--entities``, ``--local``, ``--no-listen`` are the kernel's)."""
+
+    async def serve(self, served: Served, options: argparse.Namespace) -> None:
+        """Serve until stopped (return, or be cancelled by SIGTERM/SIGINT). Raise a PPSError to fail with its
+        message (exit code 2)."""
+        raise NotImplementedError
+
+    #: Set ``listen`` (an ``async def listen(served)``) when the transport answers the forwarding protocol of
+    #: :mod:`pps_core.forward` (``GET /tools``, ``POST /tools/<op>``, bearer token) on a free loopback port and
+    #: publishes its address (``entity.publish``): the kernel then runs it beside a transport that owns an entity
+    #: but has no address of its own (stdio MCP), so other processes reach the owner instead of its lock.
+    listen: Callable[[Served], Awaitable[None]] | None = None

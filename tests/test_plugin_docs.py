@@ -82,3 +82,18 @@ def test_every_event_helper_is_documented():
     found = headings()
     missing = [signature(f) for f in public_methods(events.Events) if signature(f) not in found]
     assert missing == [], f"memory.events helpers without a section in docs/plugin-hooks.md: {missing}"
+
+
+def test_the_transport_contract_is_documented():
+    """What `pps serve` hands a transport (Served, each reached Entity, the Caller it presents) and what the
+    transport implements, each public method with its signature."""
+    from pps_core import reach
+
+    found = headings()
+    text = REFERENCE.read_text()
+    for cls in (transport.Transport, transport.Served, reach.Entity, reach.Caller):
+        assert cls.__name__ in found, f"docs/plugin-hooks.md needs a section `### {cls.__name__}`"
+        missing = [signature(f) for f in public_methods(cls) if signature(f) not in found]
+        assert missing == [], f"{cls.__name__}: {missing}"
+    for attr in ("name", "help", "forwards", "multi_entity", "stop_grace_s", "listen"):
+        assert hasattr(transport.Transport, attr) and f"- `{attr}`:" in text, attr

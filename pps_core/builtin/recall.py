@@ -41,6 +41,16 @@ class AmbientRecallParams(BaseModel):
                                      description="the caller's read cursor: shows unread turns from other channels")
     budget: int | None = Field(None, ge=200, le=2_000_000,
                                description="most characters of text to return; what is left out is listed")
+    min_score: dict[str, float] | None = Field(
+        None, max_length=100, description="layer -> lowest score shown, for this call (over [recall] min_score and "
+                                          "the layer's own floor); 0 for a layer shows every match it found")
+
+    @field_validator("min_score")
+    @classmethod
+    def _finite(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        if v is not None and any(x != x or x in (float("inf"), float("-inf")) for x in v.values()):
+            raise ValueError("floors must be finite numbers")
+        return v
 
     @field_validator("context")
     @classmethod
@@ -242,7 +252,7 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]
         *(_guarded(memory, n, memory.search_layer(n, p.context, limit)) for n in names))
     fused: list[tuple[float, int, SearchResult]] = []
     statuses: list[LayerStatus] = []
-    floors = memory.settings.recall.min_score
+    floors = {**memory.settings.recall.min_score, **(p.min_score or {})}
     for order, (name, (found, status)) in enumerate(zip(names, outcomes, strict=True)):
         statuses.append(status)
         layer = memory.layer(name)
@@ -314,7 +324,7 @@ def _unread_block(memory: Memory, name: str, items: StartupItems, labels: dict[s
 @hookimpl
 def pps_operations(memory: Memory) -> list[Operation]:
     return [Operation(
-        name="ambient_recall", params=AmbientRecallParams, handler=ambient_recall, group="recall",
+        name="ambient_recall", params=AmbientRecallParams, handler=ambient_recall, group="recall", essential=True,
         read_only=True, idempotent=True,
         description=(
             "Recall memory for the current moment. context='startup' returns the startup package "

@@ -26,6 +26,11 @@ def pps_operations(memory):
     return pps_turns.operations_for_memory()
 
 
+@hookimpl
+def pps_turn_copies(memory):
+    return pps_turns.turn_copies("this process's memory")
+
+
 def _bm25(terms: list[str], docs: dict[int, str], n: int) -> dict[int, float]:
     toks = {i: tokens(t) for i, t in docs.items()}
     avg = sum(map(len, toks.values())) / max(len(toks), 1) or 1.0
@@ -45,7 +50,8 @@ class MemStore:
 
     def __init__(self, home: str) -> None:
         self.detail = f"memory ({home})"
-        self.d = _HOMES.setdefault(home, {"turns": {}, "sums": {}, "cursors": {}, "log": [], "tv": {}, "sv": {}})
+        self.d = _HOMES.setdefault(home, {"turns": {}, "sums": {}, "cursors": {}, "log": [], "tv": {}, "sv": {},
+                                              "tombs": set(), "tokens": {}})
 
     async def open(self) -> None: ...
     async def close(self) -> None: ...
@@ -63,6 +69,9 @@ class MemStore:
             old = next((o for o in turns.values() if t.get("message_id") and o["message_id"] == t["message_id"]), None)
             if old:
                 acks.append({k: old[k] for k in ("id", "message_id", "created_at", "channel")})
+                continue
+            if t.get("message_id") and pps_turns.message_id_digest(t["message_id"]) in self.d["tombs"]:
+                acks.append(pps_turns.forgotten_ack(t))
                 continue
             row = {"id": max(turns, default=0) + 1, "message_id": t.get("message_id"), "content": t["content"],
                    "author_name": t["author_name"], "channel": t["channel"], "session_id": t.get("session_id"),
@@ -152,17 +161,38 @@ class MemStore:
             t["channel"] == channel or t["channel"].startswith(channel + ":")))]
 
     async def forget(self, ids, who, how):
-        found = sorted(i for i in set(ids) if i in self.d["turns"])
-        flagged = sorted({self.d["turns"][i]["summary_id"] for i in found} - {None})
+        turns, sums = self.d["turns"], self.d["sums"]
+        found = sorted(i for i in set(ids) if i in turns)
+        removed = sorted({turns[i]["summary_id"] for i in found} - {None})
+        returned = 0
         for i in found:
-            del self.d["turns"][i]
+            t = turns.pop(i)
             self.d["tv"].pop(i, None)
-        for i in flagged:
-            self.d["sums"][i]["rewrite"] = "forgotten"
+            if t["message_id"]:
+                self.d["tombs"].add(pps_turns.message_id_digest(t["message_id"]))
+        for t in turns.values():  # a summary that quoted a forgotten turn goes; its other turns: the backlog
+            if t["summary_id"] in removed:
+                t["summary_id"] = None
+                returned += 1
+        for i in removed:
+            sums.pop(i, None)
+            self.d["sv"].pop(i, None)
         if found:
             self.d["log"].append({"id": len(self.d["log"]) + 1, "forgotten_at": to_storage(now_utc()), "who": who,
-                                  "how": how, "turn_ids": found, "summaries_flagged": flagged})
-        return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_flagged": flagged}
+                                  "how": how, "turn_ids": found, "summaries_removed": removed})
+        return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_removed": removed,
+                "returned_to_backlog": returned}
+
+    async def save_forget_token(self, token_digest, query_digest, ids, expires_at, now):
+        self.d["tokens"] = {k: v for k, v in self.d["tokens"].items() if v[2] > now}
+        self.d["tokens"][token_digest] = (query_digest, list(ids), expires_at)
+
+    async def take_forget_token(self, token_digest, query_digest, now):
+        held = self.d["tokens"].get(token_digest)
+        if held is None or held[0] != query_digest or held[2] <= now:
+            return None
+        del self.d["tokens"][token_digest]
+        return held[1]
 
     async def forget_log(self, limit, offset=0):
         return len(self.d["log"]), copy.deepcopy(self.d["log"][::-1][offset:offset + limit])
@@ -226,6 +256,10 @@ class MemStore:
     async def lexical_turns(self, terms, n, channel=None, budget=0):
         return _bm25(terms, {i: t["content"] for i, t in self.d["turns"].items()
                              if channel in (None, t["channel"])}, n)
+
+    async def term_counts(self, terms, cap):
+        docs = [set(tokens(t["content"])) for t in self.d["turns"].values()]
+        return len(docs), {term: min(cap, sum(term in d for d in docs)) for term in terms}
 
     async def lexical_summaries(self, query, n):
         scores = _bm25(content_terms(query), {i: s["summary_text"] for i, s in self.d["sums"].items()}, n)

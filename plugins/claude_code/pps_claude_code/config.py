@@ -29,8 +29,6 @@ class ClaudeCodeSettings(PluginSettings):
     prompt_recall_limit: int = Field(3, ge=1, le=20, description="results per layer for the per-prompt recall")
     prompt_recall_min_score: dict[str, float] = Field(
         default_factory=dict, description="per-layer score floor for the per-prompt recall (on top of the layer's)")
-    prompt_recall_overlap: bool = Field(
-        True, description="a per-prompt memory must share a content word with the prompt")
     timeout_s: float = Field(8.0, gt=0, description="a hook gives up (and exits 0) after this long")
     recap_on_end: bool = Field(True, description="write _recap.md in the background at SessionEnd")
     autostart: bool = Field(True, description="the first hook starts a detached server for the entity")

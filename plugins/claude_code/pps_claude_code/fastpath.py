@@ -1,8 +1,10 @@
 """The hooks' fast path: standard library only, taken when a server already owns the entity.
 
-Importing the PPS kernel (pydantic models, pluggy, the plugin list) costs more than the whole hook
-should; with a server running the hook only has to read its settings (``pps.toml`` with tomllib, the
-``PPS_CLAUDE_CODE_*`` environment), read the new lines of the transcript and make two HTTP calls. When
+Importing the PPS kernel's ``Memory`` (pydantic models, pluggy, the plugin list) costs more than the whole
+hook should; with a server running the hook only has to read its settings (``pps.toml`` with tomllib, the
+``PPS_CLAUDE_CODE_*`` environment), read the new lines of the transcript and make two HTTP calls. It reaches
+the owner through the kernel's light modules (``pps_core.owner``, ``pps_core.auth``, ``pps_core.forward``:
+standard library only, ``pps_core`` imports nothing until asked). When
 anything is unusual (no server, no ``pps.toml``, settings only the full loader can resolve, input that
 is not JSON), :func:`try_run` declines and the full path in :mod:`.hooks` runs instead, with the same
 behaviour: the same logs, status, cursors and user-visible messages.
@@ -30,7 +32,7 @@ BATCH = 200
 DEFAULTS: dict[str, Any] = {
     "user_name": None, "assistant_name": None, "startup_budget": 9_000, "prompt_recall": False,
     "prompt_recall_budget": 2_000, "prompt_recall_limit": 3, "prompt_recall_min_score": {},
-    "prompt_recall_overlap": True, "timeout_s": 8.0, "recap_on_end": True,
+"timeout_s": 8.0, "recap_on_end": True,
 }
 #: Environment variables only the full settings loader resolves: with one set, the fast path declines.
 _FULL_ONLY = ("PPS_PLUGINS", "PPS_USER_NAME", "PPS_DISPLAY_NAME")
@@ -44,6 +46,8 @@ class Light:
         self.entity = entity
         self.plugins = list(toml.get("plugins") or [])
         self.recap_logs = list((toml.get("recap") or {}).get("logs") or [])
+        #: The recap is kept in PostgreSQL, not in the home: the server tells whether it is stale.
+        self.recap_shared = (toml.get("recap") or {}).get("store") == "postgres"
         self.cc = cc
         user = cc["user_name"] or _text(toml.get("user_name")) or os.environ.get("USER") or "user"
         self.user_name = user.strip()
@@ -136,101 +140,21 @@ def _read_toml(home: Path) -> dict[str, Any] | None:
     return toml
 
 
-def read_owner(home: Path) -> dict[str, Any] | None:
-    """The entity's owner lock while its holder lives (as ``pps_core.owner.read_owner``), else None."""
-    path = home / "owner.lock"
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:
-                info = json.loads(path.read_text() or "{}") or {}
-            except (OSError, ValueError):
-                return {}
-            return info if isinstance(info, dict) else {}
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
-
-
-def owner_address(home: Path) -> str | None:
-    return (read_owner(home) or {}).get("address") or None
-
-
 #: A server that let a hook time out is not waited for again by the hooks of the next minute.
 HUNG_MEMORY_S = 60.0
 
 
 class Remote:
-    """POST /tools/<operation> over one plain HTTP/1.1 connection (a socket: ``http.client`` pulls in the
-    email package, which costs a warm hook more than its own work)."""
+    """The entity's owner, reached through the kernel's forwarding (:func:`pps_core.forward.request`, a plain
+    socket: no ``http.client``), each wait on it bounded by the hook's ``timeout_s``."""
 
     def __init__(self, address: str, token: str | None, timeout: float) -> None:
-        rest = address.split("://", 1)[1]
-        hostport, _, path = rest.partition("/")
-        host, _, port = hostport.rpartition(":")
-        self.host = host.strip("[]") or "127.0.0.1"
-        self.port = int(port)
-        self.path = "/" + path.rstrip("/") if path else ""
-        self.token = token
-        self.timeout = timeout
-        self.address = address
+        self.address, self.token, self.timeout = address, token, timeout
 
     def call(self, operation: str, params: dict[str, Any]) -> Any:
-        import socket
+        from pps_core.forward import request
 
-        body = json.dumps(params).encode()
-        head = [f"POST {self.path}/tools/{operation} HTTP/1.1", f"Host: {self.host}:{self.port}",
-                "Accept: application/json", "Content-Type: application/json", f"Content-Length: {len(body)}",
-                "Connection: close"]
-        if self.token:
-            head.append(f"Authorization: Bearer {self.token}")
-        try:
-            with socket.create_connection((self.host, self.port), timeout=self.timeout) as sock:
-                sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode() + body)
-                chunks = []
-                while True:
-                    data = sock.recv(65536)
-                    if not data:
-                        break
-                    chunks.append(data)
-        except OSError as exc:
-            raise RuntimeError(f"the server at {self.address} owns this entity but did not answer "
-                               f"({type(exc).__name__}: {exc})") from None
-        raw = b"".join(chunks)
-        header, _, payload = raw.partition(b"\r\n\r\n")
-        lines = header.decode("latin-1").split("\r\n")
-        try:
-            status = int(lines[0].split()[1])
-        except (IndexError, ValueError):
-            raise RuntimeError(f"the server at {self.address} answered something that is not HTTP") from None
-        if any(ln.lower().replace(" ", "") == "transfer-encoding:chunked" for ln in lines[1:]):
-            payload = _unchunk(payload)
-        try:
-            answer = json.loads(payload) if payload else None
-        except ValueError:
-            answer = None
-        if status >= 400:
-            message = answer.get("message") if isinstance(answer, dict) else None
-            raise RuntimeError(message or f"{self.address} answered HTTP {status}")
-        return answer
-
-
-def _unchunk(data: bytes) -> bytes:
-    out = []
-    while data:
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0] or b"0", 16)
-        if size == 0:
-            break
-        out.append(data[:size])
-        data = data[size + 2:]
-    return b"".join(out)
+        return request(self.address, "POST", f"/tools/{operation}", self.token, params, timeout=self.timeout)
 
 
 def _state_path(home: Path, session: str) -> Path:
@@ -315,7 +239,11 @@ def _refresh_recap(remote: Remote, light: Light, session: str) -> None:
         return
     try:
         newest = _newest_log(light, session)
-        if newest is not None and _recap_stale(light.home, newest):
+        if newest is not None and light.recap_shared:
+            if not remote.call("session_recap", {"log": str(newest), "fast": True, "write": True,
+                                                 "if_stale": True}).get("skipped"):
+                log(light.home, f"SessionStart: recap regenerated from {newest}")
+        elif newest is not None and _recap_stale(light.home, newest):
             remote.call("session_recap", {"log": str(newest), "fast": True, "write": True})
             log(light.home, f"SessionStart: recap regenerated from {newest}")
     except Exception as exc:  # noqa: BLE001 - the startup package matters more than the recap
@@ -364,8 +292,7 @@ def _handle(remote: Remote, light: Light, event: str, payload: dict[str, Any], r
         prompt = str(payload["prompt"])[:20_000]
         answer = remote.call("ambient_recall", {"context": prompt, "limit_per_layer": cc["prompt_recall_limit"],
                                                 "channel": channel})
-        text = relevant_memories(answer, prompt, cc["prompt_recall_min_score"], cc["prompt_recall_overlap"],
-                                 cc["prompt_recall_budget"])
+        text = relevant_memories(answer, prompt, cc["prompt_recall_min_score"], cc["prompt_recall_budget"])
         if text:
             out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
             record(light.home, "injection", event=event, chars=len(text))
@@ -389,12 +316,17 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
     light = light_settings(entity, home) if event else None
     if light is None:
         return False
+    try:  # the kernel's own light modules (no Memory, pydantic or pluggy): the owner lock and the token
+        from pps_core.auth import read_token
+        from pps_core.owner import read_owner
+    except ImportError:  # pps-core is not beside this package on sys.path (an editable install): full path
+        return False
     owner = read_owner(light.home) or {}
     address = owner.get("address")
     if not address or not str(address).startswith("http://"):
         return False
     try:
-        token = (light.home / "token").read_text().strip() or None
+        token = read_token(light.home)
     except OSError:
         token = None
     timeout = float(light.cc["timeout_s"])

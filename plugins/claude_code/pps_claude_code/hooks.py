@@ -131,8 +131,7 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
             prompt = str(payload["prompt"])[:20_000]
             answer = client.call("ambient_recall", {"context": prompt, "limit_per_layer": cc.prompt_recall_limit,
                                                     "channel": channel})
-            text = relevant_memories(answer, prompt, cc.prompt_recall_min_score, cc.prompt_recall_overlap,
-                                     cc.prompt_recall_budget)
+            text = relevant_memories(answer, prompt, cc.prompt_recall_min_score, cc.prompt_recall_budget)
             if text:
                 out = context_output(event, text)
                 record(settings.home, "injection", event=event, chars=len(text))

@@ -47,10 +47,14 @@ def hook_command(event: str, entity: str, home: Path, *, prompt_recall: bool = F
     it in the user's project: nothing there is importable, see :mod:`.isolated`) and without ``site`` (its
     .pth processing costs more than the hook's own work when a server runs); the hook loads ``site`` itself
     when it needs the full path."""
+    import pps_core
+
     from .isolated import flags
 
-    package_parent = str(Path(__file__).resolve().parent.parent)
-    code = (f"import sys; sys.path.insert(0, {package_parent!r}); "
+    # this package's folder and pps-core's (one site-packages when installed, two folders when editable)
+    parents = list(dict.fromkeys([str(Path(__file__).resolve().parent.parent),
+                                  str(Path(pps_core.__file__).resolve().parent.parent)]))
+    code = (f"import sys; sys.path[:0] = {parents!r}; "
             "from pps_claude_code.hook import main; sys.exit(main())")
     parts = [sys.executable, *flags(), "-S", "-c", code, event, "--entity", entity, "--home", str(home)]
     if prompt_recall and event == "UserPromptSubmit":

@@ -2,27 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9_'-]*")
-_STOP = frozenset("the a an and or but if then than that this these those is are was were be been to of in on at "
-                  "by for with from as it its into about so not no do does did have has had you we they he she "
-                  "me my our your their what which who how when where why can could would should will just also "
-                  "there here all any some more other only own same too very let please i i'm it's".split())
 
-
-def content_words(text: str) -> set[str]:
-    return {w for w in (m.group(0).lower().strip("'") for m in _WORD.finditer(text)) if len(w) > 2 and w not in _STOP}
-
-
-def relevant_memories(answer: dict[str, Any], prompt: str, min_score: dict[str, float], overlap: bool,
-                      budget: int) -> str:
+def relevant_memories(answer: dict[str, Any], prompt: str, min_score: dict[str, float], budget: int) -> str:
     """Only the memories relevant to the prompt, from ambient_recall's ranked results: nothing archived,
     nothing under a floor, not the prompt itself, no clock, manifest or reminders. Empty when nothing
-    qualifies. ``min_score``: per-layer floors on the layer's own score (on top of the layer's judgement);
-    ``overlap``: a memory must share a content word with the prompt."""
-    asked = content_words(prompt)
+    qualifies. ``min_score``: per-layer floors on the layer's own score (on top of the layer's floor: recall
+    already leaves out what scores under it, e.g. a turn that shares nothing with the prompt)."""
     lines: list[str] = []
     used = 0
     for r in answer.get("results") or []:
@@ -34,8 +21,6 @@ def relevant_memories(answer: dict[str, Any], prompt: str, min_score: dict[str, 
             continue
         content = " ".join(str(r.get("content", "")).split())
         if not content or content == " ".join(prompt.split()):
-            continue
-        if overlap and not (asked & content_words(content)):
             continue
         who = r.get("author_name") or meta.get("author_name")
         when = str(r.get("timestamp") or r.get("created_at") or "")[:16].replace("T", " ")

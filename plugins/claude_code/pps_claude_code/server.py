@@ -1,8 +1,8 @@
 """A server for the hooks: the first hook of a session starts one, detached, and every hook after it forwards.
 
 ``ensure_server`` returns the address of the process that owns the entity's stores, starting
-``python -m pps_claude_code.server`` (REST on a free loopback port, the ``pps_http`` app) when nobody
-owns them. One per entity: the owner lock admits one, and a spawn lock keeps hooks that start at the
+``python -m pps_claude_code.server`` (the ``http`` transport on a free loopback port, served by
+``pps_core.serving`` as ``pps serve http`` is) when nobody owns them. One per entity: the owner lock admits one, and a spawn lock keeps hooks that start at the
 same moment from racing to start several. The server stops itself after ``[claude_code] server_idle_s``
 without a request. Its log is ``logs/server.log`` (0600).
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import importlib.util
 import json
 import os
 import subprocess
@@ -35,6 +34,7 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
     and let go of it (killed, crashed, stopped) will never answer, so the hook starts another at once instead of
     waiting out its budget for a dead pid."""
     from pps_core.forward import server_address
+    from pps_core.plugins import installed_plugins
 
     home = Path(settings.home)
     found = _running(home, deadline)
@@ -44,7 +44,7 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
         return None, "autostart off"
     if _no_owner_marker(home).exists() and _no_owner_marker(home).read_text() == _toml_stamp(home):
         return None, "autostart off: the entity needs no owner process (no exclusive store)"
-    if importlib.util.find_spec("pps_http") is None:
+    if "http" not in installed_plugins():
         return None, "pps-http is not installed (needed to start a server)"
     lock_path = home / "hooks" / "claude-code" / "server.lock"
     private_dirs(lock_path.parent)
@@ -218,71 +218,27 @@ def spawn(settings) -> subprocess.Popen:
 
 
 def serve(settings, idle_s: float) -> int:
-    """Own the entity and answer REST on a free loopback port until ``idle_s`` pass without a request."""
-    import logging
-    import socket
-    import threading
+    """Own the entity and serve it with the ``http`` transport on a free loopback port (``pps_core.serving``: the
+    owner lock, the address published once the socket accepts, SIGTERM) until ``idle_s`` pass without a call."""
+    from pps_core.serving import run
 
-    import uvicorn
-    from pps_http.app import create_app
+    if "http" not in settings.plugins:  # the hooks' server speaks the http transport even when no one else does
+        settings = settings.model_copy(update={"plugins": [*settings.plugins, "http"]})
 
-    from pps_core import Memory
-
-    os.umask(0o077)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,  # tracebacks of failed calls: the server log
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    address = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    memory = Memory(settings)
-    # The owner lock gets the address once the socket accepts (not in the lifespan, before it does), so a
-    # hook that sees an address can use it at once.
-    app = create_app([memory], host="127.0.0.1", address=None)
-    state = {"last": time.monotonic(), "active": 0}
-
-    async def tracked(scope, receive, send):
-        if scope["type"] != "http":
-            return await app(scope, receive, send)
-        state["active"] += 1
-        try:
-            return await app(scope, receive, send)
-        finally:
-            state["active"] -= 1
-            state["last"] = time.monotonic()
-
-    server = uvicorn.Server(uvicorn.Config(tracked, log_level="warning", access_log=False, lifespan="on",
-                                           timeout_graceful_shutdown=5))
-
-    def watch() -> None:
-        while not server.should_exit:
-            time.sleep(min(5.0, max(0.05, idle_s / 4)))
-            if state["active"] == 0 and time.monotonic() - state["last"] > idle_s:
-                print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} idle for {idle_s:g}s: stopping", file=sys.stderr,
-                      flush=True)
-                server.should_exit = True
-
-    def publish() -> None:
-        while not server.started and not server.should_exit:
-            time.sleep(0.01)
-        if not server.started:
-            return
-        if not memory.lock.held:  # every store is a server of its own: no owner, hooks open the stores themselves
-            from .logbook import replace_private
-
+    def owned(served) -> bool:
+        memory = served.primary.memory
+        if memory is not None and not memory.lock.held:  # every store a server of its own: no owner needed
             replace_private(_no_owner_marker(settings.home), _toml_stamp(settings.home))  # until pps.toml changes
             print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} entity {settings.entity} needs no owner process "
                   "(no exclusive store): stopping", file=sys.stderr, flush=True)
-            server.should_exit = True
-            return
-        memory.lock.set_address(f"{address}/entities/{settings.entity}")
+            return False
+        print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} owning {settings.entity} (pid {os.getpid()})",
+              file=sys.stderr, flush=True)
+        return True
 
-    threading.Thread(target=publish, name="pps-publish", daemon=True).start()
-    if idle_s > 0:
-        threading.Thread(target=watch, name="pps-idle", daemon=True).start()
-    print(f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} serving {settings.entity} at {address} (pid {os.getpid()})",
-          file=sys.stderr, flush=True)
-    server.run(sockets=[sock])
-    return 0 if server.started else 2
+    # REST only: hooks forward over the forwarding protocol, and the MCP SDK costs a cold start ~15%
+    return run("http", settings, ["--host", "127.0.0.1", "--port", "0", "--no-mcp"], on_served=owned,
+               idle_s=idle_s)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -92,7 +92,7 @@ def test_the_first_hooks_start_one_server_and_it_stops_when_idle(root, tmp_path)
     recall = run_hook(root, "UserPromptSubmit", payload("UserPromptSubmit", transcript, prompt="semicolon export"),
                       "--recall", **env)  # the fast path (a server runs): only relevant memories
     context = json.loads(recall.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert context.startswith("Memories relevant to this prompt") and "delimiter=';'" in context
+    assert context.startswith("Memories relevant to this prompt") and "semicolon-separated" in context
     assert "**Clock**" not in context and "MANIFEST" not in context
 
     deadline = time.monotonic() + 60
@@ -184,3 +184,39 @@ def test_an_entity_that_needs_no_owner_gets_no_server(tmp_path):
     log = (tmp_path / "lyra" / "logs" / "server.log").read_text()
     assert log.count("starting for entity lyra") == 1 and "needs no owner process" in log
     assert (tmp_path / "lyra" / "logs" / "hooks.log").read_text().splitlines()[-1].endswith("via=direct")
+
+
+def test_the_fast_path_reaches_the_owner_through_the_kernel_and_stays_light(root, tmp_path):
+    """With a server, a hook runs as installed (``python -S``, the folders the command names) and forwards through
+    pps_core.owner/auth/forward: its turns arrive, and neither Memory, pydantic, pluggy nor http.client is
+    imported on the way."""
+    import signal
+    import sys
+
+    server = subprocess.Popen([sys.executable, "-m", "pps_claude_code.server", "--entity", "lyra", "--idle", "0"],
+                              env=env_for(root), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not (read_owner(root / "lyra") or {}).get("address"):
+            assert server.poll() is None and time.monotonic() < deadline, "the hooks' server did not start"
+            time.sleep(0.05)
+        transcript = transcript_of(tmp_path)
+        probe = tmp_path / "modules.json"
+        import shlex
+
+        argv = shlex.split(command(root, "Stop"))  # as installed: python -S -c CODE Stop --entity ... --home ...
+        at = argv.index("-c") + 1
+        argv[at] = argv[at].replace("sys.exit(main())", f"rc = main(); import json; open({str(probe)!r}, 'w')"
+                                                         ".write(json.dumps(sorted(sys.modules))); sys.exit(rc)")
+        out = subprocess.run(argv, input=json.dumps(payload("Stop", transcript)), capture_output=True, text=True,
+                             env=env_for(root), timeout=120)
+        assert out.returncode == 0, out.stderr
+        modules = set(json.loads(probe.read_text()))
+        assert {"pps_core.owner", "pps_core.forward", "pps_core.auth"} <= modules
+        assert not modules & {"pps_core.memory", "pydantic", "pluggy", "http.client", "pps_claude_code.hooks"}
+        assert (root / "lyra" / "logs" / "hooks.log").read_text().splitlines()[-1].endswith("via=server")
+        assert len(turns(root)) > 0
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0

@@ -122,7 +122,7 @@ def test_hooks_started_from_a_hostile_project_never_import_from_it(root, tmp_pat
     # warm hooks: the fast path (python -S, no kernel)
     recall = run_hook(root, "UserPromptSubmit", payload("UserPromptSubmit", transcript, project,
                                                          prompt="semicolon export"), project, "--recall")
-    assert imported(markers) == [] and "delimiter" in recall.stdout, recall
+    assert imported(markers) == [] and "semicolon-separated" in recall.stdout, recall
     assert run_hook(root, "Stop", payload("Stop", transcript, project), project).stdout == ""
     # the last hook starts the recap in its own process
     end = run_hook(root, "SessionEnd", payload("SessionEnd", transcript, project, reason="exit"), project)

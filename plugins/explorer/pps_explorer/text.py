@@ -7,6 +7,8 @@ from functools import lru_cache
 
 from markupsafe import Markup, escape
 
+from pps_core.textsearch import STOP_WORDS
+
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
 
 
@@ -23,9 +25,10 @@ def markdown(text: str | None) -> Markup:
 
 
 def highlight(text: str | None, query: str | None) -> Markup:
-    """Escape ``text`` and wrap the query's words in <mark> (matching whole-word prefixes, any case)."""
+    """Escape ``text`` and wrap the query's content words in <mark> (whole-word prefixes, any case); stop words
+    ("the", "in") are never marked."""
     text = text or ""
-    words = sorted({w.lower() for w in _WORD.findall(query or "")}, key=len, reverse=True)[:20]
+    words = sorted({w.lower() for w in _WORD.findall(query or "")} - STOP_WORDS, key=len, reverse=True)[:20]
     if not words:
         return Markup(escape(text))
     pattern = re.compile(r"\b(" + "|".join(re.escape(w) for w in words) + r")", re.IGNORECASE | re.UNICODE)

@@ -12,6 +12,9 @@ def test_highlight_escapes_before_marking():
     assert "<mark>snow</mark> &amp; <mark>Snow</mark>fall" in out
     assert str(highlight("a <b>", "")) == "a &lt;b&gt;"
     assert str(highlight("x", "<mark>")) == "x"  # the query's markup is not a word to mark
+    # only the query's content words: "in" and "the" are never marked
+    assert str(highlight("Is the cottage in the mouse's way?", "mouse in the cottage")) == \
+        "Is the <mark>cottage</mark> in the <mark>mouse</mark>&#39;s way?"
 
 
 def test_markdown_renders_no_raw_html_and_refuses_script_links():

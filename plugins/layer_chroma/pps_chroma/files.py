@@ -121,7 +121,11 @@ def read_bytes(path: Path) -> bytes:
 
 def read_photo(path: Path, tz: ZoneInfo) -> Photo:
     """Parse one file; raises Unreadable for a file that cannot be used at all (links included)."""
-    data = read_bytes(path)
+    return photo_from_bytes(path.name, read_bytes(path), tz, path.stem)
+
+
+def photo_from_bytes(filename: str, data: bytes, tz: ZoneInfo, stem: str | None = None) -> Photo:
+    """Parse a word-photo's bytes (a file's, or a PostgreSQL row's); raises Unreadable as :func:`read_photo`."""
     digest = sha256(data)
     try:
         text = data.decode("utf-8-sig")
@@ -131,7 +135,7 @@ def read_photo(path: Path, tz: ZoneInfo) -> Photo:
         raise Unreadable("binary content (NUL bytes)")
     text = text.replace("\r\n", "\n")
     meta, body, warning = split_front_matter(text)
-    title = _text(meta.get("title")) or _heading(body) or path.stem
+    title = _text(meta.get("title")) or _heading(body) or stem or filename.removesuffix(".md")
     if not body.strip() and not _text(meta.get("title")):
         raise Unreadable("empty")
     when, date_warning = _date(meta.get("date"), tz)
@@ -139,7 +143,7 @@ def read_photo(path: Path, tz: ZoneInfo) -> Photo:
     if isinstance(tags, str):
         tags = [t.strip() for t in tags.split(",") if t.strip()]
     tags = [str(t) for t in tags] if isinstance(tags, list) else []
-    return Photo(filename=path.name, title=title, body=body.strip(), sha256=digest, date=when,
+    return Photo(filename=filename, title=title, body=body.strip(), sha256=digest, date=when,
                  tags=tags, location=_text(meta.get("location")), warning=warning or date_warning)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -136,7 +137,10 @@ async def anchor_list(memory, p: AnchorListParams):
 async def anchor_get(memory, p: AnchorGetParams):
     from . import edit
 
-    return await asyncio.to_thread(edit.read, _layer(memory), p.filename)
+    layer = _layer(memory)
+    if getattr(layer, "in_postgres", False):
+        return await asyncio.to_thread(layer.get, p.filename)
+    return await asyncio.to_thread(edit.read, layer, p.filename)
 
 
 async def anchor_edit(memory, p: AnchorEditParams):
@@ -146,7 +150,9 @@ async def anchor_edit(memory, p: AnchorEditParams):
     if len(p.content) > limit:
         raise InvalidParams(f"anchor_edit: content is {len(p.content)} characters; the limit is {limit}",
                             param="content")
-    out, not_indexed = await asyncio.to_thread(edit.edit, _layer(memory), p.filename, p.content, p.title,
+    layer = _layer(memory)
+    out, not_indexed = await asyncio.to_thread(layer.edit if getattr(layer, "in_postgres", False) else partial(edit.edit, layer),
+                                               p.filename, p.content, p.title,
                                                p.tags, p.location)
     out["indexed"] = not_indexed is None
     if not_indexed:
@@ -158,7 +164,9 @@ async def anchor_delete(memory, p: AnchorDeleteParams):
     kept = await asyncio.to_thread(_layer(memory).delete, p.filename, p.forget)
     if kept is None:
         return {"deleted": p.filename, "forgotten": True, "kept_at": None}
-    return {"deleted": p.filename, "kept_at": f"{_layer(memory).settings.directory}/{kept}"}
+    layer = _layer(memory)
+    return {"deleted": p.filename,
+            "kept_at": kept if getattr(layer, "in_postgres", False) else f"{layer.settings.directory}/{kept}"}
 
 
 async def anchor_resync(memory, _p: NoParams):
@@ -170,19 +178,19 @@ async def anchor_resync(memory, _p: NoParams):
 
 def operations() -> list[Operation]:
     return [
-        Operation("anchor_save", AnchorSaveParams, anchor_save, group="anchors",
+        Operation("anchor_save", AnchorSaveParams, anchor_save, group="anchors", essential=True,
                   description="Save a word-photo: a markdown file in word_photos/ (named from the title, never "
                               "overwriting) with title, date, tags and location in its front matter; indexed at once."),
         Operation("anchor_search", AnchorSearchParams, anchor_search, group="anchors", read_only=True,
                   idempotent=True, description="Search the word-photos by meaning. Files edited by hand are "
                                                "re-indexed first."),
-        Operation("anchor_list", AnchorListParams, anchor_list, group="anchors", read_only=True, idempotent=True,
+        Operation("anchor_list", AnchorListParams, anchor_list, group="anchors", essential=True, read_only=True, idempotent=True,
                   description="The word-photos, newest first (file name, title, date, tags), and any file that "
                               "could not be read."),
         Operation("anchor_delete", AnchorDeleteParams, anchor_delete, group="anchors", destructive=True,
                   description="Delete a word-photo by file name: removed from the index and moved to "
                               "word_photos/.deleted/; with forget=true gone for good (earlier deleted copies too)."),
-        Operation("anchor_get", AnchorGetParams, anchor_get, group="anchors", read_only=True, idempotent=True,
+        Operation("anchor_get", AnchorGetParams, anchor_get, group="anchors", essential=True, read_only=True, idempotent=True,
                   description="One word-photo by file name: title, date, tags, location and its markdown body."),
         Operation("anchor_edit", AnchorEditParams, anchor_edit, group="anchors", idempotent=True,
                   description="Rewrite a word-photo in place (same file name and date; title, tags and location "

@@ -10,6 +10,12 @@ PPS_DEFAULT = 30
 
 @hookimpl
 def pps_layers(memory):
+    from .settings import ChromaSettings
+
+    if memory.settings.plugin_settings(ChromaSettings, "chroma").store == "postgres":
+        from .pgstore import PgAnchorLayer
+
+        return [PgAnchorLayer(memory)]
     from .layer import AnchorLayer
 
     return [AnchorLayer(memory)]
@@ -20,3 +26,10 @@ def pps_operations(memory):
     from .operations import operations
 
     return operations()
+
+
+@hookimpl
+def pps_register_commands(cli):
+    from .sync import register
+
+    register(cli)

@@ -10,6 +10,13 @@ from pps_core import PluginSettings, StorePath
 
 
 class ChromaSettings(PluginSettings, env_prefix="PPS_CHROMA_"):
+    store: Literal["files", "postgres"] = Field(
+        "files", description="files = markdown files in the home, indexed in Chroma (mode); postgres = rows and "
+                             "pgvector columns of the entity's schema, shared by every server (pip install "
+                             "'pps[postgres]')")
+    dsn: str = Field("", description="store = postgres: libpq connection string; default: [postgres] dsn")
+    schema_name: str = Field("", alias="schema", max_length=63,
+                             description="store = postgres: the schema; default: [postgres] schema, else pps_<entity>")
     directory: StorePath = Field("word_photos", description="folder of word-photo files under the entity's home")
     index_dir: StorePath = Field("chroma", description="folder of the ChromaDB index under the entity's home")
     watch: bool = Field(True, description="learn which files changed from inotify (Linux); else stat every file")

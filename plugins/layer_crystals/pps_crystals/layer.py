@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
@@ -28,7 +28,20 @@ T = TypeVar("T")
 
 class CrystalSettings(PluginSettings, env_prefix="PPS_CRYSTALS_"):
     window: int = Field(4, ge=1, le=1000, description="crystals kept in the window; older ones are archived")
-    directory: StorePath = Field("crystals", description="folder under the entity's home")
+    directory: StorePath = Field("crystals", description="folder under the entity's home (store = files; with "
+                                                         "postgres, where `pps crystals sync` writes the files)")
+    store: Literal["files", "postgres"] = Field(
+        "files", description="files = crystal_NNN.md in the home (one owner); postgres = one table shared by "
+                             "every server of the entity (needs dsn; pip install 'pps[postgres]')")
+    dsn: str = Field("", description="store = postgres: libpq connection string or URI (password in PGPASSWORD "
+                                     "or ~/.pgpass); default: [postgres] dsn")
+    schema_name: str = Field("", alias="schema", max_length=63,
+                             description="store = postgres: the schema; default: [postgres] schema, else "
+                                         "pps_<entity>")
+
+
+def crystal_name(number: int) -> str:
+    return f"crystal_{number:03d}.md"
 
 
 class CrystalLayer(Layer):
@@ -79,6 +92,26 @@ class CrystalLayer(Layer):
     async def run_locked(self, fn: Callable[..., T], *args) -> T:
         """``fn(*args)`` under the lock, in a worker thread (waiting for another process never blocks the loop)."""
         return await asyncio.to_thread(self._run_locked, fn, *args)
+
+    # -- operations (the PostgreSQL layer answers the same ones) -------------------------------
+
+    async def crystallize(self, content: str) -> dict[str, Any]:
+        path, window = await self.run_locked(lambda: (self.create(content), self.current()))
+        return {"created": path.name, "chars": len(content), "window": [q.name for _n, q in window]}
+
+    async def listing(self) -> dict[str, Any]:
+        current, archived = await self.run_locked(lambda: (self.current(), self.archived()))
+        return {"current": [p.name for _n, p in current], "archived": [p.name for _n, p in archived],
+                "window": self.settings.window}
+
+    async def delete_newest_op(self) -> dict[str, Any]:
+        path, current = await self.run_locked(lambda: (self.delete_newest(), self.current()))
+        return {"deleted": path.name, "current": [q.name for _n, q in current]}
+
+    async def forget(self, name: str) -> dict[str, Any]:
+        from .operations import _forget
+
+        return await self.run_locked(_forget, self, name)
 
     # -- files --------------------------------------------------------------------------------
 

@@ -26,9 +26,7 @@ def _layer(memory):
 
 
 async def crystallize(memory, p: CrystallizeParams):
-    layer = _layer(memory)
-    path, window = await layer.run_locked(lambda: (layer.create(p.content), layer.current()))
-    return {"created": path.name, "chars": len(p.content), "window": [q.name for _n, q in window]}
+    return await _layer(memory).crystallize(p.content)
 
 
 async def get_crystals(memory, p: GetCrystalsParams):
@@ -38,16 +36,11 @@ async def get_crystals(memory, p: GetCrystalsParams):
 
 
 async def crystal_list(memory, _p: NoParams):
-    layer = _layer(memory)
-    current, archived = await layer.run_locked(lambda: (layer.current(), layer.archived()))
-    return {"current": [p.name for _n, p in current], "archived": [p.name for _n, p in archived],
-            "window": layer.settings.window}
+    return await _layer(memory).listing()
 
 
 async def crystal_delete(memory, _p: NoParams):
-    layer = _layer(memory)
-    path, current = await layer.run_locked(lambda: (layer.delete_newest(), layer.current()))
-    return {"deleted": path.name, "current": [q.name for _n, q in current]}
+    return await _layer(memory).delete_newest_op()
 
 
 class ForgetCrystalParams(BaseModel):
@@ -88,16 +81,15 @@ def _forget(layer, name: str) -> dict:
 
 
 async def crystal_forget(memory, p: ForgetCrystalParams):
-    layer = _layer(memory)
-    return await layer.run_locked(_forget, layer, p.name)
+    return await _layer(memory).forget(p.name)
 
 
 def operations() -> list[Operation]:
     return [
-        Operation("crystallize", CrystallizeParams, crystallize, group="crystals", idempotent=False,
+        Operation("crystallize", CrystallizeParams, crystallize, group="crystals", essential=True, idempotent=False,
                   description="Save a new crystal (the next crystal_NNN.md). The window keeps the newest "
                               "crystals; older ones move to the archive, never deleted."),
-        Operation("get_crystals", GetCrystalsParams, get_crystals, group="crystals", read_only=True,
+        Operation("get_crystals", GetCrystalsParams, get_crystals, group="crystals", essential=True, read_only=True,
                   idempotent=True, description="The newest crystals, oldest first, with their full text."),
         Operation("crystal_list", NoParams, crystal_list, group="crystals", read_only=True, idempotent=True,
                   description="Names of the crystals in the window and in the archive."),

@@ -10,8 +10,12 @@ PPS_DEFAULT = 20
 
 @hookimpl
 def pps_layers(memory):
-    from .layer import CrystalLayer
+    from .layer import CrystalLayer, CrystalSettings
 
+    if memory.settings.plugin_settings(CrystalSettings, "crystals").store == "postgres":
+        from .pgstore import PgCrystalLayer
+
+        return [PgCrystalLayer(memory)]
     return [CrystalLayer(memory)]
 
 
@@ -20,3 +24,10 @@ def pps_operations(memory):
     from .operations import operations
 
     return operations()
+
+
+@hookimpl
+def pps_register_commands(cli):
+    from .sync import register
+
+    register(cli)

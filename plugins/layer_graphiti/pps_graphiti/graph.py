@@ -153,6 +153,10 @@ class Graph:
                            else "(n:Entity)-[e:RELATES_TO]->(m:Entity)")
         self.hop = "-[:RELATES_TO]-(:RelatesToNode_)-[:RELATES_TO]-" if kuzu else "-[:RELATES_TO]-"
         self.lower = "lower" if kuzu else "toLower"
+        falkor = self.provider == GraphProvider.FALKORDB
+        if falkor:
+            from .falkor import EDGE_RETURN
+        self.edge_return = EDGE_RETURN if falkor else get_entity_edge_return_query(self.provider)
 
     async def ensure_indexes(self) -> None:
         """Full-text indexes, idempotently. graphiti's generic build does nothing on Kuzu."""
@@ -191,6 +195,10 @@ class Graph:
     # -- reads ----------------------------------------------------------------------------------
 
     def parse_edge(self, record: dict[str, Any]) -> EntityEdge:
+        if self.provider == GraphProvider.FALKORDB:
+            from .falkor import record_attributes
+
+            record = record_attributes(record)
         return get_entity_edge_from_record(record, self.provider)
 
     async def edges_where(self, where: str, order: str = "", limit: int = 100, **params: Any) -> list[
@@ -198,7 +206,7 @@ class Graph:
         """Edges matching a WHERE clause over e/n/m, with their subject and object names."""
         rows = await self.query(
             f"MATCH {self.edge_match} WHERE e.group_id = $group_id AND {where} "
-            f"RETURN {get_entity_edge_return_query(self.provider)}, n.name AS source_name, m.name AS target_name "
+            f"RETURN {self.edge_return}, n.name AS source_name, m.name AS target_name "
             f"{order} LIMIT $limit", group_id=self.group_id, limit=limit, **params)
         return [(self.parse_edge(r), r["source_name"], r["target_name"]) for r in rows]
 
@@ -209,6 +217,10 @@ class Graph:
         scoring (about 90 ms at 2,000 facts); scoring the fact nodes alone and joining only the
         winners gives the same candidates in about 10 ms. Other providers use graphiti unchanged.
         """
+        if self.provider == GraphProvider.FALKORDB:
+            from .falkor import hybrid_edges
+
+            return await hybrid_edges(self, query, config)
         if self.provider != GraphProvider.KUZU:
             found = await self.graphiti.search_(query, config=config, group_ids=[self.group_id])
             return found.edges
@@ -231,6 +243,14 @@ class Graph:
             for edge, _s, _t in await self.edges_where("e.uuid IN $uuids", limit=len(missing), uuids=missing):
                 by_uuid[edge.uuid] = edge
         return [by_uuid[u] for u in ranked if u in by_uuid]
+
+    async def hybrid_nodes(self, query: str, config) -> list:
+        """Entity nodes by graphiti's node hybrid search (FalkorDB: without carrying vectors back)."""
+        if self.provider == GraphProvider.FALKORDB:
+            from .falkor import hybrid_nodes
+
+            return await hybrid_nodes(self, query, config)
+        return (await self.graphiti.search_(query, config=config, group_ids=[self.group_id])).nodes
 
     async def edges_naming(self, text: str, limit: int = 50) -> list[EntityEdge]:
         """Edges whose subject or object name occurs in ``text`` (case-insensitive substring; the

@@ -97,6 +97,9 @@ class GraphitiLayer(Layer):
 
     async def close(self) -> None:
         await self.ingestor.stop()
+        novelty = self.memory.rankers.get("novelty")
+        if novelty is not None and hasattr(novelty, "stop"):  # counts kept in the graph: the last batch
+            await novelty.stop()
         if self.settings.driver == "kuzu":
             from .compact import at_close
 
@@ -245,10 +248,9 @@ class GraphitiLayer(Layer):
         want = offset + limit
         config = NODE_HYBRID_SEARCH_RRF.model_copy(deep=True)
         config.limit = max(10, 2 * want)
-        found, dist = await asyncio.gather(
-            self.require().graphiti.search_(query, config=config, group_ids=[self.group_id]), self.distances())
+        found, dist = await asyncio.gather(self.require().hybrid_nodes(query, config), self.distances())
         out = []
-        for rank, node in enumerate(found.nodes):
+        for rank, node in enumerate(found):
             relevance = 1.0 / (1.0 + rank / RANK_SCALE)
             d = dist.get(node.uuid)
             out.append(self.node_result(node, relevance * self.focal_weight(d), relevance=round(relevance, 4),

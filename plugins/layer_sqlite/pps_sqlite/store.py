@@ -193,6 +193,13 @@ class SQLiteStore:
     async def lexical_turns(self, terms, n, channel=None, budget=0):
         return await self._run(lexical.bm25_bounded, terms, n, channel, budget, self._df)
 
+    async def term_counts(self, terms, cap):
+        def work(conn):
+            total = conn.execute("SELECT n FROM counters WHERE name = 'messages'").fetchone()[0]
+            return total, {t: self._df(conn, t, cap, total) for t in terms}
+
+        return await self._run(work)
+
     async def lexical_summaries(self, query, n):
         return await self._run(summaries.search, query, n, 0)
 

@@ -103,13 +103,13 @@ def _recap_beside_server(settings, params: dict) -> dict:
                          start=store.readable_from(settings.home, path))
     finally:
         bar.close()
-    return _answer(recap, path, budget, _save(settings.home, p.write, recap, path))
+    return _answer(recap, path, budget, _save(settings, p.write, recap, path))
 
 
-def _save(home, write: bool, recap, path: Path) -> str | None:
+def _save(settings, write: bool, recap, path: Path) -> str | None:
     from . import store
 
-    saved = store.save(home, recap.text, path, recap.stats, recap.start) if write and recap.text else None
+    saved = store.save(settings, recap.text, path, recap.stats, recap.start) if write and recap.text else None
     return str(saved) if saved else None
 
 
@@ -143,4 +143,4 @@ def _recap_here(memory, loop, params: dict) -> dict:
                                   novelty=bool(p.novelty if p.novelty is not None else rs.novelty), progress=tick)
     finally:
         bar.close()
-    return _answer(recap, path, budget, _save(memory.home, p.write, recap, path))
+    return _answer(recap, path, budget, _save(memory.settings, p.write, recap, path))

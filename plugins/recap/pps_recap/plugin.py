@@ -2,7 +2,8 @@
 
 Provides the ``session_recap`` operation, the ``session_recap`` startup layer (the last session's
 recap, shown first at startup) and the ``pps recap`` command. The recap is a copy of turns, declared to the
-forget lineage (``pps_turn_copies``): forgetting any turn removes it.
+forget lineage (``pps_turn_copies``): forgetting any turn removes it (from the home, or its row in PostgreSQL
+with ``[recap] store = "postgres"``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ def pps_turn_copies(memory):
     async def forget(turns):
         await asyncio.to_thread(store.forget, memory.settings)
 
-    return [TurnCopy("session recap", f"{memory.home}/{store.RECAP_FILE} (and {store.META_FILE})", forget=forget,
-                     how="the recap is deleted, and what the session logs held then is never recapped again (a "
-                         "recap is made only of what is said after the forget)")]
+    return [TurnCopy("session recap", store.describe(memory.settings), forget=forget,
+                     how="the recap is deleted (a row in PostgreSQL: deleted and the table rewritten), and what the "
+                         "session logs held then is never recapped again (a recap is made only of what is said "
+                         "after the forget)")]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -118,7 +120,7 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
         if not p.log and store.newest_log(memory.settings, p.exclude_session) is None:
             return _skipped(None, budget, "no session log")
         path = resolve_log(memory, p)
-        if not await asyncio.to_thread(store.is_stale, memory.home, path):
+        if not await asyncio.to_thread(store.is_stale, memory.settings, path):
             return _skipped(path, budget, "the saved recap is newer than the log")
     else:
         path = resolve_log(memory, p)
@@ -129,7 +131,7 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
                                     novelty=novelty and not p.fast, loop=loop, embed=not p.fast)
     written = None
     if p.write and recap.text:
-        saved = await asyncio.to_thread(store.save, memory.home, recap.text, path, recap.stats, recap.start)
+        saved = await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats, recap.start)
         written = str(saved) if saved else None
     return {
         "text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
@@ -149,7 +151,7 @@ class RecapLayer(Layer):
 
     name = "session_recap"
     title = "Last session"
-    exclusive = False  # _recap.md is replaced atomically: any number of processes may write it
+    exclusive = False  # _recap.md is replaced atomically (the row in PostgreSQL too): any process may write it
 
     def default_sections(self) -> list[SectionConfig]:
         """The last session's recap comes first in the startup package (``[startup] omit = ["Last session"]``
@@ -166,8 +168,8 @@ class RecapLayer(Layer):
         return []  # a recap is procedural state for the next instance, not searchable memory (reference/004)
 
     def _load_or_make(self) -> tuple[str, dict] | None:
-        home = self.memory.home
-        saved = store.load(home)
+        settings = self.memory.settings
+        saved = store.load(settings)
         if saved is not None or not store.recap_settings(self.memory.settings).startup_regenerate:
             return saved
         newest = store.newest_log(self.memory.settings)
@@ -178,9 +180,9 @@ class RecapLayer(Layer):
                           embed=False)  # inside the startup call's per-layer timeout: no model
         if not recap.text:
             return None
-        if store.save(home, recap.text, newest, recap.stats, recap.start) is None:
+        if store.save(settings, recap.text, newest, recap.stats, recap.start) is None:
             return None  # turns were forgotten meanwhile
-        return store.load(home)
+        return store.load(settings)
 
     async def startup(self, count: int | None) -> StartupItems:
         found = await asyncio.to_thread(self._load_or_make)
@@ -191,11 +193,39 @@ class RecapLayer(Layer):
         return StartupItems(items=[SearchResult(layer=self.name, content=text, source=store.RECAP_FILE,
                                                 timestamp=when, metadata={"log": meta.get("source")})], total=1)
 
-    async def health(self) -> LayerHealth:
-        path = Path(self.memory.home) / store.RECAP_FILE
-        return LayerHealth(layer=self.name, available=True, detail=str(path),
-                           counts={"recap": int(path.is_file())})
+    async def snapshot(self, dest: Path) -> list[str] | None:
+        """``pps backup`` of a recap kept in PostgreSQL: its row as a file of the archive (files are copied as
+        they are)."""
+        if store.recap_settings(self.memory.settings).store != "postgres":
+            return None
+        saved = await asyncio.to_thread(store.load, self.memory.settings)
+        path = Path(dest) / store.PG_BACKUP
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.write_text(json.dumps({"text": saved[0], "meta": saved[1]} if saved else None), encoding="utf-8")
+        os.chmod(path, 0o600)
+        return [store.PG_BACKUP]
 
+    async def after_restore(self, manifest: dict[str, Any]) -> None:
+        """``pps restore``: the archive's recap row is saved (unless one is there), and its file removed."""
+        path = Path(self.memory.home) / store.PG_BACKUP
+        if not path.is_file():
+            return
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if saved and store.recap_settings(self.memory.settings).store == "postgres":
+            if await asyncio.to_thread(store.load, self.memory.settings) is None:
+                await asyncio.to_thread(store.keep, self.memory.settings, saved["text"], saved["meta"])
+        path.unlink()
+        if not any(path.parent.iterdir()):
+            path.parent.rmdir()
+
+    async def health(self) -> LayerHealth:
+        settings = self.memory.settings
+        try:
+            saved = await asyncio.to_thread(store.load, settings)
+        except Exception as exc:  # noqa: BLE001 - a health check reports, never raises
+            return LayerHealth(layer=self.name, available=False, detail=f"{type(exc).__name__}: {exc}")
+        return LayerHealth(layer=self.name, available=True, detail=store.describe(settings),
+                           counts={"recap": int(saved is not None)})
 
 def _entity_log(memory: Memory, path: Path) -> bool:
     home = Path(memory.home).resolve()

@@ -10,6 +10,11 @@ The recap is a copy of turns (the forget lineage, :mod:`pps_core.lineage`): when
 session log reached then (path and size in bytes, nothing of the content). What a log held before a forget
 may hold the forgotten turns, so no recap is made of it again: :func:`readable_from` is where a recap of a
 log may start, and :func:`save` refuses a recap begun before a forget that ended meanwhile.
+
+With ``[recap] store = "postgres"`` the recap and its sidecar are one row of the entity's PostgreSQL schema
+instead (:mod:`.pgstore`): every server of the entity reads and writes the same one, and :func:`forget` deletes
+it. :func:`load`, :func:`save`, :func:`forget` and :func:`is_stale` take the entity's settings to pick the store
+(a bare home is the files). How far the logs reached at a forget stays in the home: the logs are that machine's.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Literal
 
 from pps_claude_code.sessions import captured_sessions
 from pydantic import Field
@@ -34,6 +40,8 @@ META_FILE = "_recap.json"
 #: How far each session log reached when turns were last forgotten (paths and byte sizes only).
 FORGOTTEN_FILE = "_recap_forgotten.json"
 LOCK_FILE = ".recap.lock"
+#: A recap kept in PostgreSQL, as ``pps backup`` archives it (removed from the home once restored).
+PG_BACKUP = "postgres/recap.json"
 
 
 class RecapSettings(PluginSettings):
@@ -51,14 +59,44 @@ class RecapSettings(PluginSettings):
     chunk_tokens: int = Field(350, ge=50, le=10_000)
     merge_threshold: float | None = Field(None, ge=-1, le=1, description="None = 0.55 embeddings, 0.2 lexical")
     startup_regenerate: bool = Field(True, description="at startup, regenerate a missing recap from the newest log")
+    store: Literal["files", "postgres"] = Field(
+        "files", description="files = _recap.md in the home; postgres = one row of the entity's schema, shared by "
+                             "every server (pip install 'pps[postgres]')")
+    dsn: str = Field("", description="store = postgres: libpq connection string; default: [postgres] dsn")
+    schema_name: str = Field("", alias="schema", max_length=63,
+                             description="store = postgres: the schema; default: [postgres] schema, else pps_<entity>")
 
 
 def recap_settings(settings) -> RecapSettings:
     return settings.plugin_settings(RecapSettings, "recap")
 
 
-def load(home: Path) -> tuple[str, dict] | None:
-    """The saved recap text and its sidecar, or None."""
+def _where(where: Any) -> tuple[Path, tuple[str, str] | None]:
+    """``where`` (a home, or an entity's settings) as its home and, when the recap is kept in PostgreSQL, the
+    ``(dsn, schema)`` of its row."""
+    if isinstance(where, str | Path):
+        return Path(where), None
+    rs = recap_settings(where)
+    if rs.store != "postgres":
+        return Path(where.home), None
+    from . import pgstore
+
+    return Path(where.home), pgstore.target(rs, where)
+
+
+def describe(settings) -> str:
+    """Where the recap is kept, for messages and ``pps privacy``."""
+    home, pg = _where(settings)
+    return f"postgres {pg[1]}.recaps" if pg else f"{home}/{RECAP_FILE} (and {META_FILE})"
+
+
+def load(where: Any) -> tuple[str, dict] | None:
+    """The saved recap text and its sidecar, or None (``where``: the entity's settings, or a home: the files)."""
+    home, pg = _where(where)
+    if pg is not None:
+        from . import pgstore
+
+        return pgstore.load(*pg)
     path = Path(home) / RECAP_FILE
     if not path.is_file():
         return None
@@ -118,7 +156,8 @@ def forget(settings) -> bool:
         state = _forgotten(home)
         logs: dict[str, int] = {k: v for k, v in state.get("logs", {}).items() if isinstance(v, int)}
         known = [str(p) for p in candidate_logs(settings)]
-        source = (load_meta(home) or {}).get("source")
+        meta = (load(settings) or ("", {}))[1] if _where(settings)[1] is not None else load_meta(home)
+        source = (meta or {}).get("source")
         if isinstance(source, str):
             known.append(source)
         for name in known:
@@ -128,6 +167,11 @@ def forget(settings) -> bool:
         removed = (home / RECAP_FILE).exists()
         for name in (RECAP_FILE, META_FILE):
             (home / name).unlink(missing_ok=True)
+        _home, pg = _where(settings)
+        if pg is not None:
+            from . import pgstore
+
+            removed = bool(pgstore.remove(*pg)) or removed
         return removed
 
 
@@ -139,11 +183,13 @@ def load_meta(home: Path) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
-def save(home: Path, text: str, source: Path | None, stats: dict, start: int = 0) -> Path | None:
-    """Write the recap of ``source`` read from byte ``start``; None (nothing written) when turns were forgotten
-    since the recap began (``start`` no longer where the log may be read from)."""
+def save(where: Any, text: str, source: Path | None, stats: dict, start: int = 0) -> Path | str | None:
+    """Write the recap of ``source`` read from byte ``start``; where it went (the file, or ``postgres
+    <schema>.recaps``), or None (nothing written) when turns were forgotten since the recap began (``start`` no
+    longer where the log may be read from)."""
     from pps_core.atomic import atomic_write
 
+    home, pg = _where(where)
     with _locked(home):
         if source is not None and readable_from(home, source) > start:
             return None
@@ -152,9 +198,23 @@ def save(home: Path, text: str, source: Path | None, stats: dict, start: int = 0
             st = Path(source).stat()
             meta.update(source=str(Path(source).resolve()), source_size=st.st_size, source_mtime=st.st_mtime,
                         source_start=start)
+        if pg is not None:
+            from . import pgstore
+
+            pgstore.save(*pg, text, meta)
+            return f"postgres {pg[1]}.recaps"
         atomic_write(Path(home) / META_FILE, json.dumps(meta, indent=2, default=str))
         atomic_write(Path(home) / RECAP_FILE, text + "\n")
     return Path(home) / RECAP_FILE
+
+
+def keep(settings, text: str, meta: dict) -> None:
+    """Put back a recap row as it was (``pps restore``)."""
+    _home, pg = _where(settings)
+    if pg is not None:
+        from . import pgstore
+
+        pgstore.save(*pg, text, meta)
 
 
 def candidate_logs(settings, exclude_session: str | None = None) -> list[Path]:
@@ -178,9 +238,9 @@ def newest_log(settings, exclude_session: str | None = None) -> Path | None:
     return logs[-1] if logs else None
 
 
-def is_stale(home: Path, log: Path | None) -> bool:
+def is_stale(where: Any, log: Path | None) -> bool:
     """True when there is no recap, its own log changed since, or ``log`` was written after it."""
-    saved = load(home)
+    saved = load(where)
     if saved is None:
         return log is not None
     if log is None:

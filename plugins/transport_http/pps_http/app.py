@@ -9,7 +9,6 @@ routes are added in the lifespan, before the first request.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -21,11 +20,10 @@ from starlette.routing import Route
 from pps_core import Memory, __version__
 from pps_core.catalog import Operation
 from pps_core.errors import InvalidParams, PPSError
+from pps_core.reach import Caller, Entity, LocalEntity
 
 from .docs import add_docs_routes
 from .security import BearerGuard, BodyLimit, EntityAuth, challenge, is_loopback
-
-log = logging.getLogger("pps.http")
 
 
 def _error(exc: PPSError) -> JSONResponse:
@@ -33,8 +31,7 @@ def _error(exc: PPSError) -> JSONResponse:
     return JSONResponse(exc.to_dict(), status_code=exc.status, headers={"WWW-Authenticate": value} if value else None)
 
 
-async def _json_body(request: Request) -> Any:
-    raw = await request.body()
+def _json_body(raw: bytes) -> Any:
     if not raw.strip():
         return {}
     try:
@@ -48,42 +45,35 @@ async def _json_body(request: Request) -> Any:
     return body
 
 
-def _guarded_backend(memory, auth: EntityAuth):
-    """The entity's memory for MCP over HTTP: BearerGuard has checked the token; a sensitive operation
-    (token rotation) is still refused when the entity has no token, as on the REST routes."""
-    from pps_mcp.backend import LocalBackend
-
-    class Guarded(LocalBackend):
-        async def call(self, name: str, params: dict[str, Any] | None) -> Any:
-            op = memory.catalog.get(name)
-            if op is not None and op.sensitive and not auth.required:
-                auth.check(None, sensitive=True)
-            return await super().call(name, params)
-
-    return Guarded(memory)
-
-
 class _Entity:
-    """One hosted entity: its memory, its token, its MCP session manager."""
+    """One hosted entity: the kernel's entity (calls, auth, limits), its HTTP auth, its MCP session manager."""
 
-    def __init__(self, memory: Memory, host: str) -> None:
+    def __init__(self, reached: LocalEntity, host: str, *, mcp: bool = True) -> None:
+        assert reached.memory is not None
+        self.reached = reached
+        self.memory = memory = reached.memory
+        self.name = reached.name
+        self.auth = EntityAuth(self.name, memory.home, gate=reached.gate)
+        self.mcp = self._mcp_manager(reached, host) if mcp else None
+
+    def _mcp_manager(self, reached: LocalEntity, host: str):
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
         from mcp.server.transport_security import TransportSecuritySettings
         from pps_mcp.server import create_server
 
-        self.memory = memory
-        self.name = memory.settings.entity
-        self.auth = EntityAuth(self.name, memory.home)
         if is_loopback(host):
             security = TransportSecuritySettings(
                 allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
                 allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
         else:  # reachable from elsewhere: the bearer token is the gate (a token is required there)
             security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-        self.mcp = StreamableHTTPSessionManager(
-            app=create_server(memory, backend=_guarded_backend(memory, self.auth)), json_response=True,
+        # BearerGuard admits only the entity's token, so an MCP caller of an entity that has one is vouched
+        # for; without a token the kernel still refuses it a sensitive operation, as on the REST routes.
+        caller = Caller.trusted("http+mcp") if self.auth.required else Caller(via="http+mcp")
+        return StreamableHTTPSessionManager(
+            app=create_server(entity=reached, caller=caller), json_response=True,
             security_settings=security,
-            max_request_body_size=memory.settings.limits.max_request_bytes)
+            max_request_body_size=reached.max_request_bytes)
 
     def mcp_endpoint(self):
         from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
@@ -94,17 +84,16 @@ class _Entity:
 def _tool_endpoint(entity: _Entity, op: Operation):
     async def endpoint(request: Request) -> JSONResponse:
         try:
-            entity.auth.check_scope(request.scope, sensitive=op.sensitive)
-            params = await _json_body(request)
+            caller = entity.auth.caller_of(request.scope)
+            entity.reached.admit(caller, sensitive=op.sensitive)  # before the body is read
+            raw = await request.body()
+            params = _json_body(raw)
             started = time.perf_counter()
-            result = await entity.memory.call(op.name, params)
+            result = await entity.reached.call(op.name, params, caller=caller, size=len(raw))
             took = (time.perf_counter() - started) * 1000
             return JSONResponse(result, headers={"Server-Timing": f"op;dur={took:.2f}"})
         except PPSError as exc:
             return _error(exc)
-        except Exception as exc:  # a bug: the log gets the traceback, the caller a plain message
-            log.exception("operation %s failed", op.name)
-            return _error(PPSError(f"{op.name} failed unexpectedly ({type(exc).__name__}); see the server log"))
 
     endpoint.__name__ = f"{entity.name}_{op.name}"
     return endpoint
@@ -128,8 +117,6 @@ def _unknown_endpoint(entity: _Entity):
 
 
 def _list_endpoint(entity: _Entity):
-    from pps_mcp.backend import ToolSpec
-
     listing: list[bytes] = []  # the catalog is fixed once the memory is open: encode it once
 
     async def list_tools(request: Request) -> Response:
@@ -139,7 +126,7 @@ def _list_endpoint(entity: _Entity):
             return _error(exc)
         if not listing:
             listing.append(JSONResponse({"entity": entity.name, "tools": [
-                ToolSpec.from_operation(op).to_dict() for op in entity.memory.catalog]}).body)
+                spec.to_dict() for spec in await entity.reached.tools()]}).body)
         return Response(listing[0], media_type="application/json")
 
     return list_tools
@@ -205,17 +192,23 @@ def _mount_pages(app: FastAPI, entity: _Entity) -> None:
     pm.hook.pps_http_mount(app=app, memory=entity.memory, auth=entity.auth)
 
 
-def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", address: str | None = None) -> FastAPI:
-    """A FastAPI app for one or several entities; the first is also served at the bare paths.
+def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: str = "127.0.0.1",
+               address: str | None = None, mcp: bool = True) -> FastAPI:
+    """A FastAPI app for one or several entities (the kernel's, as ``pps serve`` reached them, or memories: they
+    are opened in the app's lifespan when they are not open yet); the first is also served at the bare paths.
 
-    ``address`` (e.g. ``http://127.0.0.1:8765``) is written to each entity's owner lock, so CLI
-    calls and stdio MCP servers forward to this server.
+    ``mcp=False``: REST only, no ``/mcp`` (the MCP SDK is not even imported: a server started for the forwarding
+    protocol alone starts sooner). ``address`` (e.g. ``http://127.0.0.1:8765``) is written to each entity's owner lock in the lifespan, so CLI
+    calls and stdio MCP servers forward to this server (``pps serve`` publishes once the socket accepts instead).
     """
-    memories = [memories] if isinstance(memories, Memory) else list(memories)
-    if not memories:
+    given = [hosted] if isinstance(hosted, Memory | Entity) else list(hosted)
+    if not given:
         raise ValueError("create_app needs at least one entity")
-    entities = {m.settings.entity: _Entity(m, host) for m in memories}
-    if len(entities) != len(memories):
+    reached = [LocalEntity(h) if isinstance(h, Memory) else h for h in given]
+    if any(not isinstance(r, LocalEntity) for r in reached):
+        raise ValueError("the HTTP app serves entities this process owns, not forwarded ones")
+    entities = {r.name: _Entity(r, host, mcp=mcp) for r in reached if isinstance(r, LocalEntity)}
+    if len(entities) != len(given):
         raise ValueError("two hosted entities have the same name")
     primary = next(iter(entities.values()))
     components: dict[str, Any] = {"PPSError": _ERROR_SCHEMA}
@@ -225,13 +218,15 @@ def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", addr
     async def lifespan(app: FastAPI):
         async with AsyncExitStack() as stack:
             for entity in entities.values():
-                await stack.enter_async_context(entity.memory)  # plugins start their background work
+                if not entity.memory.opened:  # plugins start their background work
+                    await stack.enter_async_context(entity.memory)
                 if address:
-                    entity.memory.lock.set_address(f"{address.rstrip('/')}/entities/{entity.name}")
+                    entity.reached.publish(f"{address.rstrip('/')}/entities/{entity.name}")
             for entity in entities.values():
                 _add_tool_routes(app, entity, entity is primary, components, owners)
                 _mount_pages(app, entity)
-                await stack.enter_async_context(entity.mcp.run())
+                if entity.mcp is not None:
+                    await stack.enter_async_context(entity.mcp.run())
             app.openapi_schema = None
             yield
 
@@ -246,16 +241,17 @@ def create_app(memories: Memory | list[Memory], *, host: str = "127.0.0.1", addr
         """Liveness (no token needed). The entity's detailed health is the `pps_health` operation."""
         return {"ok": all(e.memory.opened for e in entities.values()), "entities": len(entities)}
 
-    for entity in entities.values():
-        app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint()))
-    app.router.routes.append(Route("/mcp", primary.mcp_endpoint()))
+    if mcp:
+        for entity in entities.values():
+            app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint()))
+        app.router.routes.append(Route("/mcp", primary.mcp_endpoint()))
 
     add_docs_routes(app, entities, primary.name, components)
 
     def limit_for(path: str) -> int:
         parts = path.split("/")
         entity = entities.get(parts[2]) if len(parts) > 2 and parts[1] == "entities" else None
-        return (entity or primary).memory.settings.limits.max_request_bytes
+        return (entity or primary).reached.max_request_bytes
 
     app.add_middleware(BodyLimit, limit_for=limit_for)
     return app

@@ -7,12 +7,14 @@ so ``pps_regenerate_token`` takes effect at once.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
-from pps_core.auth import check_token, token_path
-from pps_core.errors import Forbidden, PPSError, TooLarge, Unauthorized
+from pps_core.auth import TokenGate
+from pps_core.errors import Forbidden, InvalidToken, PPSError, TooLarge, Unauthorized
+from pps_core.reach import Caller
+
+__all__ = ["BearerGuard", "BodyLimit", "EntityAuth", "InvalidToken", "challenge", "is_loopback"]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -81,54 +83,55 @@ def scope_site(scope) -> tuple[str | None, str | None, int | None]:
 
 
 class EntityAuth:
-    """Who may call one entity: the holder of its token (or anyone on loopback if it has none)."""
+    """Who may call one entity over HTTP: the kernel's token gate (:class:`pps_core.auth.TokenGate`), plus what
+    only HTTP needs, the ``Authorization`` header and, for an entity without a token, the browser rule."""
 
-    def __init__(self, entity: str, home: Path) -> None:
+    def __init__(self, entity: str, home: Path, gate: TokenGate | None = None) -> None:
         self.entity = entity
-        self.path = token_path(home)
-        self._stamp: tuple | None = None
-        self._token: str | None = None
-        #: Decided at start: a server that started with a token never silently drops auth.
-        self.required = self.current() is not None
+        self.gate = gate or TokenGate(entity, home)
+        self.path = self.gate.path
+
+    @property
+    def required(self) -> bool:
+        """Decided at start: a server that started with a token never silently drops auth."""
+        return self.gate.required
 
     def current(self) -> str | None:
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            self._stamp, self._token = None, None
-            return None
-        stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
-        if stamp != self._stamp:
-            self._token = self.path.read_text().strip() or None
-            self._stamp = stamp
-        return self._token
+        return self.gate.current()
 
-    def check(self, authorization: str | None, *, sensitive: bool = False, origin: str | None = None,
-              host: str | None = None, port: int | None = None) -> None:
-        """Raise Unauthorized (no token presented) or Forbidden (not this entity's token, or, for an entity
-        without a token, a request a web page may have sent: see ``browser_problem``)."""
+    def caller(self, authorization: str | None, *, origin: str | None = None, host: str | None = None,
+               port: int | None = None) -> Caller:
+        """The caller a request presents (its bearer token), for the kernel to check. Raises Forbidden for an
+        entity without a token when a web page may have sent the request (see ``browser_problem``), and
+        Unauthorized for an Authorization header that is not a bearer token."""
         if not self.required:
             problem = browser_problem(origin, host, port)
             if problem:
                 raise Forbidden(f"entity {self.entity!r} has no token, so {problem}; give it one with `pps init`")
-            if sensitive:
-                raise Forbidden(f"entity {self.entity!r} has no token: this operation needs one (run `pps init`)")
-            return
+            return Caller(via="http")
         if not authorization:
-            raise Unauthorized(f"entity {self.entity!r} needs 'Authorization: Bearer <token>' (see `pps token`)")
+            return Caller(via="http")
         scheme, _, presented = authorization.partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
             raise Unauthorized("use 'Authorization: Bearer <token>'")
-        if not check_token(self.current(), presented.strip()):
-            # RFC 6750 / MCP authorization: a token that is not this entity's is invalid_token, 401 with a
-            # challenge (403 stays for what no token could fix: a tokenless entity's browser requests)
-            raise InvalidToken(f"this token does not grant access to entity {self.entity!r}")
+        return Caller(token=presented.strip(), via="http")
+
+    def check(self, authorization: str | None, *, sensitive: bool = False, origin: str | None = None,
+              host: str | None = None, port: int | None = None) -> None:
+        """Raise Unauthorized (no token presented), InvalidToken (not this entity's) or Forbidden (an entity
+        without a token: a request a web page may have sent, or a sensitive operation)."""
+        caller = self.caller(authorization, origin=origin, host=host, port=port)
+        self.gate.check(caller.token, sensitive=sensitive)
+
+    def caller_of(self, scope) -> Caller:
+        """``caller`` for an ASGI HTTP scope."""
+        origin, host, port = scope_site(scope)
+        return self.caller(_header(scope, b"authorization"), origin=origin, host=host, port=port)
 
     def check_scope(self, scope, *, sensitive: bool = False) -> None:
         """``check`` for an ASGI HTTP scope (a Starlette ``request.scope``): what every route of an entity
         calls, REST, MCP or a page mounted into the app."""
-        origin, host, port = scope_site(scope)
-        self.check(_header(scope, b"authorization"), sensitive=sensitive, origin=origin, host=host, port=port)
+        self.gate.check(self.caller_of(scope).token, sensitive=sensitive)
 
     def allows(self, scope) -> bool:
         """Whether this request may see the entity (its routes in the OpenAPI document, its docs)."""
@@ -139,10 +142,6 @@ class EntityAuth:
         return True
 
 
-class InvalidToken(Unauthorized):
-    """A bearer token was presented but is not this entity's (``WWW-Authenticate: ... error="invalid_token"``)."""
-
-
 def challenge(exc: PPSError) -> str | None:
     """The ``WWW-Authenticate`` value for a 401 (RFC 6750 section 3), None for any other answer."""
     if exc.status != 401:
@@ -150,8 +149,13 @@ def challenge(exc: PPSError) -> str | None:
     return 'Bearer realm="pps", error="invalid_token"' if isinstance(exc, InvalidToken) else 'Bearer realm="pps"'
 
 
-async def send_error(send, exc: PPSError) -> None:
-    body = json.dumps(exc.to_dict()).encode()
+async def send_error(send, exc: PPSError, *, jsonrpc: bool = False) -> None:
+    """The catalog's error body; on an MCP endpoint (``jsonrpc``) wrapped as a JSON-RPC error whose ``data`` is
+    that body, so an MCP client reads why (the SDK reads a JSON-RPC error at any status)."""
+    payload: dict = exc.to_dict()
+    if jsonrpc:
+        payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": exc.message, "data": payload}}
+    body = json.dumps(payload).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     value = challenge(exc)
     if value:
@@ -198,8 +202,9 @@ class BodyLimit:
         limit = self.limit_for(scope["path"])
         declared = _header(scope, b"content-length")
         too_large = TooLarge(f"request body over {limit} bytes (limits.max_request_bytes)")
+        rpc = scope["path"].rstrip("/").endswith("/mcp")
         if declared and declared.isdigit() and int(declared) > limit:
-            await send_error(send, too_large)
+            await send_error(send, too_large, jsonrpc=rpc)
             return
         chunks, total = [], 0
         while True:
@@ -209,7 +214,7 @@ class BodyLimit:
             body = message.get("body", b"")
             total += len(body)
             if total > limit:
-                await send_error(send, too_large)
+                await send_error(send, too_large, jsonrpc=rpc)
                 return
             chunks.append(body)
             if not message.get("more_body"):

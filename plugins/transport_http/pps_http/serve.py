@@ -1,80 +1,94 @@
-"""``pps serve http``: REST + MCP over streamable HTTP for one or several entities, on loopback by default."""
+"""``pps serve http``: REST + MCP over streamable HTTP for one or several entities, on loopback by default.
+
+The kernel has opened the entities (``pps_core.serving``); this module binds, runs uvicorn on the app and
+publishes the address in each entity's owner lock once the socket accepts. ``listen`` is the same on a free
+loopback port, REST only (the forwarding protocol): the kernel runs it beside ``pps serve mcp`` so other
+processes reach that owner.
+"""
 
 from __future__ import annotations
 
-import os
+import asyncio
 import socket
 import sys
+
+from pps_core.errors import PPSError
+from pps_core.transport import Served, Transport
 
 from .security import is_loopback
 
 
-class HttpTransport:
+class HttpTransport(Transport):
     name = "http"
     help = ("REST (POST /tools/<operation>) and MCP over streamable HTTP (/mcp) for one or several "
             "entities. This process owns their stores; `pps call` and `pps serve mcp` forward to it.")
+    multi_entity = True
+    stop_grace_s = 10.0  # uvicorn answers what is in flight (at most 5 s), then the stores close
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
         parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
-        parser.add_argument("--entities", help="comma-separated entity names to host beside --entity "
-                                               "(each at /entities/<name>/...)")
-        parser.add_argument("--log-level", default="warning", help="uvicorn log level")
+        parser.add_argument("--no-mcp", action="store_true",
+                            help="REST only, no MCP at /mcp (starts sooner: the MCP SDK is not imported)")
 
-    def serve(self, args) -> int:
-        import uvicorn
+    async def serve(self, served: Served, options) -> None:
+        if not is_loopback(options.host):
+            bare = [e.name for e in served if not e.gate.required]
+            if bare:
+                raise PPSError(f"refusing to listen on {options.host}: entity {bare[0]!r} has no token "
+                               "(run `pps init` for it, or bind 127.0.0.1)")
+        sock, address = _bind(options.host, options.port)
+        mcp = not options.no_mcp
+        print(f"pps: serving {', '.join(e.name for e in served)} at {address} (REST /tools"
+              f"{', MCP /mcp' if mcp else ''})", file=sys.stderr, flush=True)
+        await run_app(served, sock, address, host=options.host, log_level=options.log_level, mcp=mcp)
 
-        from pps_core import Memory, auth
-        from pps_core.errors import PPSError
-        from pps_core.owner import OwnerLock
-        from pps_core.plugins import build_plugin_manager
-        from pps_core.settings import load_settings
+    async def listen(self, served: Served) -> None:
+        sock, address = _bind("127.0.0.1", 0)
+        await run_app(served, sock, address, host="127.0.0.1", log_level="warning", quiet=True, mcp=False)
 
-        from .app import create_app
 
-        try:
-            names = [n.strip() for n in (args.entities or "").split(",") if n.strip()]
-            settings = [load_settings(args.entity or (names[0] if names else None), args.home, must_exist=True)]
-            settings += [load_settings(n, must_exist=True) for n in names if n != settings[0].entity]
-            if not is_loopback(args.host):
-                bare = [s.entity for s in settings if not auth.read_token(s.home)]
-                if bare:
-                    raise PPSError(f"refusing to listen on {args.host}: entity {bare[0]!r} has no token "
-                                   "(run `pps init` for it, or bind 127.0.0.1)")
-            for s in settings:  # fail early and clearly: a misspelled plugin, a bad setting, another owner
-                # layers read their [section] of pps.toml when built (not opened): a wrong type is one line
-                # here instead of uvicorn's lifespan traceback
-                build_plugin_manager(s.plugins).hook.pps_layers(memory=Memory(s))
-                probe = OwnerLock(s.home)
-                probe.acquire()
-                probe.release()
-        except PPSError as exc:
-            print(f"pps serve http: error: {exc.message}", file=sys.stderr)
-            return 2
-        except OSError as exc:  # e.g. a read-only home: the owner lock cannot be taken
-            print(f"pps serve http: error: cannot open the entity's home ({exc.strerror or exc}: "
-                  f"{exc.filename or ''})", file=sys.stderr)
-            return 2
-        os.umask(0o077)  # whatever a backend library creates in an entity's home is the owner's alone
-        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((args.host, args.port))
-        except OSError as exc:
-            print(f"pps serve http: error: cannot bind {args.host}:{args.port}: {exc}", file=sys.stderr)
-            return 2
-        port = sock.getsockname()[1]
-        reach = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
-        address = f"http://{'[' + reach + ']' if ':' in reach else reach}:{port}"
-        app = create_app([Memory(s) for s in settings], host=args.host, address=address)
-        config = uvicorn.Config(app, log_level=args.log_level, lifespan="on", timeout_graceful_shutdown=5)
-        server = uvicorn.Server(config)
-        print(f"pps: serving {', '.join(s.entity for s in settings)} at {address} "
-              f"(REST /tools, MCP /mcp)", file=sys.stderr, flush=True)
-        try:
-            server.run(sockets=[sock])
-        except PPSError as exc:
-            print(f"pps serve http: error: {exc.message}", file=sys.stderr)
-            return 2
-        return 0 if server.started else 2
+def _bind(host: str, port: int) -> tuple[socket.socket, str]:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise PPSError(f"cannot bind {host}:{port}: {exc}") from None
+    reach = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    return sock, f"http://{'[' + reach + ']' if ':' in reach else reach}:{sock.getsockname()[1]}"
+
+
+async def run_app(served: Served, sock: socket.socket, address: str, *, host: str, log_level: str,
+                  quiet: bool = False, mcp: bool = True) -> None:
+    """Serve the entities' app on ``sock`` until ``served.stopping`` (or uvicorn's own signal handling); each
+    entity's owner lock names ``<address>/entities/<name>`` once the socket accepts. ``quiet``: nothing on
+    stdout (beside stdio MCP), no access log. ``mcp=False``: REST only."""
+    import uvicorn
+
+    from .app import create_app
+
+    app = create_app(list(served), host=host, mcp=mcp)
+    extra = {"log_config": None, "access_log": False} if quiet else {}
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level,
+                                           lifespan="on", timeout_graceful_shutdown=5, **extra))
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    stop = asyncio.ensure_future(served.stopping.wait())
+    try:
+        while not server.started and not task.done():
+            await asyncio.sleep(0.01)
+        if server.started:
+            for entity in served:
+                entity.publish(f"{address}/entities/{entity.name}")
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        server.should_exit = True
+        await task
+    finally:
+        stop.cancel()
+        if not task.done():  # cancelled from outside: uvicorn stops too
+            server.should_exit = True
+            task.cancel()
+    if not server.started:
+        raise PPSError(f"the HTTP server at {address} stopped before it started (see the log above)")

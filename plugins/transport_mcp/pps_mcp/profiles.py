@@ -3,10 +3,11 @@
 ``[mcp] tools`` in pps.toml (env ``PPS_MCP_TOOLS``, or ``pps serve mcp --tools``):
 
 - ``"all"`` (default): every operation of the catalog, with its full description;
-- ``"essential"``: what a model needs in a session whose memory is captured and injected by hooks
-  (search, save a crystal or word-photo, read one, walk the turns and summaries the startup package
-  points to), each with the first sentence of its description; under 8,000 characters of tool list
-  with the default plugins (``bench/mcp_tools.py`` measures it);
+- ``"essential"``: the operations their plugins mark ``essential`` (``pps_core.Operation``): what a model
+  needs in a session whose memory is captured and injected by hooks (search, save a crystal or
+  word-photo, read one, walk the turns and summaries the startup package points to), each with the first
+  sentence of its description; under 8,000 characters of tool list with the default plugins
+  (``bench/mcp_tools.py`` measures it);
 - a list of operation names: exactly those.
 
 A profile decides what is *listed*; an operation outside it can still be called by name (the startup
@@ -23,15 +24,9 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from pps_core.catalog import ToolSpec
 from pps_core.errors import ConfigError
 from pps_core.settings import PluginSettings
-
-from .backend import ToolSpec
-
-ESSENTIAL = (
-    "ambient_recall", "texture_search", "crystallize", "anchor_save", "anchor_get", "get_crystals",
-    "anchor_list", "get_turns_since_summary", "get_recent_summaries", "get_turns_around",
-)
 
 INSTRUCTIONS = {
     "tool": "Memory of an AI entity (PPS). Start a session with ambient_recall(context='startup'); "
@@ -88,8 +83,7 @@ def select(specs: list[ToolSpec], profile: str | list[str]) -> list[ToolSpec]:
         return specs
     known = {s.name for s in specs}
     if profile == "essential":
-        wanted = [n for n in ESSENTIAL if n in known]
-        return [replace(s, description=concise(s.description)) for s in specs if s.name in wanted]
+        return [replace(s, description=concise(s.description)) for s in specs if s.essential]
     unknown = [n for n in profile if n not in known]
     if unknown:
         raise ConfigError(f"[mcp] tools names operations this entity does not have: {', '.join(unknown)} "

@@ -14,8 +14,8 @@ import mcp_types as types
 from mcp.server import Server
 
 from pps_core import PPSError
-
-from .backend import Backend, LocalBackend, ToolSpec
+from pps_core.catalog import ToolSpec
+from pps_core.reach import Caller, Entity, LocalEntity
 
 log = logging.getLogger("pps.mcp")
 
@@ -51,7 +51,7 @@ def error_result(exc: PPSError) -> types.CallToolResult:
                                 structured_content=exc.to_dict(), is_error=True)
 
 
-async def call_tool(backend: Backend, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+async def call_tool(entity: Entity, caller: Caller, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
     """A tool's own failure is a tool result the model can read (``is_error``); a tool that does not exist is a
     JSON-RPC protocol error (-32602 Invalid params), as the MCP specification asks."""
     from mcp.shared.exceptions import MCPError
@@ -60,53 +60,48 @@ async def call_tool(backend: Backend, name: str, arguments: dict[str, Any] | Non
     from pps_core.errors import UnknownOperation
 
     try:
-        return success_result(await backend.call(name, arguments))
+        return success_result(await entity.call(name, arguments, caller=caller))
     except UnknownOperation as exc:
         raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data=exc.to_dict()) from None
     except PPSError as exc:
         return error_result(exc)
-    except Exception as exc:  # a bug, not the caller's fault: logged to stderr, reported without traceback
-        log.exception("tool %s failed", name)
-        return error_result(PPSError(f"{name} failed unexpectedly ({type(exc).__name__}); see the server log"))
 
 
-def create_server(memory=None, *, backend: Backend | None = None, name: str | None = None,
-                  tools: str | list[str] | None = None, startup: str | None = None, settings=None) -> Server:
-    """An MCP server for one entity: ``memory`` (opened by the caller) or any ``backend``.
+def create_server(memory=None, *, entity: Entity | None = None, caller: Caller | None = None,
+                  name: str | None = None, tools: str | list[str] | None = None, startup: str | None = None,
+                  settings=None) -> Server:
+    """An MCP server for one entity: the kernel's ``entity`` (opened here or forwarded, see
+    :mod:`pps_core.reach`) or an opened ``memory``. ``caller`` is who the transport admitted (default: trusted,
+    the process at the other end of the pipe).
 
     ``tools`` is the tool profile and ``startup`` who brings the startup package (see :mod:`.profiles`);
-    by default both come from ``[mcp]`` of the entity's settings (``settings``, else ``memory.settings``).
+    by default both come from ``[mcp]`` of the entity's settings.
     """
     from .profiles import INSTRUCTIONS, mcp_settings, parse_profile, select
 
-    if backend is None:
+    if entity is None:
         if memory is None:
-            raise ValueError("create_server needs a memory or a backend")
-        backend = LocalBackend(memory)
+            raise ValueError("create_server needs an entity or a memory")
+        entity = LocalEntity(memory)
+    caller = caller or Caller.trusted("stdio")
     if name is None:
-        name = f"pps-{memory.settings.entity}" if memory is not None else "pps"
-
-    settings = settings if settings is not None else getattr(memory, "settings", None)
-    if settings is not None:
-        conf = mcp_settings(settings, tools=tools, startup=startup)
-        profile, startup = parse_profile(conf.tools), conf.startup
-    else:
-        profile, startup = parse_profile(tools), startup or "tool"
-    if memory is not None:  # the catalog is known: a profile naming a missing operation fails here, clearly
-        from .backend import ToolSpec
-
-        select([ToolSpec.from_operation(op) for op in memory.catalog], profile)
+        name = f"pps-{entity.name}"
+    settings = settings if settings is not None else entity.settings
+    conf = mcp_settings(settings, tools=tools, startup=startup)
+    profile, startup = parse_profile(conf.tools), conf.startup
+    if entity.memory is not None:  # the catalog is known: a profile naming a missing operation fails here, clearly
+        select([op.spec() for op in entity.memory.catalog], profile)
     listed: dict[int, types.ListToolsResult] = {}
 
     async def on_list_tools(ctx, params) -> types.ListToolsResult:
-        specs = await backend.tools()
-        if id(specs) not in listed:  # the local backend keeps one list per catalog: build the tools once
+        specs = await entity.tools()
+        if id(specs) not in listed:  # a local entity keeps one list per catalog: build the tools once
             listed.clear()
             listed[id(specs)] = types.ListToolsResult(tools=[tool_from_spec(s) for s in select(specs, profile)])
         return listed[id(specs)]
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await call_tool(backend, params.name, params.arguments)
+        return await call_tool(entity, caller, params.name, params.arguments)
 
     from pps_core import __version__
 
@@ -118,5 +113,5 @@ def create_server(memory=None, *, backend: Backend | None = None, name: str | No
     # The SDK's OpenTelemetry middleware is a no-op without an exporter but costs ~0.5 ms a call; PPS
     # never traces on the read path (DESIGN §7), so it is dropped, as the SDK documents.
     server.middleware[:] = [m for m in server.middleware if type(m).__name__ != "OpenTelemetryMiddleware"]
-    server.pps_backend = backend  # type: ignore[attr-defined]
+    server.pps_entity = entity  # type: ignore[attr-defined]
     return server

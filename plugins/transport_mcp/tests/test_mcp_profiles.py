@@ -6,9 +6,10 @@ import json
 
 import pytest
 from mcp import Client
-from pps_mcp.profiles import ESSENTIAL, concise
+from pps_mcp.profiles import concise
 from pps_mcp.server import create_server
 
+from pps_core import NoParams, Operation, hookimpl
 from pps_core.errors import ConfigError
 
 PLUGINS = ["sqlite", "crystals"]
@@ -27,7 +28,7 @@ async def test_the_essential_profile_lists_fewer_tools_with_concise_descriptions
     async with Client(create_server(memory, tools="all")) as client:
         every = (await client.list_tools()).tools
     names = [t.name for t in tools]
-    assert names == [op.name for op in memory.catalog if op.name in ESSENTIAL]
+    assert names == [op.name for op in memory.catalog if op.essential]
     assert "store_message" not in names and "ambient_recall" in names and not stored.is_error
     recall = next(t for t in tools if t.name == "ambient_recall")
     assert recall.description == concise(memory.catalog.get("ambient_recall").description)
@@ -52,3 +53,29 @@ async def test_instructions_do_not_ask_for_startup_when_hooks_inject_it(make_mem
         hooks = client.instructions
     assert "ambient_recall(context='startup')" in default
     assert "startup" in hooks and "ambient_recall(context='startup')" not in hooks and "already" in hooks
+
+
+class _Plugin:
+    """A third party's plugin: one operation marked essential, one not."""
+
+    __pps_name__ = "thirdparty"
+
+    @hookimpl
+    def pps_operations(self, memory):
+        async def ping(_memory, _params):
+            return {"pong": True}
+
+        return [Operation("tp_ping", NoParams, ping, "Ping. More words.", read_only=True, essential=True),
+                Operation("tp_other", NoParams, ping, "Other.", read_only=True)]
+
+
+async def test_essential_is_what_plugins_mark_not_a_list_of_names_in_mcp(make_memory):
+    """The profile reads ``Operation.essential``: a third party's operation joins it by setting the flag, and the
+    turn search (raw_search) is in it."""
+    memory = await make_memory(plugins=PLUGINS, extra_plugins=[_Plugin()], mcp={"tools": "essential"})
+    async with Client(create_server(memory)) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+    assert "tp_ping" in names and "tp_other" not in names
+    assert "raw_search" in names
+    assert {"ambient_recall", "crystallize", "get_crystals", "get_turns_since_summary", "get_recent_summaries",
+            "get_turns_around"} <= set(names)

@@ -18,6 +18,8 @@ from pps_core import (
     SummaryReceipt,
 )
 
+from . import retrieval
+
 if TYPE_CHECKING:  # pragma: no cover
     from .service import TurnDomain
 
@@ -50,9 +52,9 @@ class RawCaptureLayer(Layer):
 
     name = "raw_capture"
     title = "Raw capture"
-    #: A turn found only by meaning must be at least this similar (cosine, MiniLM) to be shown in ambient
-    #: recall; the fused score is relative to the query's best candidate, so it cannot tell a match from noise.
-    min_dense_for_recall = 0.35
+    #: The default floor of the calibrated score (the probability that a turn is relevant, pps_turns.retrieval):
+    #: ambient recall and raw_search return nothing under it. ``[recall] min_score`` sets it per layer.
+    min_recall_score = retrieval.FLOOR
 
     def default_sections(self) -> list[SectionConfig]:
         """reference/002: ALL unsummarized turns, last (the pressure to summarize is intended)."""
@@ -89,24 +91,18 @@ class RawCaptureLayer(Layer):
         """Turn vectors: those missing, e.g. turns stored before an embedder was loaded (every one with ``full``)."""
         return await self.retriever.reindex(progress, full)
 
-    async def search(self, query: str, limit: int, offset: int = 0, channel: str | None = None) -> list[SearchResult]:
-        """Fused search of every turn; ``channel``: only that channel's turns."""
+    async def search(self, query: str, limit: int, offset: int = 0, channel: str | None = None,
+                     min_score: float | None = None) -> list[SearchResult]:
+        """Fused search of every turn, scored by the calibrated probability that a turn is relevant; ``channel``:
+        only that channel's turns; ``min_score``: only turns scoring at least this (None: no floor here; recall
+        applies :attr:`min_recall_score`)."""
         started = time.perf_counter()
-        found = await self.retriever.search(query, limit, offset, channel)  # fused: pps_turns/retrieval.py
+        found = await self.retriever.search(query, limit, offset, channel, min_score=min_score)  # retrieval.py
         self.record_latency(started)
         results = [turn_result(t, score=t["score"]) for t in found]
         for r, t in zip(results, found, strict=True):
-            r.metadata["scores"] = t["signals"]  # per-signal scores: bm25, dense, fused
+            r.metadata["scores"] = t["signals"]  # the signals that made the score: bm25, dense, coverage, ...
         return results
-
-    def relevant(self, result: SearchResult) -> bool:
-        scores = result.metadata.get("scores") or {}
-        if scores.get("bm25"):  # shares words with the question
-            return True
-        dense = scores.get("dense")
-        if dense is None:  # lexical-only search: here through a name or a date in the question
-            return result.score > 0
-        return dense >= self.min_dense_for_recall
 
     async def recent(self, limit: int) -> list[SearchResult]:
         return [turn_result(t) for t in await self.backend.newest(limit)]
@@ -174,6 +170,8 @@ class SummariesLayer(Layer):
 
     name = "message_summaries"
     title = "Summaries"
+    #: The default floor of a summary's calibrated score (``[recall] min_score`` sets it).
+    min_recall_score = retrieval.SUMMARY_FLOOR
 
     def default_sections(self) -> list[SectionConfig]:
         """reference/002: the two newest summaries, newest first, each cut to 500 characters."""
@@ -194,10 +192,12 @@ class SummariesLayer(Layer):
         """Summary vectors: those missing (every one with ``full``)."""
         return await self.domain.summary_search.reindex(progress, full)
 
-    async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        """Hybrid (BM25 + summary vectors) when an embedder is loaded, BM25 otherwise."""
+    async def search(self, query: str, limit: int, offset: int = 0,
+                     min_score: float | None = None) -> list[SearchResult]:
+        """Hybrid (BM25 + summary vectors) when an embedder is loaded, BM25 otherwise; scored by the calibrated
+        probability of relevance; ``min_score``: only summaries scoring at least this."""
         started = time.perf_counter()
-        found = await self.domain.summary_search.search(query, limit, offset)
+        found = await self.domain.summary_search.search(query, limit, offset, min_score=min_score)
         self.record_latency(started)
         results = [summary_result(s, s["score"]) for s in found]
         for r, s in zip(results, found, strict=True):

@@ -69,6 +69,10 @@ class SearchParams(_Params):
     limit: int = Field(10, ge=1, le=100)
     offset: int = Field(0, ge=0, le=100_000)
     channel: str | None = Field(None, max_length=200, description="only turns of this channel (raw_search)")
+    min_score: float | None = Field(None, ge=0.0, le=1.0,
+                                    description="the floor: only results whose calibrated score (the probability "
+                                                "that it is relevant) is at least this; default the layer's "
+                                                "[recall] min_score; 0 lists every candidate")
 
 
 class SummarizeParams(_Params):
@@ -194,6 +198,10 @@ class ForgetSearchParams(_Who):
                        description="words to find: a turn matches when it contains one of them (stop words aside)")
     channel: str | None = Field(None, max_length=200, description="only turns of this channel")
     limit: int = Field(20, ge=1, le=100, description="at most this many matches")
+    min_score: float | None = Field(None, ge=0.0, le=1.0,
+                                    description="only matches whose calibrated score is at least this; default "
+                                                "raw_capture's [recall] min_score; 0 lists every turn holding a "
+                                                "word of the query")
     confirm: str | None = Field(None, max_length=100,
                                 description="the token the first call returned: deletes exactly the turns it listed")
 

@@ -25,6 +25,11 @@ log = logging.getLogger("pps.turns")
 #: Authors named in questions are re-read this often (this process's own captures reset them at once; another
 #: process sharing the store may add authors).
 AUTHORS_TTL_S = 30.0
+#: Document frequencies of query words (the calibrated score's idf) are counted up to this many turns, and kept
+#: this long: a word in more turns than the cap weighs as little as one in exactly the cap.
+DF_CAP = 1000
+DF_TTL_S = 30.0
+DF_CACHE = 20_000
 
 # summary search
 BM25_WEIGHT = 0.6
@@ -77,6 +82,9 @@ class Retriever(_Embedding):
         self._task: asyncio.Task | None = None
         self._authors: dict[str, str] | None = None
         self._authors_at = 0.0
+        self._df: dict[str, int] = {}
+        self._df_n = 0
+        self._df_at = 0.0
 
     @staticmethod
     def model(emb: Any) -> str:
@@ -86,6 +94,17 @@ class Retriever(_Embedding):
     def invalidate(self) -> None:
         """Authors changed (a turn stored or forgotten): read them again at the next search."""
         self._authors = None
+
+    async def weights(self, terms: list[str]) -> retrieval.Weights:
+        """The idf of each query word over this entity's turns (counted up to DF_CAP, cached DF_TTL_S)."""
+        now = time.monotonic()
+        if now - self._df_at > DF_TTL_S or len(self._df) > DF_CACHE:
+            self._df, self._df_at = {}, now
+        todo = [t for t in terms if t not in self._df]
+        if todo or not self._df_n:
+            self._df_n, counts = await self._term_counts(todo)
+            self._df.update(counts)
+        return retrieval.Weights.of(terms, self._df_n, self._df)
 
     async def authors(self) -> dict[str, str]:
         if self._authors is None or time.monotonic() - self._authors_at > AUTHORS_TTL_S:
@@ -172,9 +191,22 @@ class Retriever(_Embedding):
             out["dropped"] = dropped
         return out
 
+    async def _term_counts(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        counter = getattr(self.store, "term_counts", None)
+        if counter is not None:
+            return await counter(terms, DF_CAP)
+        # a store written before term_counts: its own BM25 candidates, counted (slower, same numbers up to the cap)
+        total = (await self.store.counts())["total"]
+        return total, {t: len(await self.store.lexical_turns([t], DF_CAP)) for t in terms}
+
     async def search(self, query: str, limit: int, offset: int = 0, channel: str | None = None,
-                     cfg: retrieval.FusionConfig = retrieval.DEFAULT) -> list[Turn]:
-        """Turns best first, each with ``score`` (fused) and ``signals`` (``bm25``, ``dense``, ``fused``)."""
+                     cfg: retrieval.FusionConfig = retrieval.DEFAULT, min_score: float | None = None,
+                     calibrated: bool = True) -> list[Turn]:
+        """Turns best first, each with ``score`` (the calibrated probability that it is relevant, comparable
+        across queries and entities) and ``signals`` (``bm25``, ``dense``, ``fused``, ``coverage``, ``matched``,
+        ``rare``, ``near``, ``author``, ``time``, ``probability``, ``features``). ``min_score``: only turns scoring
+        at least this (the floor; None: no floor). ``calibrated=False`` ranks by the fused score alone, as before
+        calibration (bench/locomo.py's "before")."""
         emb = self.embedder() if cfg.use_dense else None
         qvec = None
         if emb is not None:
@@ -201,8 +233,15 @@ class Retriever(_Embedding):
         found = {t["id"]: t for t in await self.store.turns_by_ids(ids)}
         meta = {i: (t["author_name"], t["created_at"], t["channel"],
                     (t["channel"], t["session_id"] or t["created_at"][:10])) for i, t in found.items()}
-        ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel)[offset:offset + limit]
-        return [{**found[i], "score": round(s, 6), "signals": sig} for i, s, sig in ranked if i in found]
+        ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel)
+        if calibrated:
+            weights = await self.weights(q.terms)
+            ranked = retrieval.calibrate(ranked, {i: t["content"] for i, t in found.items()}, q.terms, weights,
+                                         dense_on=qvec is not None)
+        if min_score is not None:
+            ranked = [r for r in ranked if r[1] >= min_score]
+        return [{**found[i], "score": round(s, 6), "signals": sig} for i, s, sig in ranked[offset:offset + limit]
+                if i in found]
 
     async def lexical_baseline(self, query: str, limit: int) -> list[Turn]:
         """Plain BM25 over the question's words, nothing else (what the fused search is measured against)."""
@@ -219,9 +258,12 @@ class SummarySearch(_Embedding):
 
     what = "summary vectors"
 
-    def __init__(self, memory: Any, store: TurnStore) -> None:
+    def __init__(self, memory: Any, store: TurnStore,
+                 weights: Callable[[list[str]], Any] | None = None) -> None:
         super().__init__(memory)
         self.store = store
+        #: ``await weights(terms)``: the query words' idf over the entity's turns (the Retriever's)
+        self.weights = weights
         #: (model, every summary up to this id has its vector or was looked at)
         self.floor: tuple[str, int] = ("", 0)
 
@@ -244,7 +286,12 @@ class SummarySearch(_Embedding):
             if progress is not None:
                 progress(done)
 
-    async def search(self, query: str, limit: int, offset: int = 0) -> list[SummaryRow]:
+    async def search(self, query: str, limit: int, offset: int = 0,
+                     min_score: float | None = None) -> list[SummaryRow]:
+        """Summaries best first, each with ``score`` (the calibrated probability of relevance, the plain models
+        of :data:`pps_turns.retrieval.CALIBRATION`) and ``signals``; ``min_score``: the floor (None: none)."""
+        from pps_core.textsearch import content_terms
+
         lexical = await self.store.lexical_summaries(query, CANDIDATES)
         emb = self.embedder()
         dense: dict[int, float] = {}
@@ -259,7 +306,25 @@ class SummarySearch(_Embedding):
             except Exception as exc:
                 self.warn(exc)
                 dense = {}
-        return await fuse_summaries(lexical, dense, limit, offset, self.store.summaries_by_ids)
+        terms = content_terms(query)[:64]
+        weights = (await self.weights(terms) if self.weights is not None
+                   else retrieval.Weights.of(terms, 1, {}))
+        rows = await fuse_summaries(lexical, dense, CANDIDATES, 0, self.store.summaries_by_ids)
+        model = retrieval.CALIBRATION["plain_dense" if emb is not None and dense else "plain"]
+        rarest = weights.rarest
+        for s in rows:
+            matched = retrieval.matched_terms(terms, s["summary_text"])
+            x = {"coverage": weights.coverage(matched), "rare": float(rarest is not None and rarest in matched),
+                 "dense": s["signals"].get("dense") or 0.0}
+            p = model(x)
+            s["score"] = round(p, 6)
+            s["signals"] = {**s["signals"], "coverage": round(x["coverage"], 4), "matched": matched,
+                            "rare": bool(x["rare"]), "probability": round(p, 4),
+                            "features": {k: round(v, 4) for k, v in x.items() if k in model.features}}
+        rows.sort(key=lambda s: (-s["score"], -(s["signals"].get("fused") or 0.0), s["id"]))
+        if min_score is not None:
+            rows = [s for s in rows if s["score"] >= min_score]
+        return rows[offset:offset + limit]
 
     async def reindex(self, progress: Callable[[int, int], None], full: bool) -> dict[str, Any] | None:
         emb = self.embedder()

@@ -24,6 +24,7 @@ from pps_core.models import Summary
 from pps_core.privacy import drop_private
 from pps_core.timeutil import now_utc, parse_timestamp, render_iso_local, to_storage
 
+from . import retrieval
 from .layers import RawCaptureLayer, SummariesLayer
 from .params import (
     ActivityParams,
@@ -52,13 +53,6 @@ TURNS_PER_SUMMARY = 50
 #: How long a forget_search confirmation token stays valid.
 TOKEN_TTL_S = 600.0
 
-def _same_word(term: str, word: str) -> bool:
-    """The query's word, or an inflection of it as the full-text index's stemmer matched it (cottage/cottages)."""
-    if term == word:
-        return True
-    short, long = sorted((term, word), key=len)
-    return len(short) >= 4 and long.startswith(short[:-1]) and len(long) - len(short) <= 3
-
 
 _DOMAINS: weakref.WeakKeyDictionary[Any, TurnDomain] = weakref.WeakKeyDictionary()
 
@@ -83,7 +77,7 @@ class TurnDomain:
         self.memory = memory
         self.store = store
         self.retriever = Retriever(memory, store)
-        self.summary_search = SummarySearch(memory, store)
+        self.summary_search = SummarySearch(memory, store, self.retriever.weights)
         self.raw = RawCaptureLayer(self)
         self.summaries = SummariesLayer(self)
 
@@ -150,10 +144,28 @@ class TurnDomain:
             out["forgotten"] = forgotten  # message ids that were forgotten: never stored again
         return out
 
+    def floor(self, layer: Any, given: float | None) -> float:
+        """The floor of a search: the call's ``min_score``, else ``[recall] min_score`` of the layer, else the
+        layer's default (its ``min_recall_score``)."""
+        if given is not None:
+            return given
+        configured = self.memory.settings.recall.min_score.get(layer.name)
+        return float(configured if configured is not None else layer.min_recall_score or 0.0)
+
+    @staticmethod
+    def _nothing(results: list[Any], floor: float, what: str) -> dict[str, str]:
+        if results:
+            return {}
+        return {"note": f"nothing found: no {what} scored at least the floor ({floor:g}, the calibrated "
+                        f"probability that it is relevant); min_score=0 lists the nearest anyway"}
+
     async def raw_search(self, p: SearchParams) -> dict[str, Any]:
         self._open_store()
-        results = await self.memory.search_layer(self.raw.name, p.query, p.limit, p.offset, channel=p.channel)
-        return {"query": p.query, "count": len(results), "offset": p.offset,
+        floor = self.floor(self.raw, p.min_score)
+        results = await self.memory.search_layer(self.raw.name, p.query, p.limit, p.offset, channel=p.channel,
+                                                 min_score=floor)
+        return {"query": p.query, "count": len(results), "offset": p.offset, "min_score": floor,
+                **self._nothing(results, floor, "turn"),
                 "results": [{"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
                              "channel": r.metadata.get("channel"), "session_id": r.metadata.get("session_id"),
                              "message_id": r.metadata.get("message_id"), "summary_id": r.metadata.get("summary_id"),
@@ -209,8 +221,10 @@ class TurnDomain:
 
     async def search_summaries(self, p: SearchParams) -> dict[str, Any]:
         self._open_store()
-        results = await self.memory.search_layer(self.summaries.name, p.query, p.limit, p.offset)
-        return {"query": p.query, "count": len(results),
+        floor = self.floor(self.summaries, p.min_score)
+        results = await self.memory.search_layer(self.summaries.name, p.query, p.limit, p.offset, min_score=floor)
+        return {"query": p.query, "count": len(results), "min_score": floor,
+                **self._nothing(results, floor, "summary"),
                 "results": [{"id": int(r.source.split()[-1]), "summary_text": r.content, "score": r.score,
                              "time_span_end": r.timestamp, **r.metadata} for r in results]}
 
@@ -341,7 +355,9 @@ class TurnDomain:
 
     async def forget_search(self, p: ForgetSearchParams) -> dict[str, Any]:
         """Two steps. The first lists only turns that contain a word of the query (BM25, with the words each
-        matched: a turn found only "by meaning" is never offered for deletion) and returns a token; the token is
+        matched: a turn found only "by meaning" is never offered for deletion), scored by the calibrated lexical
+        model (the share of the query's word weight they hold) and under raw_capture's floor left out
+        (``min_score``), and returns a token; the token is
         kept in the store (digests, 10 minutes, one use), so any process (``pps call``) can confirm it."""
         store = self._open_store()
         query_digest = hashlib.sha256(f"{p.channel or ''}\x00{p.query}".encode("utf-8", "surrogatepass")).hexdigest()
@@ -352,21 +368,32 @@ class TurnDomain:
                 raise NotFound("confirm: no such token for this query (tokens last 10 minutes and work once); "
                                "call forget_search without confirm again", param="confirm")
             return await self.forget(ids, p.requested_by, "search")
-        from pps_core.textsearch import content_terms, tokens
+        from pps_core.textsearch import content_terms
 
+        floor = self.floor(self.raw, p.min_score)
         terms = content_terms(p.query)[:64]
-        scores = await store.lexical_turns(terms, p.limit, p.channel) if terms else {}
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:p.limit]
-        found = {t["id"]: t for t in await store.turns_by_ids([i for i, _s in ranked])}
-        wanted = set(terms)
-        matches = []
-        for i, score in ranked:
+        scores = await store.lexical_turns(terms, 200, p.channel) if terms else {}
+        found = {t["id"]: t for t in await store.turns_by_ids(sorted(scores))}
+        weights = await self.retriever.weights(terms)
+        rarest = weights.rarest
+        model = retrieval.CALIBRATION["plain"]
+        scored = []
+        for i, bm25 in scores.items():
             t = found.get(i)
-            words = set(tokens(t["content"])) if t else set()
-            matched = sorted(w for w in wanted if any(_same_word(w, x) for x in words))
-            if t is None or not matched:
+            matched = sorted(retrieval.matched_terms(terms, t["content"])) if t else []
+            if t is None or not matched:  # only turns that hold a word of the query: never one "by meaning"
                 continue
-            matches.append({"id": i, "score": round(score, 4), "matched": matched, "created_at": t["created_at"],
+            x = {"coverage": weights.coverage(matched), "rare": float(rarest in matched)}
+            score = model(x)
+            if score >= floor:
+                scored.append((score, bm25, i, t, matched, x))
+        scored.sort(key=lambda r: (-r[0], -r[1], r[2]))
+        matches = []
+        for score, bm25, i, t, matched, x in scored[:p.limit]:
+            matches.append({"id": i, "score": round(score, 4), "matched": matched,
+                            "scores": {"bm25": round(bm25, 4), "coverage": round(x["coverage"], 4),
+                                       "rare": bool(x["rare"]), "probability": round(score, 4)},
+                            "created_at": t["created_at"],
                             "local_time": render_iso_local(t["created_at"], self.memory.tz),
                             "channel": t["channel"], "author_name": t["author_name"], "content": t["content"]})
         token = secrets.token_urlsafe(18) if matches else None
@@ -374,11 +401,12 @@ class TurnDomain:
             now = _time.time()
             await store.save_forget_token(hashlib.sha256(token.encode()).hexdigest(), query_digest,
                                           [m["id"] for m in matches], now + TOKEN_TTL_S, now)
-        return {"query": p.query, "count": len(matches), "confirm": token,
+        return {"query": p.query, "count": len(matches), "min_score": floor, "confirm": token,
                 "expires_in_s": int(TOKEN_TTL_S) if token else None,
                 "instructions": "Nothing is deleted yet. Check these turns, then call forget_search again with the "
                                 "same query and confirm=<token> to delete exactly them." if token else
-                                "No turn contains a word of this query.",
+                                f"Nothing found: no turn holds a word of this query with a score of at least "
+                                f"{floor:g} (min_score=0 lists every turn holding one of its words).",
                 "matches": matches}
 
     async def forget_log(self, p: ForgetLogParams) -> dict[str, Any]:
@@ -418,7 +446,7 @@ def operations(domain_of: Callable[[Any], TurnDomain]) -> list[Operation]:
         Operation("store_messages", StoreMessagesParams, h("store_messages"), group="capture",
                   description="Store a batch of turns ({\"messages\": [...]}) in one transaction: all or nothing. "
                               "Turns with a message_id already stored are not stored again."),
-        Operation("raw_search", SearchParams, h("raw_search"), group="raw", **ro,
+        Operation("raw_search", SearchParams, h("raw_search"), group="raw", essential=True, **ro,
                   description="Search every stored turn (full text, ranked). Plain language; no query syntax."),
         Operation("poll_channels", PollParams, h("poll_channels"), group="channels",
                   description="Unread turns from other channels since this consumer's cursor, oldest first; "
@@ -430,14 +458,14 @@ def operations(domain_of: Callable[[Any], TurnDomain]) -> list[Operation]:
                   description="Store a summary and mark exactly the turns it covers (message_ids, or a start_id/"
                               "end_id range that must hold only unsummarized turns). Refuses empty, reversed or "
                               "already summarized input; nothing is half-written."),
-        Operation("get_recent_summaries", LimitParams, h("get_recent_summaries"), group="summaries", **ro,
+        Operation("get_recent_summaries", LimitParams, h("get_recent_summaries"), group="summaries", essential=True, **ro,
                   description="The newest summaries, newest first, full text."),
         Operation("search_summaries", SearchParams, h("search_summaries"), group="summaries", **ro,
                   description="Search summaries (full text; hybrid with vectors when an embedder is loaded)."),
         Operation("summary_stats", NoParams, h("summary_stats"), group="summaries", **ro,
                   description="Counts: total_messages, unsummarized_count, summaries, by channel."),
         Operation("get_turns_since_summary", TurnsSinceSummaryParams, h("get_turns_since_summary"),
-                  group="navigation", **ro,
+                  group="navigation", essential=True, **ro,
                   description="Unsummarized turns, paged from the newest (offset counts back) or the oldest; "
                               "each page is chronological."),
         Operation("get_conversation_context", ConversationContextParams, h("get_conversation_context"),
@@ -447,7 +475,7 @@ def operations(domain_of: Callable[[Any], TurnDomain]) -> list[Operation]:
         Operation("get_turns_since", TurnsSinceParams, h("get_turns_since"), group="navigation", **ro,
                   description="Every turn at or after a moment (ISO 8601; no zone = the entity's zone), and the "
                               "summaries that overlap it. Default limit 1000."),
-        Operation("get_turns_around", TurnsAroundParams, h("get_turns_around"), group="navigation", **ro,
+        Operation("get_turns_around", TurnsAroundParams, h("get_turns_around"), group="navigation", essential=True, **ro,
                   description="A window of turns around a moment: count turns, before_ratio of them before it."),
         Operation("list_turns", ListTurnsParams, h("list_turns"), group="navigation", **ro,
                   description="Turns in time order between two moments, optionally of one channel (or channel "

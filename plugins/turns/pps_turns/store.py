@@ -223,6 +223,12 @@ class TurnStore(Protocol):
         the store may rank before it bounds its pass over a long history (0: exhaustive)."""
         ...
 
+    async def term_counts(self, terms: list[str], cap: int) -> tuple[int, dict[str, int]]:
+        """(how many turns are stored, how many of them hold each of ``terms`` as the full-text index matches it,
+        counted up to ``cap``): the idf of the calibrated score. A count may be cached while the store grows by
+        less than a tenth. (A store without it still works: the domain counts its ``lexical_turns``.)"""
+        ...
+
     async def lexical_summaries(self, query: str, n: int) -> list[SummaryRow]:
         """The ``n`` best summaries for the words of ``query`` (any of them) by BM25, best first, each with
         ``score`` (higher is better)."""

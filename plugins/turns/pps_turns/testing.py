@@ -135,22 +135,35 @@ class TurnStoreContract:
         assert (await store.poll("reader", "mine", 10))["turns"] == []  # the preview marked all read
 
     async def test_forgetting_deletes_flags_and_logs_without_content(self, store: TurnStore) -> None:
-        _acks, new = await store.store([turn("keep the garden", at=at(1)),
-                                        turn("zebrapassword secret garden", at=at(2))])
+        _acks, new = await store.store([turn("keep the garden", at=at(1), message_id="m-keep"),
+                                        turn("zebrapassword secret garden", at=at(2), message_id="m-gone")])
         ids = [t["id"] for t in new]
         s = await store.store_summary("both", start_id=None, end_id=None, message_ids=ids, channels=None,
                                       summary_type="work")
         await store.write_turn_vectors("m", new, [unit(1, 0), unit(0, 1)])
         out = await store.forget([ids[1], 999_999], "tester", "ids")
-        assert out == {"forgotten": [ids[1]], "not_found": [999_999], "summaries_flagged": [s["id"]]}
+        assert out == {"forgotten": [ids[1]], "not_found": [999_999], "summaries_removed": [s["id"]],
+                       "returned_to_backlog": 1}
         assert [t["id"] for t in await store.turns_by_ids(ids)] == [ids[0]]
         assert await store.lexical_turns(["zebrapassword"], 10) == {}
         sims_ids, _ = await store.turn_similarities("m", _vec(0, 1), 10, 0.0)
         assert ids[1] not in [int(i) for i in sims_ids]
-        assert await store.needs_rewrite() == [{"id": s["id"], "reason": "forgotten"}]
+        assert await store.recent_summaries(10) == []  # the summary that quoted it went
+        assert [t["id"] for t in (await store.unsummarized_page(10))[1]] == [ids[0]]  # its other turn: backlog
+        acks, again = await store.store([turn("zebrapassword secret garden", at=at(2), message_id="m-gone")])
+        assert again == [] and acks[0]["forgotten"] is True and acks[0]["id"] is None  # tombstoned
         total, log = await store.forget_log(10)
         assert total == 1 and log[0]["turn_ids"] == [ids[1]] and log[0]["who"] == "tester"
-        assert "zebrapassword" not in repr(log)
+        assert log[0]["how"] == "ids" and log[0]["summaries_removed"] == [s["id"]]
+        assert "zebrapassword" not in repr(log) and "m-gone" not in repr(log)
+
+    async def test_forget_tokens_are_single_use_and_bound_to_their_query(self, store: TurnStore) -> None:
+        await store.save_forget_token("tok", "q1", [3, 4], expires_at=200.0, now=100.0)
+        assert await store.take_forget_token("tok", "q2", now=101.0) is None  # another query
+        assert await store.take_forget_token("tok", "q1", now=101.0) == [3, 4]
+        assert await store.take_forget_token("tok", "q1", now=102.0) is None  # used up
+        await store.save_forget_token("old", "q1", [5], expires_at=150.0, now=100.0)
+        assert await store.take_forget_token("old", "q1", now=151.0) is None  # expired
 
     async def test_lexical_candidates_rank_by_their_words(self, store: TurnStore) -> None:
         _acks, new = await store.store([turn("the violin lesson", at=at(1), channel="a"),

@@ -15,7 +15,7 @@ async def seed(m):
 async def test_paraphrase_found_by_meaning(make_memory):
     m = await make_memory(plugins=PLUGINS)
     await seed(m)
-    found = await m.call("search_summaries", {"query": "plumbing problem in the sink"})
+    found = await m.call("search_summaries", {"query": "plumbing problem in the sink", "min_score": 0})
     assert found["results"] and "faucet" in found["results"][0]["summary_text"]
     assert found["results"][0]["scores"]["dense"] > 0.25
 

@@ -1,0 +1,74 @@
+"""Word-photos on PostgreSQL (``[chroma] store = "postgres"``): the layer contract and every operation on a real
+server (pgserver) with the real local model, searched by pgvector in SQL, shared by memories with homes of their
+own (as servers on two machines), nothing in a home."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
+
+from pps_core.errors import NotFound
+from pps_core.testing import LayerContract
+
+PLUGINS = ["chroma", "embeddings"]
+
+
+def _sources(out):
+    return [r["source"] for r in out["results"]]
+
+
+class TestPgAnchorContract(LayerContract):
+    plugins = PLUGINS
+    layer_name = "core_anchors"
+
+    @pytest.fixture
+    async def memory(self, make_memory, postgres_section):  # noqa: F811
+        return await make_memory(plugins=list(self.plugins), chroma={"store": "postgres"},
+                                 postgres=postgres_section("testentity"))
+
+    async def add_items(self, memory, texts):
+        for i, text in enumerate(texts):
+            await memory.call("anchor_save", {"title": f"item {i}", "content": text})
+
+
+async def test_two_homes_share_every_operation(make_memory, postgres_section, tmp_path):  # noqa: F811
+    section = postgres_section("lyra")
+    a, b = [await make_memory("lyra", home=tmp_path / m / "lyra", plugins=PLUGINS, chroma={"store": "postgres"},
+                              postgres=section) for m in ("a", "b")]
+    snow = (await a.call("anchor_save", {"title": "First snow", "content": "We watched the first snow fall over "
+                                         "the harbour.", "tags": ["winter"], "location": "balcony"}))["saved"]
+    again = (await b.call("anchor_save", {"title": "First snow", "content": "A second first snow."}))["saved"]
+    await b.call("anchor_save", {"title": "Taxes", "content": "Quarterly tax forms, dull but done."})
+    assert (snow, again) == ("first-snow.md", "first-snow-2.md")  # one name space for both servers
+
+    out = await b.call("anchor_search", {"query": "winter weather by the sea", "limit": 2})
+    assert _sources(out)[0] == snow and out["results"][0]["score"] > out["results"][1]["score"]
+    assert out["results"][0]["metadata"] == {"kind": "document", "title": "First snow", "tags": ["winter"],
+                                             "location": "balcony"}
+    page2 = await b.call("anchor_search", {"query": "winter weather by the sea", "limit": 2, "offset": 1})
+    assert _sources(page2)[0] == _sources(out)[1]
+    assert {p["filename"] for p in (await a.call("anchor_list", {}))["word_photos"]} == {snow, again, "taxes.md"}
+
+    got = await a.call("anchor_get", {"filename": snow})
+    assert got["title"] == "First snow" and got["location"] == "balcony"
+    await b.call("anchor_edit", {"filename": snow, "content": "The harbour froze over in the night."})
+    assert (await a.call("anchor_get", {"filename": snow}))["content"] == "The harbour froze over in the night."
+    assert _sources(await a.call("anchor_search", {"query": "frozen harbour at night", "limit": 1})) == [snow]
+    startup = await b.call("ambient_recall", {"context": "startup"})
+    assert "Quarterly tax forms" in startup["text"]
+
+    gone = await a.call("anchor_delete", {"filename": "taxes"})
+    assert gone["kept_at"].startswith("taxes.md (word_photos_deleted id ")
+    assert "taxes.md" not in _sources(await b.call("anchor_search", {"query": "tax forms", "limit": 5}))
+    await b.call("anchor_delete", {"filename": "taxes", "forget": True})  # the kept copy, for good
+    with pytest.raises(NotFound):
+        await a.call("anchor_delete", {"filename": "taxes", "forget": True})
+    with psycopg.connect(section["dsn"]) as conn:
+        rows = conn.execute(f'SELECT count(*) FROM "{section["schema"]}".word_photos_deleted').fetchone()
+    assert rows == (0,)
+    health = (await a.call("pps_health"))["layers"]["core_anchors"]
+    assert health["available"] and health["counts"]["word_photos"] == 2
+    for m in (a, b):
+        assert not (m.home / "word_photos").exists() and not (m.home / "chroma").exists()
+

@@ -1,0 +1,79 @@
+"""Crystals on PostgreSQL (``[crystals] store = "postgres"``): the file layer's operations and contract on a real
+server (pgserver), numbering shared by every process, and nothing in the home."""
+
+from __future__ import annotations
+
+import pytest
+from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
+
+from pps_core.errors import NotFound
+from pps_core.testing import LayerContract
+
+
+@pytest.fixture
+def crystals_pg(postgres_section):  # noqa: F811
+    def section(entity: str = "testentity", **extra):
+        s = postgres_section(entity)
+        return {"store": "postgres", "dsn": s["dsn"], "schema": s["schema"], **extra}
+
+    return section
+
+
+class TestPgCrystalContract(LayerContract):
+    plugins = ["crystals"]
+    layer_name = "crystallization"
+
+    @pytest.fixture
+    async def memory(self, make_memory, crystals_pg):
+        return await make_memory(plugins=list(self.plugins), crystals=crystals_pg())
+
+    async def add_items(self, memory, texts):
+        for t in texts:
+            await memory.call("crystallize", {"content": t})
+
+
+async def test_the_same_operations_on_postgres(make_memory, crystals_pg):
+    m = await make_memory(plugins=["crystals"], crystals=crystals_pg())
+    for i in range(1, 7):
+        out = await m.call("crystallize", {"content": f"Crystal {i}: secret{i} of the lamp."})
+        assert out["created"] == f"crystal_{i:03d}.md"
+    listing = await m.call("crystal_list")
+    assert listing["current"] == [f"crystal_{i:03d}.md" for i in (3, 4, 5, 6)]
+    assert listing["archived"] == ["crystal_001.md", "crystal_002.md"]
+    got = await m.call("get_crystals", {"count": 5})
+    assert [c["name"] for c in got["crystals"]] == [f"crystal_{i:03d}.md" for i in (2, 3, 4, 5, 6)]
+    assert got["crystals"][0]["content"] == "Crystal 2: secret2 of the lamp."
+    found = await m.call("ambient_recall", {"context": "secret4 lamp"})
+    assert "secret4" in found["text"]
+    assert (await m.call("crystal_delete"))["deleted"] == "crystal_006.md"  # the window refills from the archive
+    assert (await m.call("crystal_list"))["current"] == [f"crystal_{i:03d}.md" for i in (2, 3, 4, 5)]
+    out = await m.call("crystal_forget", {"name": "crystal_004.md"})
+    assert out["current"] == ["crystal_001.md", "crystal_002.md", "crystal_003.md", "crystal_005.md"]
+    await m.call("crystal_forget", {"name": "crystal_006.md"})  # deleted, then forgotten too
+    with pytest.raises(NotFound):
+        await m.call("crystal_forget", {"name": "crystal_004.md"})
+    assert "secret4" not in (await m.call("ambient_recall", {"context": "secret4 lamp"}))["text"]
+    assert (await m.call("crystallize", {"content": "Crystal 7."}))["created"] == "crystal_007.md"  # never reused
+    startup = await m.call("ambient_recall", {"context": "startup"})
+    assert "Crystal 7." in startup["text"]
+    health = (await m.call("pps_health"))["layers"]["crystallization"]
+    assert health["available"] and health["counts"] == {"crystals": 4, "archived": 1}
+    assert not (m.home / "crystals").exists()  # nothing in the home, and no owner lock
+    assert not (m.home / "owner.lock").exists()
+
+
+async def test_a_wrong_dsn_is_a_clear_unavailable_layer(make_memory):
+    m = await make_memory(plugins=["crystals"], crystals={"store": "postgres", "dsn": "postgresql://nobody@127.0.0.1:1/x"})
+    health = (await m.call("pps_health"))["layers"]["crystallization"]
+    assert not health["available"] and "127.0.0.1" in health["detail"]
+
+
+async def test_the_dsn_and_schema_default_to_the_postgres_section(make_memory, postgres_section):  # noqa: F811
+    section = postgres_section("testentity")
+    m = await make_memory(plugins=["crystals"], crystals={"store": "postgres"}, postgres=section)
+    await m.call("crystallize", {"content": "shared through [postgres]"})
+    import psycopg
+
+    with psycopg.connect(section["dsn"]) as conn:
+        assert conn.execute(f'SELECT content FROM "{section["schema"]}".crystals').fetchall() == [
+            ("shared through [postgres]",)]

@@ -1,0 +1,274 @@
+"""``pps graph migrate --to falkordb|neo4j|kuzu``: move an entity's graph from its configured driver to another.
+
+Everything graphiti keeps for the entity's partition is copied with its stored embeddings (no embedder, no LLM):
+entities, facts (with their validity times), episodes, the episodes' mentions, communities and sagas, in pages,
+with graphiti's own model objects (each driver writes them its way). Then both graphs are counted kind by kind
+and the facts' and episodes' times compared; any difference fails the command. The source is left as it was, and
+a target that already holds this entity's partition is refused (nothing is merged or overwritten). Afterwards
+``[graphiti]`` in pps.toml is switched by hand (the command prints the lines).
+
+The entity's servers must be stopped: the owner lock is taken when either side is the embedded Kuzu file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PAGE = 500
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    module: str
+    cls: str
+    embedding: str | None = None  # load_<...> method name when get_by_group_ids cannot return embeddings
+
+
+KINDS = (
+    Kind("entities", "nodes", "EntityNode"),
+    Kind("episodes", "nodes", "EpisodicNode"),
+    Kind("communities", "nodes", "CommunityNode", "load_name_embedding"),
+    Kind("sagas", "nodes", "SagaNode"),
+    Kind("facts", "edges", "EntityEdge"),
+    Kind("mentions", "edges", "EpisodicEdge"),
+    Kind("community members", "edges", "CommunityEdge"),
+    Kind("saga episodes", "edges", "HasEpisodeEdge"),
+    Kind("episode order", "edges", "NextEpisodeEdge"),
+)
+
+
+class _NoEmbedder:
+    """Migration copies stored vectors; anything asking for a new one is a bug, said loudly."""
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        raise RuntimeError("pps graph migrate copies stored embeddings and must not compute new ones")
+
+
+def _model(kind: Kind):
+    import importlib
+
+    return getattr(importlib.import_module(f"graphiti_core.{kind.module}"), kind.cls)
+
+
+def _missing_table(exc: Exception) -> bool:
+    """A kind this driver's schema does not have (Kuzu without saga tables): nothing of it to copy."""
+    text = str(exc)
+    return "does not exist" in text or "not exist" in text or "Binder exception" in text
+
+
+async def _page(cls, graph, **kw: Any) -> list[Any]:
+    from graphiti_core.errors import GroupsEdgesNotFoundError, GroupsNodesNotFoundError
+
+    try:
+        return list(await cls.get_by_group_ids(graph.driver, [graph.group_id], **kw))
+    except (GroupsEdgesNotFoundError, GroupsNodesNotFoundError):  # graphiti's answer for "none"
+        return []
+
+
+async def read_all(graph, kind: Kind) -> list[Any]:
+    """Every object of one kind in the graph's partition, with embeddings, in pages of PAGE."""
+    cls = _model(kind)
+    out: list[Any] = []
+    cursor: str | None = None
+    while True:
+        kw: dict[str, Any] = {"limit": PAGE, "uuid_cursor": cursor}
+        if kind.cls in ("EntityNode", "EntityEdge"):
+            kw["with_embeddings"] = True
+        try:
+            page = await _page(cls, graph, **kw)
+        except Exception as exc:
+            if _missing_table(exc):
+                return out
+            raise
+        if not page:
+            return out
+        if kind.embedding:
+            for obj in page:
+                await getattr(obj, kind.embedding)(graph.driver)
+        out.extend(page)
+        if len(page) < PAGE:
+            return out
+        cursor = page[-1].uuid
+
+
+def _stamp(value) -> str | None:
+    from .graph import as_utc
+
+    v = as_utc(value)
+    return v.isoformat() if v is not None else None
+
+
+def fingerprint(kind: Kind, objs: list[Any]) -> set[tuple]:
+    """What must survive the move, per object: its uuid, its text, its ends and times (facts: valid, invalid,
+    expired; episodes: valid)."""
+    if kind.cls == "EntityEdge":
+        return {(o.uuid, o.source_node_uuid, o.target_node_uuid, o.name, o.fact, tuple(sorted(o.episodes or [])),
+                 _stamp(o.valid_at), _stamp(o.invalid_at), _stamp(o.expired_at)) for o in objs}
+    if kind.cls == "EpisodicNode":
+        return {(o.uuid, o.name, o.content, _stamp(o.valid_at)) for o in objs}
+    if kind.cls == "EntityNode":
+        return {(o.uuid, o.name, o.summary, tuple(sorted(o.labels or []))) for o in objs}
+    if kind.module == "edges":
+        return {(o.uuid, o.source_node_uuid, o.target_node_uuid) for o in objs}
+    return {(o.uuid, o.name) for o in objs}
+
+
+async def copy_graph(source, target, bar=None) -> dict[str, Any]:
+    """Copy every kind from ``source`` to ``target`` (both :class:`pps_graphiti.graph.Graph`), then verify."""
+    found = {k.name: await read_all(source, k) for k in KINDS}
+    if bar is not None:
+        bar.total = sum(len(v) for v in found.values())
+        bar.refresh()
+    for kind in KINDS:  # nodes first: edges need both ends
+        for obj in found[kind.name]:
+            await obj.save(target.driver)
+            if bar is not None:
+                bar.update(1)
+    report: dict[str, Any] = {"copied": {}, "problems": []}
+    for kind in KINDS:
+        moved = await read_all(target, kind)
+        want, got = fingerprint(kind, found[kind.name]), fingerprint(kind, moved)
+        report["copied"][kind.name] = len(moved)
+        if len(moved) != len(found[kind.name]) or want != got:
+            report["problems"].append(f"{kind.name}: {len(found[kind.name])} in the source, {len(moved)} in the "
+                                      f"target, {len(want - got)} missing or changed")
+    return report
+
+
+async def _is_empty(graph) -> bool:
+    for kind in KINDS[:2] + KINDS[4:5]:  # entities, episodes, facts
+        if await _page(_model(kind), graph, limit=1):
+            return False
+    return True
+
+
+async def migrate(home: Path, entity: str, source_settings, target_settings, llm_settings, bar=None) -> dict:
+    from pps_core.errors import ConfigError
+
+    from .graph import Graph
+
+    group_id = source_settings.resolved_group_id(entity)
+    src = await asyncio.to_thread(Graph, source_settings, home, group_id, _NoEmbedder(), llm_settings)
+    try:
+        dst = await asyncio.to_thread(Graph, target_settings, home, group_id, _NoEmbedder(), llm_settings)
+        try:
+            await dst.ensure_indexes()
+            if not await _is_empty(dst):
+                raise ConfigError(f"the {target_settings.driver} graph already holds entity {entity!r} (partition "
+                                  f"{group_id!r}): nothing was copied. Empty that partition first, or choose "
+                                  "another target (--path, --host/--port, --uri)")
+            report = await copy_graph(src, dst, bar)
+            if dst.provider.value == "kuzu":
+                await dst.query("CHECKPOINT;")
+        finally:
+            await dst.close()
+    finally:
+        await src.close()
+    return {"entity": entity, "group_id": group_id, "from": source_settings.driver,
+            "to": target_settings.driver, **report}
+
+
+def target_settings(source, args: argparse.Namespace):
+    """The entity's [graphiti] settings with the driver and connection options of the command line."""
+    update: dict[str, Any] = {"driver": args.to}
+    for name in ("path", "host", "port", "uri", "user"):
+        value = getattr(args, name, None)
+        if value is not None:
+            update[name] = value
+    if args.password_env:
+        import os
+
+        from pydantic import SecretStr
+
+        secret = os.environ.get(args.password_env)
+        if secret is None:
+            raise SystemExit(f"pps graph migrate: --password-env: ${args.password_env} is not set")
+        update["password" if args.to == "neo4j" else "falkordb_password"] = SecretStr(secret)
+    return type(source).model_validate({**source.model_dump(), **update})
+
+
+def toml_lines(t) -> list[str]:
+    lines = ["[graphiti]", f'driver = "{t.driver}"']
+    if t.driver == "kuzu":
+        lines.append(f'path = "{t.path}"')
+    elif t.driver == "falkordb":
+        lines += [f'host = "{t.host}"', f"port = {t.port}"]
+    else:
+        lines += [f'uri = "{t.uri}"', f'user = "{t.user}"']
+    return lines
+
+
+def cmd_graph_migrate(args: argparse.Namespace) -> int:
+    import json
+
+    from pps_core.errors import PPSError
+    from pps_core.progress import progress
+    from pps_core.settings import load_settings
+
+    from .settings import GraphitiSettings
+
+    settings = load_settings(args.entity, args.home, must_exist=True)
+    source = settings.plugin_settings(GraphitiSettings, "graphiti")
+    target = target_settings(source, args)
+    if source.driver == target.driver == "kuzu" and source.path == target.path:
+        print("pps graph migrate: the target is the source (give another --path)", file=sys.stderr)
+        return 2
+    if source.driver == target.driver and target.driver != "kuzu" and (source.host, source.port, source.uri) == (
+            target.host, target.port, target.uri):
+        print("pps graph migrate: the target is the source (give another --host/--port or --uri)", file=sys.stderr)
+        return 2
+    home = Path(settings.home)
+    lock = None
+    if "kuzu" in (source.driver, target.driver):
+        from pps_core.owner import OwnerLock
+
+        lock = OwnerLock(home)
+        try:
+            lock.acquire()
+        except PPSError as exc:
+            print(f"pps graph migrate: {exc}", file=sys.stderr)
+            return 1
+    try:
+        with progress(None, f"copying the graph to {target.driver}", unit="item") as bar:
+            report = asyncio.run(migrate(home, settings.entity, source, target, settings.llm, bar))
+    except PPSError as exc:
+        print(f"pps graph migrate: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if lock is not None:
+            lock.release()
+    print(json.dumps(report, indent=2))
+    if report["problems"]:
+        print("pps graph migrate: the copy does not match the source (see problems); the entity still uses "
+              f"its {source.driver} graph", file=sys.stderr)
+        return 1
+    print("\nEvery kind counted and matched. To use the new graph, set in " f"{home / 'pps.toml'}:\n\n"
+          + "\n".join(toml_lines(target)) + "\n\nThe old graph is left as it was (delete it once you are sure).")
+    return 0
+
+
+def register(cli) -> None:
+    p = cli.add("graph", _dispatch, help="the knowledge graph: pps graph migrate --to falkordb|neo4j|kuzu")
+    sub = p.add_subparsers(dest="graph_command", metavar="SUBCOMMAND", required=True)
+    m = sub.add_parser("migrate", help="copy the entity's graph to another driver, checked kind by kind")
+    cli.entity_args(m)
+    m.add_argument("--to", required=True, choices=["falkordb", "neo4j", "kuzu"], help="the target driver")
+    m.add_argument("--path", help="kuzu: the target file, relative to the entity's home")
+    m.add_argument("--host", help="falkordb: host (default: [graphiti] host)")
+    m.add_argument("--port", type=int, help="falkordb: port (default: [graphiti] port)")
+    m.add_argument("--uri", help="neo4j: bolt URI (default: [graphiti] uri)")
+    m.add_argument("--user", help="neo4j: user (default: [graphiti] user)")
+    m.add_argument("--password-env", metavar="VAR",
+                   help="the target's password from this environment variable (never on the command line)")
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.graph_command == "migrate":
+        return cmd_graph_migrate(args)
+    return 2

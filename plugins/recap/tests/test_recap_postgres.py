@@ -1,0 +1,42 @@
+"""The recap in PostgreSQL (``[recap] store = "postgres"``): made through one server, shown at startup by another
+with a home of its own, nothing in either home; it is a declared copy of turns and forgetting deletes the row."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import psycopg
+from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
+
+FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_session.jsonl"
+
+
+async def test_one_recap_for_every_server_and_forget_deletes_it(make_memory, postgres_section, tmp_path):  # noqa: F811
+    section = postgres_section("lyra")
+    recap = {"store": "postgres", "startup_regenerate": False}
+    a = await make_memory("lyra", home=tmp_path / "a" / "lyra", plugins=["postgres", "recap"], postgres=section,
+                          recap=recap)
+    b = await make_memory("lyra", home=tmp_path / "b" / "lyra", plugins=["postgres", "recap"], postgres=section,
+                          recap=recap)
+    log = a.home / "session.jsonl"
+    shutil.copy(FIXTURE, log)
+    out = await a.call("session_recap", {"log": str(log), "summarizer": "extractive"})
+    assert out["written"] == f"postgres {section['schema']}.recaps" and out["text"]
+    startup = await b.call("ambient_recall", {"context": "startup"})
+    assert out["text"].splitlines()[1] in startup["text"]  # the other server shows it
+    again = await a.call("session_recap", {"log": str(log), "summarizer": "extractive", "if_stale": True})
+    assert again["skipped"] and again["written"] is None
+    for home in (a.home, b.home):
+        assert not (home / "_recap.md").exists() and not (home / "_recap.json").exists()
+    health = (await b.call("pps_health"))["layers"]["session_recap"]
+    assert health["counts"] == {"recap": 1} and section["schema"] in health["detail"]
+
+    copies = (await b.call("turn_copies"))["copies"]
+    assert [c["where"] for c in copies if c["name"] == "session recap"] == [f"postgres {section['schema']}.recaps"]
+    await b.call("store_message", {"content": "a turn to forget", "author_name": "Jeff", "channel": "terminal:x"})
+    turn = (await b.call("get_turns_since_summary", {}))["turns"][0]
+    await b.call("forget_turns", {"ids": [turn["id"]]})
+    with psycopg.connect(section["dsn"]) as conn:
+        assert conn.execute(f'SELECT count(*) FROM "{section["schema"]}".recaps').fetchone() == (0,)
+    assert out["text"].splitlines()[1] not in (await a.call("ambient_recall", {"context": "startup"}))["text"]

@@ -1,0 +1,301 @@
+"""The privacy audit (issue 22): "forgotten" and "<private>" hold in every copy PPS keeps.
+
+Canaries (unique words) go in through every capture path of an entity with every default plugin, served by a
+real `pps serve http`: REST, MCP over HTTP, `pps call`, the Claude Code hooks, both importers, `texture_add`,
+a summary, a word-photo, a crystal and a recap. The forgettable ones are then forgotten through every forget
+path (forget_turns, forget_range, forget_search confirmed from another process, anchor_delete(forget),
+crystal_forget, texture_delete) and the importers are run again (tombstones: nothing comes back). The
+`<private>` ones are never forgotten: they must never have been stored.
+
+Then every byte is searched: every file under the PPS root (homes, stores, indexes, logs, the hooks' folder),
+and every file of a fresh `pps backup`, extracted. Zero hits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import tarfile
+from pathlib import Path
+
+import httpx
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from pps_core.testing.scripted_llm import ScriptedLLM
+from pps_core.testing.server import init_entity, pps, pps_env, start_server
+
+pytest.importorskip("pps_graphiti")
+pytest.importorskip("pps_chroma")
+pytest.importorskip("pps_claude_code")
+
+PLUGINS = "sqlite,crystals,chroma,embeddings,graphiti,recap,upkeep,mcp,http"
+SESSION = "7a1c2b3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+RUN = secrets.token_hex(3)
+
+
+def canary(kind: str, name: str) -> str:
+    """One word nothing else contains: ``zqf<name><run>`` (forgotten) or ``zqp...`` (private)."""
+    return f"zq{kind}{name}{RUN}"
+
+
+class GraphLLM(ScriptedLLM):
+    """Answers graphiti's structured requests (entities = capitalised words, one fact linking the first two, the
+    fact's text the message itself) and any other request (summaries, recaps) by echoing what it was sent: the
+    worst case, a model that quotes everything."""
+
+    def respond(self, body):
+        import re
+
+        fmt = (body.get("response_format") or {}).get("json_schema") or {}
+        text = "\n".join(str(m.get("content")) for m in body.get("messages", []))
+        if not fmt:
+            return "Summary: " + text[-2000:]
+        current = re.search(r"<CURRENT[_ ]MESSAGE>(.*?)</CURRENT[_ ]MESSAGE>", text, re.S)
+        said = re.sub(r"^\s*[\w ]+:\s", "", (current.group(1) if current else "").strip())
+        names = list(dict.fromkeys(re.findall(r"\b[A-Z][a-z]+\b", said)))
+        name = fmt.get("name")
+        if name == "ExtractedEntities":
+            return json.dumps({"extracted_entities": [{"name": n, "entity_type_id": 0} for n in names]})
+        if name == "ExtractedEdges":
+            edges = [] if len(names) < 2 else [{"source_entity_name": names[0], "target_entity_name": names[1],
+                                                "relation_type": "MENTIONS", "fact": said}]
+            return json.dumps({"edges": edges})
+        return json.dumps(_minimal(fmt.get("schema", {}), fmt.get("schema", {}).get("$defs", {})))
+
+
+def _minimal(schema, defs):
+    if "$ref" in schema:
+        return _minimal(defs[schema["$ref"].split("/")[-1]], defs)
+    if "anyOf" in schema:
+        return None if any(s.get("type") == "null" for s in schema["anyOf"]) else _minimal(schema["anyOf"][0], defs)
+    kind = schema.get("type")
+    if kind == "object":
+        return {k: _minimal(v, defs) for k, v in schema.get("properties", {}).items()
+                if k in schema.get("required", [])}
+    return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(kind)
+
+
+def transcript_line(role: str, text: str, n: int, minute: int) -> dict:
+    content = text if role == "user" else [{"type": "text", "text": text}]
+    return {"type": role, "sessionId": SESSION, "uuid": f"00000000-0000-4000-8000-{n:012d}",
+            "timestamp": f"2026-03-14T09:{minute:02d}:00Z", "message": {"role": role, "content": content}}
+
+
+def hits(root: Path, words: list[str]) -> dict[str, list[str]]:
+    """Every file under ``root`` holding any of ``words`` (bytes, utf-8 and utf-16), by word."""
+    found: dict[str, list[str]] = {}
+    needles = {w: (w.encode(), w.encode("utf-16-le")) for w in words}
+    for path in sorted(root.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        data = path.read_bytes()
+        for word, forms in needles.items():
+            if any(f in data for f in forms):
+                found.setdefault(word, []).append(str(path.relative_to(root)))
+    return found
+
+
+#: Plugins of the default set that keep copies of turns outside the turn store (non-origin ``TurnCopy``s).
+KEEPERS = ("graphiti", "recap")
+
+#: Loaded by every ``python`` the test starts without -I (the server, ``pps call``, the importers): with
+#: PPS_AUDIT_ABLATE=<plugin>, that plugin's declared copies are left out of the lineage, as if its forget
+#: handler had been removed.
+ABLATE = """
+import os
+name = os.environ.get("PPS_AUDIT_ABLATE")
+if name:
+    import pps_core.lineage as lineage
+    collect = lineage.Lineage.collect.__func__
+
+    def ablated(cls, pm, memory):
+        kept = collect(cls, pm, memory)
+        kept.copies = [c for c in kept.copies if c.plugin != name]
+        return kept
+
+    lineage.Lineage.collect = classmethod(ablated)
+"""
+
+
+def test_forgotten_and_private_canaries_leave_no_byte_anywhere(tmp_path):
+    found = audit(tmp_path)
+    assert found["root"] == {}, "PPS's files keep forgotten or private text"
+    assert found["backup"] == {}, "the backup keeps forgotten or private text"
+    assert found["llm"] == [], "private text was sent to the LLM"
+    keepers = sorted({c["plugin"] for c in found["copies"] if not c["origin"]})
+    assert keepers == sorted(KEEPERS), "a plugin declares copies of turns: add it to KEEPERS (the ablation below)"
+
+
+@pytest.mark.parametrize("plugin", KEEPERS)
+def test_the_audit_fails_when_one_plugins_forget_is_removed(tmp_path, plugin):
+    found = audit(tmp_path, ablate=plugin)
+    assert found["root"], f"without {plugin}'s forget, forgotten text should have stayed in its copy"
+
+
+def audit(tmp_path: Path, ablate: str | None = None) -> dict:
+    root = tmp_path / "root"
+    claude = tmp_path / "claude-project"  # the user's transcripts: their files, not PPS's copies
+    claude.mkdir()
+    F = {k: canary("f", k) for k in ("rest", "mcp", "cli", "hook", "ccimport", "jsonl", "texture", "summary",
+                                     "anchor", "crystal", "recap", "graph")}
+    P = {k: canary("p", k) for k in ("rest", "meta", "metakey", "nested", "mcp", "cli", "hook", "ccimport",
+                                     "jsonl", "texture", "recap")}
+    with GraphLLM() as llm:
+        home = init_entity(root, "lyra", PLUGINS, "[llm]", f'base_url = "{llm.base_url}"', 'model = "scripted"',
+                           'api_key = "test"')
+        env = pps_env(root, PPS_CLAUDE_CODE_USER_NAME="ana", PPS_CLAUDE_CODE_AUTOSTART="false")
+        if ablate:
+            site = tmp_path / "ablate"
+            site.mkdir()
+            (site / "sitecustomize.py").write_text(ABLATE)
+            env.update(PPS_AUDIT_ABLATE=ablate, PYTHONPATH=str(site))
+        server = start_server(root, "--entity", "lyra", env=env)
+        try:
+            call = lambda op, params: _ok(server.call(op, params, timeout=120))  # noqa: E731
+
+            # -- capture: REST (content, metadata value and key, nested tags) --------------------------------
+            rest = call("store_message", {"content": f"Jeff told Lyra about {F['rest']} and <private>{P['rest']}"
+                                                     "</private> today", "author_name": "Jeff", "channel": "web",
+                                          })
+            call("store_message", {"content": f"a <private>b <private>c</private> {P['nested']} </private> e",
+                                   "author_name": "Jeff", "channel": "web",
+                                   "metadata": {"note": f"<private>{P['meta']}</private>",
+                                                f"<private>{P['metakey']}</private>k": 1}})
+            graph_turn = call("store_message", {"content": f"Jeff met Orla near {F['graph']}",
+                                                "author_name": "Jeff", "channel": "web"})
+            call("store_message", {"content": "Jeff met Orla again for tea", "author_name": "Jeff",
+                                   "channel": "web"})  # Jeff and Orla survive the forgetting
+            summary_turn = call("store_message", {"content": f"the plan called {F['summary']}",
+                                                  "author_name": "Jeff", "channel": "web"})
+            call("store_summary", {"summary_text": f"They discussed {F['summary']}.",
+                                   "message_ids": [summary_turn["id"]], "channels": ["web"]})
+
+            # -- capture: MCP over HTTP ------------------------------------------------------------------------
+            async def over_mcp():
+                http = httpx2.AsyncClient(headers=server.auth(), timeout=60)
+                async with Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
+                    saved = await client.call_tool("store_message", {
+                        "content": f"over mcp {F['mcp']} <private>{P['mcp']}</private>", "author_name": "Jeff",
+                        "channel": "mcpchan", "created_at": "2026-03-10T10:00:00Z"})
+                    assert not saved.is_error, saved.content
+
+            asyncio.run(over_mcp())
+
+            # -- capture: pps call (a process of its own, forwarded to the server) ---------------------------
+            _run(root, env, "call", "--entity", "lyra", "store_message", json.dumps(
+                {"content": f"from the shell {F['cli']} <private>{P['cli']}</private>", "author_name": "Jeff",
+                 "channel": "terminal:cli"}))
+
+            # -- capture: Claude Code hooks (Stop captures the transcript; SessionEnd writes the recap) ------
+            transcript = claude / f"{SESSION}.jsonl"
+            lines = [transcript_line("user", f"remember {F['hook']} and <private>{P['hook']}</private>", 1, 1),
+                     transcript_line("assistant", "Noted.", 2, 2),
+                     transcript_line("user", f"recap this {F['recap']} please <private>{P['recap']}</private>", 3, 3),
+                     transcript_line("assistant", f"Will do: {F['recap']}.", 4, 4)]
+            transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
+            for event in ("SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"):
+                _hook(root, env, claude, event, transcript)
+            _run(root, env, "recap", "--entity", "lyra", str(transcript), "--save", "--quiet")
+
+            # -- capture: both importers ---------------------------------------------------------------------
+            imported = claude / "imported"
+            imported.mkdir()
+            other = imported / "11111111-2222-4333-8444-555555555555.jsonl"
+            other.write_text(json.dumps({**transcript_line(
+                "user", f"old session {F['ccimport']} <private>{P['ccimport']}</private>", 9, 9),
+                "sessionId": "11111111-2222-4333-8444-555555555555"}) + "\n")
+            chats = claude / "chats.jsonl"
+            chats.write_text(json.dumps({"content": f"old chat {F['jsonl']} <private>{P['jsonl']}</private>",
+                                         "author_name": "Jeff", "channel": "discord:home",
+                                         "created_at": "2025-12-01T10:00:00Z"}) + "\n")
+            reimport = [("import", "--entity", "lyra", "claude-code", str(imported)),
+                        ("import", "--entity", "lyra", "jsonl", str(chats))]
+            for args in reimport:
+                _run(root, env, *args)
+
+            # -- capture: the graph, word-photos, crystals ---------------------------------------------------
+            texture = call("texture_add", {"content": f"Mira saw Tomas at {F['texture']} "
+                                                      f"<private>{P['texture']}</private>", "channel": "web"})
+            anchor = call("anchor_save", {"content": f"A word-photo of {F['anchor']}", "title": "canary photo"})
+            crystal = call("crystallize", {"content": f"Crystal: {F['crystal']}"})
+            call("ingest_batch_to_graphiti", {"batch_size": 50})
+
+            # -- forget, through every path -------------------------------------------------------------------
+            ids = lambda word: [t["id"] for t in call("raw_search", {"query": word, "limit": 50})["results"]  # noqa: E731
+                                if word in t.get("content", "")]
+            forgotten = call("forget_turns", {"ids": [rest["id"], graph_turn["id"], summary_turn["id"],
+                                                      *ids(F["ccimport"]), *ids(F["jsonl"])],
+                                              "requested_by": "audit"})
+            assert not forgotten.get("incomplete"), forgotten
+
+            async def forget_over_mcp():
+                http = httpx2.AsyncClient(headers=server.auth(), timeout=60)
+                async with Client(streamable_http_client(f"{server.url}/mcp", http_client=http)) as client:
+                    out = await client.call_tool("forget_range", {"channel": "mcpchan", "since": "2026-03-10T00:00:00Z",
+                                                                  "until": "2026-03-11T00:00:00Z"})
+                    assert not out.is_error and out.structured_content["count"] == 1, out.content
+
+            asyncio.run(forget_over_mcp())
+            first = json.loads(_run(root, env, "call", "--entity", "lyra", "forget_search",
+                                    json.dumps({"query": F["cli"]})).stdout)
+            assert [m["content"] for m in first["matches"]] == [f"from the shell {F['cli']}"], first
+            confirmed = json.loads(_run(root, env, "call", "--entity", "lyra", "forget_search", json.dumps(
+                {"query": F["cli"], "confirm": first["confirm"]})).stdout)
+            assert confirmed["count"] == 1
+            session_turns = call("forget_range", {"channel": "terminal", "since": "2026-03-14T00:00:00Z",
+                                                  "until": "2026-03-15T00:00:00Z"})
+            assert session_turns["count"] >= 4, session_turns
+            call("anchor_delete", {"filename": anchor["saved"], "forget": True})
+            call("crystal_forget", {"name": crystal["created"]})
+            call("texture_delete", {"uuid": texture["episode"]})
+
+            copies = call("turn_copies", {})["copies"]
+
+            # -- nothing comes back: the importers again -----------------------------------------------------
+            for args in reimport:
+                _run(root, env, *args)
+            for word in (F["ccimport"], F["jsonl"]):
+                assert ids(word) == [], f"{word} was imported again after it was forgotten"
+        finally:
+            server.stop()
+
+        # -- a fresh backup, extracted ---------------------------------------------------------------------------
+        _run(root, env, "backup", "--entity", "lyra", str(tmp_path / "lyra.tar.gz"))
+        extracted = tmp_path / "extracted"
+        with tarfile.open(tmp_path / "lyra.tar.gz") as tar:
+            tar.extractall(extracted, filter="data")
+        sent_to_llm = json.dumps(llm.requests)
+
+    words = [*F.values(), *P.values()]
+    assert (home / "pps.db").exists()
+    return {"root": hits(root, words), "backup": hits(extracted, words), "copies": copies,
+            "llm": [w for w in P.values() if w in sent_to_llm]}
+
+
+def _ok(response: httpx.Response) -> dict:
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _run(root: Path, env: dict, *args: str):
+    out = pps(root, *args, env=env, check=False, timeout=180)
+    assert out.returncode == 0, (args, out.stdout[-2000:], out.stderr[-3000:])
+    return out
+
+
+def _hook(root: Path, env: dict, cwd: Path, event: str, transcript: Path):
+    import subprocess
+
+    from pps_claude_code.install import hooks_config
+
+    command = hooks_config("lyra", root / "lyra")[event][0]["hooks"][0]["command"]
+    payload = {"session_id": SESSION, "transcript_path": str(transcript), "cwd": str(cwd),
+               "hook_event_name": event, "source": "startup", "reason": "exit", "prompt": "hello",
+               "stop_hook_active": False}
+    out = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True, env=env,
+                         cwd=cwd, timeout=60)
+    assert out.returncode == 0, (event, out.stderr)
