@@ -206,7 +206,7 @@ class TurnANN:
         held = want[np.asarray(self.index.contains(want), dtype=bool)]
         if not len(held):
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        mat = np.asarray(self.index.get(held, dtype=np.float32), dtype=np.float32).reshape(len(held), -1)
+        mat = np.asarray(self.index.get(held)).astype(np.float32).reshape(len(held), -1)  # native, then float32
         keys = held.astype(np.int64)
         codes = self.channel_codes
         chan = np.where(keys < len(codes), codes[np.minimum(keys, len(codes) - 1)], 0)
