@@ -546,8 +546,13 @@ async def measure(home: Path, plan: Plan, args) -> None:
                                        neighbour=0.0, episode=0.0)
     dense_ours, qvecs, embed_ms = [], [], []
     if emb is not None:
-        dense_ours = [[t["id"] for t in await raw.retriever.search(q, 10, cfg=dense_cfg)] for q in qs]
         qvecs = [np.asarray(v, dtype=np.float32) for v in await asyncio.to_thread(emb.embed, qs)]
+        # the store's dense candidates as the retriever asks for them, ranked by their (context) cosine alone:
+        # the index and its rescoring, not the fused or calibrated order
+        for qv in qvecs:
+            ids, cos = await raw.backend.turn_similarities(raw.retriever.model(emb), qv, dense_cfg.candidates,
+                                                           dense_cfg.context)
+            dense_ours.append([int(ids[j]) for j in np.argsort(-np.asarray(cos), kind="stable")[:10]])
         embed_ms = await timed(lambda q: asyncio.to_thread(emb.embed, [q]), qs)
     # the dense candidates and their rescoring, same candidates: from the index's memory (the layer's) and from
     # SQLite's float32 rows (issue 19's way), same run
@@ -783,6 +788,7 @@ async def main() -> None:
                     help="sentences the synthetic turns are made of: templated only (default), or the LoCoMo "
                          "file's own sentences too (issue 19's pool)")
     ap.add_argument("--locomo-only", action="store_true", help="measure only buried LoCoMo (and alone)")
+    ap.add_argument("--skip-locomo", action="store_true", help="build it buried, but measure the rest only")
     ap.add_argument("--locomo-apart", action="store_true",
                     help="also score each buried question with the other conversations' turns taken out")
     ap.add_argument("--locomo-raw-only", action="store_true",
@@ -802,7 +808,7 @@ async def main() -> None:
     print(f"entity ready in {time.perf_counter() - t0:.0f}s at {home}", file=sys.stderr)
     if args.build_only:
         return
-    if args.locomo is not None:
+    if args.locomo is not None and not args.skip_locomo:
         await measure_locomo(home, plan, args)
     if not args.locomo_only:
         await measure(home, plan, args)
