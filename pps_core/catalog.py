@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import InvalidParams
+from .errors import InvalidParams, did_you_mean
 
 #: JSON parameters nest at most this deep (objects and arrays), metadata included.
 MAX_DEPTH = 32
@@ -68,8 +68,14 @@ class Operation:
             msgs = []
             for err in exc.errors()[:5]:
                 where = ".".join(str(p) for p in err.get("loc", ())) or "(params)"
-                msgs.append(f"{where}: {err.get('msg')}")
-            raise InvalidParams(f"{self.name}: invalid parameter " + "; ".join(msgs), param=loc) from None
+                if err.get("type") == "extra_forbidden" and len(err.get("loc", ())) == 1:
+                    known = self.params.model_fields
+                    msgs.append(f"{where}: no such parameter{did_you_mean(where, known)} (parameters: "
+                                f"{', '.join(known) or 'none'})")
+                else:
+                    msgs.append(f"{where}: {err.get('msg')}")
+            raise InvalidParams(f"{self.name}: invalid parameter " + "; ".join(msgs)
+                                + f" (`pps call {self.name} --help` shows them)", param=loc) from None
 
     def input_schema(self) -> dict[str, Any]:
         return self.params.model_json_schema()

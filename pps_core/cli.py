@@ -7,7 +7,6 @@ Heavy plugin libraries load only when an entity is opened, so ``pps --help`` sta
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
@@ -69,6 +68,8 @@ def _plugin_commands(registry: CommandRegistry) -> None:
 
 
 def build_parser(plugin_commands: bool = True) -> argparse.ArgumentParser:
+    """The ``pps`` parser; ``plugin_commands=False`` leaves out the commands plugins add (importing every
+    installed plugin), for a built-in command or ``--version``."""
     parser = argparse.ArgumentParser(prog="pps", description="Pattern Persistence System: memory for AI entities.")
     parser.add_argument("--version", action="version", version="pps " + _version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -83,21 +84,30 @@ def build_parser(plugin_commands: bool = True) -> argparse.ArgumentParser:
     _entity_args(p)
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("health", help="health of every layer of the entity")
+    p = sub.add_parser("health", help="health of every layer of the entity (text; --json for the data)")
     _entity_args(p)
+    p.add_argument("--json", action="store_true", help="the whole answer as JSON")
+    p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
 
     p = sub.add_parser("token", help="print the entity's bearer token")
     _entity_args(p)
 
-    p = sub.add_parser("operations", help="list the entity's operations")
+    p = sub.add_parser("operations", help="list the entity's operations, or how to call one: pps operations NAME")
     _entity_args(p)
+    p.add_argument("name", nargs="?", help="an operation: its parameters (type, default, limits, example)")
+    p.add_argument("--json", action="store_true", help="as JSON (with each operation's input schema)")
 
-    p = sub.add_parser("call", help="run an operation: pps call <operation> '<json params>'")
+    p = sub.add_parser("call", help="run an operation: pps call <operation> '<json params>'", add_help=False,
+                       description="Run one operation of the entity. `pps call OPERATION --help` shows its "
+                                   "parameters; `pps operations` lists the operations.")
+    p.add_argument("-h", "--help", action="store_true", help="show this help, or the operation's parameters")
     _entity_args(p)
-    p.add_argument("operation")
+    p.add_argument("operation", nargs="?")
     p.add_argument("params", nargs="?", default="{}", help="JSON object (or '-' to read stdin)")
-    p.add_argument("--text", action="store_true", help="print the 'text' field only (ambient_recall)")
+    p.add_argument("--text", action="store_true",
+                   help="print the answer as text: its 'text' field (ambient_recall), else a readable listing")
     p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
+    p.set_defaults(_pps_call_parser=p)
 
     p = sub.add_parser("serve", help="serve the entity over a transport plugin (mcp, http)")
     p.add_argument("transport", help="transport name, e.g. mcp or http")
@@ -119,9 +129,9 @@ def _version() -> str:
 def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else argv
     command = next((a for a in given if not a.startswith("-")), None)
-    # A kernel command needs no plugin's commands: no plugin manager of every installed plugin is built for
-    # it (`pps serve` then starts with one, the entity's).
-    parser = build_parser(plugin_commands=command not in COMMANDS)
+    # A kernel command (or --version) needs no plugin's commands: no plugin manager of every installed plugin is
+    # built for it (`pps serve` then starts with one, the entity's).
+    parser = build_parser(plugin_commands=command not in COMMANDS and given[:1] not in (["--version"], ["-V"]))
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
@@ -255,15 +265,23 @@ def _run_call(args: argparse.Namespace, operation: str, params: dict[str, Any]) 
 
 
 def cmd_call(args: argparse.Namespace) -> int:
+    if args.help or not args.operation:
+        if args.operation:
+            return _describe(args, args.operation, as_json=False)
+        args._pps_call_parser.print_help()
+        return 0 if args.help else 2
     raw = sys.stdin.read() if args.params == "-" else args.params
     try:
         params = json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
-        print(f"pps: error: params are not valid JSON: {exc}", file=sys.stderr)
+        print(f"pps: error: params are not valid JSON: {exc} (e.g. pps call {args.operation} "
+              f"'{{\"limit\": 5}}'; `pps call {args.operation} --help` shows the parameters)", file=sys.stderr)
         return 2
     result = _run_call(args, args.operation, params)
-    if args.text and isinstance(result, dict) and "text" in result:
-        print(result["text"])
+    if args.text:
+        from .cli_text import as_text
+
+        print(result["text"] if isinstance(result, dict) and isinstance(result.get("text"), str) else as_text(result))
     else:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
@@ -271,17 +289,51 @@ def cmd_call(args: argparse.Namespace) -> int:
 
 def cmd_health(args: argparse.Namespace) -> int:
     result = _run_call(args, "pps_health", {})
-    print(json.dumps(result, indent=2))
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        from .cli_text import health_text
+
+        print(health_text(result))
     return 0 if result.get("ok") else 1
 
 
-def cmd_operations(args: argparse.Namespace) -> int:
-    async def go() -> list[tuple[str, str, str]]:
-        async with _memory(args, own=False) as memory:
-            return [(op.name, op.group, op.description.split(". ")[0]) for op in memory.catalog]
+def _catalog(args: argparse.Namespace) -> Any:
+    """The entity's catalog, loaded without opening a store or taking the owner lock."""
+    memory = _memory(args, own=False)
+    memory.load_catalog()
+    return memory.catalog
 
-    for name, group, desc in asyncio.run(go()):
-        print(f"{name:<28} {group:<11} {desc}")
+
+def _describe(args: argparse.Namespace, name: str, *, as_json: bool) -> int:
+    from . import describe
+    from .errors import UnknownOperation, did_you_mean
+
+    catalog = _catalog(args)
+    op = catalog.get(name)
+    if op is None:
+        raise UnknownOperation(f"unknown operation {name!r}{did_you_mean(name, catalog.names())} "
+                               "(`pps operations` lists them)")
+    if as_json:
+        print(json.dumps({"name": op.name, "group": op.group, "description": op.description,
+                          "read_only": op.read_only, "destructive": op.destructive,
+                          "parameters": describe.parameters(op), "input_schema": op.input_schema()}, indent=2))
+    else:
+        print(describe.render(op))
+    return 0
+
+
+def cmd_operations(args: argparse.Namespace) -> int:
+    if args.name:
+        return _describe(args, args.name, as_json=args.json)
+    ops = list(_catalog(args))
+    if args.json:
+        print(json.dumps([{"name": op.name, "group": op.group, "description": op.description} for op in ops],
+                         indent=2))
+        return 0
+    for op in ops:
+        print(f"{op.name:<28} {op.group:<11} {op.description.split('. ')[0]}")
+    print("`pps operations NAME` shows how to call one (parameters, defaults, limits, an example).", file=sys.stderr)
     return 0
 
 

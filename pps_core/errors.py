@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class PPSError(Exception):
     """Base of every error PPS reports to a caller."""
@@ -116,3 +118,13 @@ def storage_error(exc: BaseException | None) -> StorageError | None:
                                 "then retry: nothing was stored")
         exc, seen = exc.__cause__ or exc.__context__, seen + 1
     return None
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'raw_search'?)`` for a near miss among ``known``, else ''."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"

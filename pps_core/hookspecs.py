@@ -88,7 +88,7 @@ def pps_operations(memory: Memory) -> list[Operation]:
     """Return the operations (tools) this plugin adds to the entity's catalog.
 
     Every transport (MCP, HTTP, CLI) is generated from the catalog. All results, flattened;
-    operation names must be unique.
+    operation names must be unique. Called before any layer opens: the list must not depend on the stores.
     """
 
 

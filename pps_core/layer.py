@@ -82,6 +82,14 @@ class Layer(abc.ABC):
         """
         return self.min_recall_score is None or result.score >= self.min_recall_score
 
+    def backlog_note(self, key: str, count: int) -> str | None:
+        """The note beside one of this layer's backlog counts in the startup health line, e.g.
+        ``(batch ingestion recommended)`` beside ``uningested``; None (the default) for no note.
+
+        Advise only what the user can do with this entity's configuration: thresholds and wording belong to
+        the layer that knows what its backlog means."""
+        return None
+
     @abc.abstractmethod
     async def health(self) -> LayerHealth:
         """Report availability, counts and backlog. Must not raise for an unavailable backend."""

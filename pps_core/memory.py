@@ -7,7 +7,8 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from _collections_abc import dict_items, dict_keys, dict_values
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
@@ -16,7 +17,7 @@ import pluggy
 
 from .catalog import Catalog, Operation, to_jsonable
 from .embedding import Embedder
-from .errors import ConfigError, PPSError, Unavailable, UnknownOperation, storage_error
+from .errors import ConfigError, PPSError, Unavailable, UnknownOperation, did_you_mean, storage_error
 from .events import Events
 from .layer import FailedLayer, Layer
 from .lineage import Lineage, undeclared_observers
@@ -29,6 +30,61 @@ from .settings import EntitySettings, load_settings
 log = logging.getLogger("pps")
 T = TypeVar("T")
 _IN_WRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_in_write", default=False)
+#: True while a read runs on a memory that opened only the layers of the operation's plugin.
+_SCOPED: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_scoped_read", default=False)
+
+
+class NeedsEveryLayer(BaseException):
+    """A scoped read reached a layer that is not open: the call restarts with every layer open. A BaseException,
+    so a handler's ``except Exception`` cannot mistake it for a failing layer."""
+
+
+class LayerMap(dict[str, Layer]):
+    """``memory.layers``: the open layers by name, in plugin order.
+
+    A memory opened ``lazy`` keeps the layers no call has needed yet in ``deferred``. While a scoped read runs,
+    reading the whole map, or a name that is deferred, raises :class:`NeedsEveryLayer`: the read then runs
+    again with every layer open, so a handler never sees a partial memory as the whole."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deferred: dict[str, Layer] = {}
+
+    def _check(self, name: str | None = None) -> None:
+        if self.deferred and _SCOPED.get() and (name is None or name in self.deferred):
+            raise NeedsEveryLayer(name or "*")
+
+    def __iter__(self) -> Iterator[str]:
+        self._check()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._check()
+        return super().__len__()
+
+    def __contains__(self, name: object) -> bool:
+        self._check(name if isinstance(name, str) else None)
+        return super().__contains__(name)
+
+    def __getitem__(self, name: str) -> Layer:
+        self._check(name)
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: Layer | None = None) -> Layer | None:  # type: ignore[override]
+        self._check(name)
+        return super().get(name, default)
+
+    def keys(self) -> dict_keys[str, Layer]:
+        self._check()
+        return super().keys()
+
+    def values(self) -> dict_values[str, Layer]:
+        self._check()
+        return super().values()
+
+    def items(self) -> dict_items[str, Layer]:
+        self._check()
+        return super().items()
 
 
 class WriteGate:
@@ -83,10 +139,16 @@ class Memory:
     ``extra_plugins`` are plugin objects registered beside the configured entry points (tests
     and applications embedding PPS use it). With ``own=True`` the process takes the entity's owner
     lock, so a second owner gets a clear error instead of a corrupted store.
+
+    With ``lazy=True`` (a short-lived command running one call) :meth:`open` builds the catalog and the layers
+    but opens no store; each call opens what it needs first: a read, the layers of the plugin that defines it
+    (all of them if that plugin has none, or if the read reaches further: it then runs again with every layer
+    open); a write, every layer (its events and forgetting reach other plugins). So a SQLite read never
+    imports the graph database.
     """
 
     def __init__(self, settings: EntitySettings, *, extra_plugins: Sequence[Any] = (), own: bool = True,
-                 plugin_manager: pluggy.PluginManager | None = None) -> None:
+                 plugin_manager: pluggy.PluginManager | None = None, lazy: bool = False) -> None:
         self.settings = settings
         #: Built by the caller for these settings (``pps serve`` builds one per process start), else at open.
         self._given_pm = plugin_manager
@@ -94,9 +156,13 @@ class Memory:
         self.tz = ZoneInfo(settings.timezone)
         self._extra_plugins = list(extra_plugins)
         self._own = own
+        self._lazy = lazy
         self.lock = OwnerLock(self.home)
         self.pm: pluggy.PluginManager | None = None
-        self.layers: dict[str, Layer] = {}
+        self.layers: LayerMap = LayerMap()
+        #: layer name -> the plugin that provides it; operation name -> the plugin that defines it.
+        self._layer_plugin: dict[str, str] = {}
+        self._op_plugin: dict[str, str] = {}
         self.rankers: dict[str, Ranker] = {}
         self.catalog: Catalog = Catalog([])
         self._embedder: Embedder | None = None
@@ -121,10 +187,7 @@ class Memory:
             return self
         self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
-            pm = self._given_pm
-            if pm is None or self._extra_plugins:
-                pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
-            self.pm = pm
+            pm = self.load_catalog()  # before any store opens: a wrong name or parameter costs no store
             silent = undeclared_observers(pm)
             if silent:
                 raise ConfigError(f"plugin {silent[0]!r} observes turns but declares no copies of them: implement "
@@ -136,16 +199,12 @@ class Memory:
                     self.lock.acquire()
                 except OSError as exc:
                     raise (storage_error(exc) or exc) from exc
-            await self._open_layers(built)
+            if self._lazy:
+                self.layers.deferred = {layer.name: layer for layer in built}
+            else:
+                await self._open_layers(built)
             self._collect_rankers(pm)
             self.lineage = Lineage.collect(pm, self)
-            ops: list[Operation] = []
-            for batch in pm.hook.pps_operations(memory=self):
-                ops.extend(batch or [])
-            try:
-                self.catalog = Catalog(ops)
-            except ValueError as exc:
-                raise ConfigError(str(exc)) from None
         except BaseException:
             await self._close_layers()
             self.lock.release()
@@ -154,18 +213,61 @@ class Memory:
         self.events.memory_opened()
         return self
 
+    def load_catalog(self) -> pluggy.PluginManager:
+        """Load the entity's plugins and its catalog, opening nothing (``pps operations``, ``--help``)."""
+        if self.pm is None:
+            pm = self._given_pm
+            if pm is None or self._extra_plugins:
+                pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            self.pm = pm
+            self._collect_operations(pm)
+        return self.pm
+
+    def _collect_operations(self, pm: pluggy.PluginManager) -> None:
+        ops: list[Operation] = []
+        for plugin, batch in _per_plugin(pm, "pps_operations", self):
+            for op in batch or []:
+                self._op_plugin.setdefault(op.name, plugin)
+                ops.append(op)
+        try:
+            self.catalog = Catalog(ops)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+
     def _build_layers(self, pm: pluggy.PluginManager) -> list[Layer]:
         built: list[Layer] = []
-        names: set[str] = set()
-        for batch in pm.hook.pps_layers(memory=self):
+        self._layer_plugin = {}  # a memory opened again builds its layers anew
+        for plugin, batch in _per_plugin(pm, "pps_layers", self):
             for layer in batch or []:
                 if not layer.name:
                     raise ConfigError(f"layer {type(layer).__name__} has no name")
-                if layer.name in names:
+                if layer.name in self._layer_plugin:
                     raise ConfigError(f"two plugins provide a layer named {layer.name!r}")
-                names.add(layer.name)
+                self._layer_plugin[layer.name] = plugin
                 built.append(layer)
         return built
+
+    def _scope(self, op: Operation) -> list[str]:
+        """The deferred layers ``op`` needs open before it runs (see the class docstring)."""
+        deferred = self.layers.deferred
+        if not deferred:
+            return []
+        plugin = self._op_plugin.get(op.name)
+        own = [name for name, owner in self._layer_plugin.items() if owner == plugin]
+        if not op.read_only or not own:
+            return list(deferred)
+        return [name for name in own if name in deferred]
+
+    async def _open_deferred(self, names: list[str]) -> None:
+        """Open deferred layers, keeping the plugin order of ``layers``."""
+        if not names:
+            return
+        deferred = self.layers.deferred
+        await self._open_layers([deferred.pop(n) for n in names if n in deferred])
+        order = list(self._layer_plugin)
+        opened = sorted(dict.items(self.layers), key=lambda kv: order.index(kv[0]))
+        dict.clear(self.layers)
+        dict.update(self.layers, opened)
 
     async def _open_layers(self, built: list[Layer]) -> None:
         for layer in built:
@@ -178,7 +280,7 @@ class Memory:
                 except Exception:
                     pass
                 layer = FailedLayer(layer.name, f"{type(exc).__name__}: {exc}")
-            self.layers[layer.name] = layer
+            dict.__setitem__(self.layers, layer.name, layer)
 
     def _collect_rankers(self, pm: pluggy.PluginManager) -> None:
         for batch in pm.hook.pps_rankers(memory=self):
@@ -200,12 +302,12 @@ class Memory:
         self.opened = False
 
     async def _close_layers(self) -> None:
-        for layer in reversed(list(self.layers.values())):
+        for layer in reversed(list(dict.values(self.layers))):  # never-opened (deferred) layers need no closing
             try:
                 await layer.close()
             except Exception as exc:  # closing must go on for the other layers
                 log.warning("layer %s did not close cleanly: %s", layer.name, exc)
-        self.layers = {}
+        self.layers = LayerMap()
 
     async def __aenter__(self) -> Memory:
         return await self.open()
@@ -218,19 +320,21 @@ class Memory:
     def operation(self, name: str) -> Operation:
         op = self.catalog.get(name)
         if op is None:
-            raise UnknownOperation(f"unknown operation {name!r} for entity {self.settings.entity!r} "
-                                   f"(loaded plugins: {', '.join(self.settings.plugins)})")
+            raise UnknownOperation(f"unknown operation {name!r} for entity {self.settings.entity!r}"
+                                   f"{did_you_mean(name, self.catalog.names())} "
+                                   f"(`pps operations` lists them; loaded plugins: {', '.join(self.settings.plugins)})")
         return op
 
     async def call(self, name: str, params: dict[str, Any] | None = None) -> Any:
         """Validate ``params`` and run the operation; returns plain JSON data or raises PPSError."""
         op = self.operation(name)
         validated = op.validate(params)
+        await self._open_deferred(self._scope(op))
         started = time.perf_counter()
         ok = False
         try:
             if op.read_only:
-                result = to_jsonable(await op.handler(self, validated))
+                result = await self._read(op, validated)
             else:
                 async with self._gate.write():
                     result = to_jsonable(await op.handler(self, validated))
@@ -246,6 +350,19 @@ class Memory:
         finally:
             self.events.operation_called(name=name, params=validated.model_dump(mode="json"), ok=ok,
                                          ms=(time.perf_counter() - started) * 1000)
+
+    async def _read(self, op: Operation, validated: Any) -> Any:
+        if not self.layers.deferred:
+            return to_jsonable(await op.handler(self, validated))
+        token = _SCOPED.set(True)
+        try:
+            return to_jsonable(await op.handler(self, validated))
+        except NeedsEveryLayer:
+            pass
+        finally:
+            _SCOPED.reset(token)
+        await self._open_deferred(list(self.layers.deferred))
+        return to_jsonable(await op.handler(self, validated))
 
     def writing(self) -> contextlib.AbstractAsyncContextManager[None]:
         """A write that does not come through :meth:`call` (a background job storing through a layer's
@@ -263,8 +380,14 @@ class Memory:
 
     def find(self, contract: type[T]) -> list[T]:
         """The open layers that fill a contract (a Protocol of :mod:`pps_core.contracts`), in plugin order."""
-        return [layer for layer in self.layers.values()
+        if any(isinstance(layer, contract) for layer in self.layers.deferred.values()):
+            self.layers._check()
+        return [layer for layer in dict.values(self.layers)
                 if not isinstance(layer, FailedLayer) and isinstance(layer, contract)]
+
+    def layer_names(self) -> list[str]:
+        """Every layer of the entity, open or not yet (a lazy memory), in plugin order."""
+        return list(self._layer_plugin)
 
     def require_layer(self, name: str) -> Layer:
         layer = self.layers.get(name)
@@ -299,7 +422,7 @@ class Memory:
                 h.latency_ms = layer.recent_latency_ms
             return h
 
-        results = await asyncio.gather(*(one(layer) for layer in self.layers.values()))
+        results = await asyncio.gather(*(one(layer) for layer in list(self.layers.values())))
         return {h.layer: h for h in results}
 
     @property
@@ -308,3 +431,15 @@ class Memory:
             self._embedder = self.pm.hook.pps_embedder(memory=self)
             self._embedder_loaded = True
         return self._embedder
+
+
+def _per_plugin(pm: pluggy.PluginManager, hook: str, memory: Memory) -> list[tuple[str, Any]]:
+    """Each plugin's answer to a ``memory`` hook, with the plugin's name, in pluggy's call order (each call goes
+    through pluggy, so ``PPS_TRACE_PLUGINS`` still shows it)."""
+    impls = list(reversed(getattr(pm.hook, hook).get_hookimpls()))
+    everyone = [impl.plugin for impl in impls]
+    out = []
+    for impl in impls:
+        answer = pm.subset_hook_caller(hook, [p for p in everyone if p is not impl.plugin])(memory=memory)
+        out.append((impl.plugin_name, answer[0] if answer else None))
+    return out

@@ -284,8 +284,12 @@ def run_call(args: Any, operation: str, params: dict[str, Any]) -> Any:
         if forwarded is not None:
             return forwarded
 
-    async def go() -> Any:
-        async with Memory(settings) as memory:
+    memory = Memory(settings, lazy=True)
+    memory.load_catalog()  # a wrong name or parameter is answered here: no layer is built, no store opened
+    memory.operation(operation).validate(params)
+
+    async def go() -> Any:  # lazy: the call opens only the stores it needs
+        async with memory:
             return await memory.call(operation, params)
 
     return asyncio.run(go())

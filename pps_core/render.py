@@ -40,21 +40,14 @@ def unsummarized_status(n: int) -> str:
     return "(HIGH - summarize soon!)"
 
 
-def uningested_status(n: int) -> str:
-    if n < 20:
-        return "(healthy)"
-    if n < 100:
-        return "(batch ingestion recommended)"
-    return "(HIGH - ingest soon!)"
-
-
-def health_line(unsummarized: int | None, uningested: list[tuple[str, int]],
+def health_line(unsummarized: int | None, uningested: Sequence[tuple[str, int, str | None]],
                 other: Sequence[tuple[str, int]] = ()) -> str:
+    """``uningested``: (what it feeds, count, the layer's note or None), see :meth:`Layer.backlog_note`."""
     parts = []
     if unsummarized is not None:
         parts.append(f"{unsummarized} unsummarized messages {unsummarized_status(unsummarized)}")
-    for target, n in uningested:
-        parts.append(f"{n} uningested to {target} {uningested_status(n)}")
+    for target, n, note in uningested:
+        parts.append(f"{n} uningested to {target}" + (f" {note}" if note else ""))
     for key, n in other:  # e.g. summaries_to_rewrite -> "1 summaries to rewrite"
         parts.append(f"{n} {key.replace('_', ' ')}")
     return "**Memory Health**: " + (" | ".join(parts) if parts else "no backlog reported")

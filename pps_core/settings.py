@@ -20,8 +20,11 @@ _FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.Contex
 
 
 class LateNight(BaseModel):
-    asleep: str = Field("You should be asleep, love.", description="shown 1:00-4:59")
-    late: str = Field("Getting late...", description="shown 23:00-0:59")
+    """Lines under the startup clock late at night. Neutral by default; an entity's own voice is one config
+    away (``[startup.late_night] asleep = "You should be asleep, love."``, as the demo entity has it)."""
+
+    asleep: str = Field("It is the middle of the night.", description="shown 1:00-4:59")
+    late: str = Field("It is getting late.", description="shown 23:00-0:59")
 
 
 class StartupConfig(BaseModel):

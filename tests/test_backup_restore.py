@@ -53,7 +53,7 @@ def test_backup_while_serving_and_restore_into_a_fresh_home(tmp_path):
     out = pps(tmp_path, "restore", str(tmp_path / "lyra.tar.gz"), "--home", str(restored))
     assert out.returncode == 0, out.stderr
     assert (restored / "token").read_text().strip() != (home / "token").read_text().strip()
-    health = pps(tmp_path, "health", "--home", str(restored))
+    health = pps(tmp_path, "health", "--home", str(restored), "--json")
     layers = __import__("json").loads(health.stdout)["layers"]
     assert layers["raw_capture"]["counts"]["messages"] >= 30
     assert layers["message_summaries"]["counts"]["summaries"] == 1

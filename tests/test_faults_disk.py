@@ -101,7 +101,7 @@ def test_read_only_home_refuses_clearly_and_changes_nothing(tmp_path, immutable)
     immutable(*[p for p in paths if p != home / "crystals"])
     before = tree_hashes(home)
     out = pps(tmp_path, "serve", "http", "--entity", "lyra", "--port", "0", check=False, timeout=60)
-    assert out.returncode == 2 and "cannot open the entity's home" in out.stderr, out.stderr
+    assert out.returncode == 2 and "the entity's home cannot be written" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr
     call = pps(tmp_path, "call", "--entity", "lyra", "raw_search", '{"query": "kept"}', check=False)
     assert call.returncode == 2 and "cannot be written" in call.stderr and "Traceback" not in call.stderr

@@ -183,15 +183,16 @@ def test_hook_pps_transports(pps_home, monkeypatch, capsys):
 
     served = []
 
-    class Fake:
+    from pps_core.transport import Transport
+
+    class Fake(Transport):
         name, help = "fake", "a transport for tests"
 
         def add_arguments(self, parser):
             parser.add_argument("--greeting", default="hello")
 
-        def serve(self, args):
-            served.append((args.greeting, args.entity))
-            return 0
+        async def serve(self, entities, options):
+            served.append((options.greeting, entities.primary.name))
 
     class Transports:
         __pps_name__ = "transports"
@@ -206,7 +207,7 @@ def test_hook_pps_transports(pps_home, monkeypatch, capsys):
     home.mkdir()
     (home / "pps.toml").write_text('entity = "lyra"\nplugins = []\n')
     assert cli.main(["serve", "fake", "--home", str(home), "--greeting", "hi"]) == 0
-    assert served == [("hi", None)]
+    assert served == [("hi", "lyra")]  # the kernel opened the entity and handed it over
     assert cli.main(["serve", "nosuch", "--home", str(home)]) == 2
     err = capsys.readouterr().err
     assert "no transport named 'nosuch'" in err and "(loaded: fake;" in err

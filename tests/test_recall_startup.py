@@ -60,8 +60,8 @@ async def test_manifest_counts_chars_after_truncation(make_memory, monkeypatch, 
     assert f"TOTAL: {len(out['text'])} chars" in out["text"]
 
 
-@pytest.mark.parametrize("hour,line", [(2, "*You should be asleep, love.*"), (23, "*Getting late...*"),
-                                       (0, "*Getting late...*"), (14, None), (5, None)])
+@pytest.mark.parametrize("hour,line", [(2, "*It is the middle of the night.*"), (23, "*It is getting late.*"),
+                                       (0, "*It is getting late.*"), (14, None), (5, None)])
 async def test_clock_late_night_lines(make_memory, monkeypatch, hour, line):
     memory = await make_memory(plugins=[])
     at(monkeypatch, f"2026-01-26T{hour:02d}:30:00+00:00")
@@ -94,15 +94,33 @@ async def test_unsummarized_thresholds(make_memory, n, status):
     assert f"**Memory Health**: {n} unsummarized messages {status}" in text
 
 
-def test_uningested_thresholds():
-    from pps_core.render import health_line
+async def test_the_late_night_lines_are_neutral_by_default_and_the_seeds_are_one_config_away(make_memory,
+                                                                                              monkeypatch):
+    at(monkeypatch, "2026-01-26T02:30:00+00:00")
+    neutral = (await (await make_memory(plugins=[])).call("ambient_recall", {"context": "startup"}))["text"]
+    assert "love" not in neutral and "*It is the middle of the night.*" in neutral
+    seed = await make_memory("seed", plugins=[], startup={"late_night": {"asleep": "You should be asleep, love."}})
+    assert "*You should be asleep, love.*" in (await seed.call("ambient_recall", {"context": "startup"}))["text"]
 
-    assert health_line(87, [("Graphiti", 14)]) == (
-        "**Memory Health**: 87 unsummarized messages (healthy, summarization available) | "
-        "14 uningested to Graphiti (healthy)")
-    assert "20 uningested to Graphiti (batch ingestion recommended)" in health_line(0, [("Graphiti", 20)])
-    assert "99 uningested to Graphiti (batch ingestion recommended)" in health_line(0, [("Graphiti", 99)])
-    assert "100 uningested to Graphiti (HIGH - ingest soon!)" in health_line(0, [("Graphiti", 100)])
+
+async def test_a_backlog_shows_the_layers_own_note_and_none_by_default(make_memory):
+    class Queue(ScriptedLayer):
+        backlog_target = "the index"
+
+        async def health(self):
+            return LayerHealth(layer=self.name, available=True, backlog={"unsummarized": 87, "uningested": 30})
+
+    class Advised(Queue):
+        def backlog_note(self, key, count):
+            return f"(reindex: {count} waiting)" if key == "uningested" else None
+
+    plain = await make_memory("plain", plugins=[], extra_plugins=[layer_plugin(Queue("turns"))])
+    text = (await plain.call("ambient_recall", {"context": "startup"}))["text"]
+    assert ("**Memory Health**: 87 unsummarized messages (healthy, summarization available) | "
+            "30 uningested to the index\n") in text
+    advised = await make_memory("advised", plugins=[], extra_plugins=[layer_plugin(Advised("turns"))])
+    text = (await advised.call("ambient_recall", {"context": "startup"}))["text"]
+    assert "30 uningested to the index (reindex: 30 waiting)" in text
 
 
 async def test_sections_of_unloaded_layers_are_skipped(make_memory):

@@ -248,7 +248,9 @@ def cmd_backup(args: Any) -> int:
                 raise
             manifest = snapshot(Path(settings.home), dest, include_token=args.include_token, entity=settings.entity,
                                 derived={settings.backup.dir})
-    counts = ", ".join(f"{layer} {n}" for layer, c in manifest["counts"].items() for n in [sum(c.values())] if c)
+    from ..cli_text import named_counts
+
+    counts = "; ".join(f"{layer}: {named_counts(c)}" for layer, c in manifest["counts"].items() if c)
     print(f"backed up {settings.entity!r} to {args.file}: {manifest['files']} files"
           + (f" ({counts})" if counts else " (no counts: copied from this process while another owns the entity)"))
     return 0

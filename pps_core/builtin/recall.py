@@ -113,7 +113,8 @@ def _health_line(memory: Memory, health: dict[str, LayerHealth]) -> str:
         if "uningested" in h.backlog:
             layer = memory.layer(name)
             target = layer.backlog_target if layer is not None else None
-            uningested.append((target or name, h.backlog["uningested"]))
+            note = layer.backlog_note("uningested", h.backlog["uningested"]) if layer is not None else None
+            uningested.append((target or name, h.backlog["uningested"], note))
     return render.health_line(unsummarized, uningested, other)
 
 

@@ -32,7 +32,9 @@ def stores_check(settings) -> Check:
     down = [f"{n} ({h.get('detail') or 'unavailable'})" for n, h in layers.items() if not h.get("available")]
     if down:
         return "fail", "stores", f"unavailable: {'; '.join(down)}"
-    counts = ", ".join(f"{n} {sum((h.get('counts') or {}).values())}" for n, h in layers.items())
+    from pps_core.cli_text import named_counts
+
+    counts = "; ".join(f"{n}: {named_counts(h.get('counts') or {})}" for n, h in layers.items())
     return "ok", "stores", f"{len(layers)} layers available via {via} ({counts})"
 
 

@@ -5,8 +5,10 @@ on stdin. Capture reads the session transcript named in that JSON from where the
 session stopped (under a per-session lock, so overlapping hooks never send a turn twice) and stores
 its prompts and replies with stable ids. SessionStart (also after ``/compact``) injects the startup
 package; UserPromptSubmit can inject the memories relevant to the prompt; PreCompact saves everything
-the transcript holds before Claude Code compacts it. The first hook starts the entity's server when
-none runs (:mod:`.server`), so later hooks are quick forwards.
+the transcript holds before Claude Code compacts it; SessionEnd saves the last turns and writes the
+session's recap (a short-lived process that opens no store). The first hook starts the entity's server
+when none runs (:mod:`.server`), so later hooks are quick forwards; SessionEnd never starts one (it would
+serve nobody and live on idle).
 
 Whatever goes wrong (no entity, a dead server, locked stores, a slow layer), a hook exits 0 within
 its deadline, writes why to ``<home>/logs/hooks.log`` (0600) and, where memory should have been
@@ -102,17 +104,27 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
            deadline: float) -> dict[str, Any] | None:
     """Do the work of one hook; returns the JSON to print for Claude Code, or None."""
     from pps_core.client import EntityClient
+    from pps_core.owner import read_owner
 
     from .server import ensure_server
 
     session = str(payload.get("session_id") or "unknown")
     channel = f"terminal:{session}"
-    address, how = ensure_server(settings, cc, deadline - min(2.0, cc.timeout_s / 3))
+    if event == "SessionEnd":
+        if cc.recap_on_end and payload.get("transcript_path"):
+            _spawn_recap(settings, str(payload["transcript_path"]))  # reads the transcript, not the stores
+        if read_owner(Path(settings.home)) is None:  # the last hook: a server started now would serve nobody
+            address, how = None, "none running, and SessionEnd starts none"
+        else:  # one runs or is starting: wait for it
+            address, how = ensure_server(settings, cc, deadline - min(2.0, cc.timeout_s / 3))
+    else:
+        address, how = ensure_server(settings, cc, deadline - min(2.0, cc.timeout_s / 3))
     if address is None and "still starting" in how:
         from pps_core.errors import Unavailable
 
-        raise Unavailable(f"{how}; memory will be there at the next prompt (started cold, it loads its models "
-                          f"once); see {Path(settings.home) / 'logs' / 'server.log'}")
+        later = ("this session's last turns were not saved" if event == "SessionEnd" else
+                 "memory will be there at the next prompt (started cold, it loads its models once)")
+        raise Unavailable(f"{how}; {later}; see {Path(settings.home) / 'logs' / 'server.log'}")
     if address is None and not how.startswith(("autostart off", "pps-http is not")):
         log(settings.home, f"{event}: no server ({how}); opening the stores here")
     out = None
@@ -138,14 +150,13 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
         mode = client.mode
     log(settings.home, f"{event} session={session} new_turns={stored} via={mode}"
                        + (f" server={how}" if how == "started" else ""))
-    if event == "SessionEnd" and cc.recap_on_end and payload.get("transcript_path"):
-        _spawn_recap(settings, str(payload["transcript_path"]))
     return out
 
 
 def _spawn_recap(settings, transcript: str) -> None:
-    """Write the session's recap in a detached process: summarizing may outlive the hook. Isolated from the
-    project the hook runs in (:mod:`.isolated`): ``-I``, in the entity's home."""
+    """Write the session's recap in a detached process (summarizing may outlive the hook) that opens no store,
+    so the next session's first hook never waits for it. Isolated from the project the hook runs in
+    (:mod:`.isolated`): ``-I``, in the entity's home."""
     import importlib.util
     import subprocess
 
@@ -155,7 +166,7 @@ def _spawn_recap(settings, transcript: str) -> None:
     from .logbook import private_append
 
     cmd = python("-m", "pps_core.cli", "recap", os.path.abspath(os.path.expanduser(transcript)),
-                 "--entity", settings.entity, "--home", str(settings.home), "--save", "--quiet")
+                 "--entity", settings.entity, "--home", str(settings.home), "--save", "--quiet", "--no-stores")
     private_append(log_path(settings.home), "")  # exists, 0600, before the child appends to it
     err = os.open(log_path(settings.home), os.O_WRONLY | os.O_APPEND)
     try:

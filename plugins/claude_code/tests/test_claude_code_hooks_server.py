@@ -220,3 +220,40 @@ def test_the_fast_path_reaches_the_owner_through_the_kernel_and_stays_light(root
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0
+
+
+def test_a_cold_session_end_writes_the_recap_and_starts_no_server(tmp_path):
+    """The last hook of a session with no server running (Claude Code's own SessionEnd payload, autostart on):
+    the turns are saved and the recap written here, no server is started for nobody, and the user is told
+    nothing untrue (there is no next prompt)."""
+    pps(tmp_path, "init", "--entity", "lyra", "--plugins", "sqlite,crystals,recap", "--timezone", "UTC")
+    home = tmp_path / "lyra"
+    transcript = transcript_of(tmp_path, 44)
+    try:
+        for reason in ("prompt_input_exit", "other"):  # Ctrl-D; and a second end (the terminal closed)
+            end = run_hook(tmp_path, "SessionEnd", payload("SessionEnd", transcript, reason=reason),
+                           PPS_CLAUDE_CODE_AUTOSTART="true")
+            assert end.returncode == 0 and end.stdout == "", (end.stdout, end.stderr)
+        # /clear: the next session starts at once, while the recap may still be written (it holds no store)
+        other = tmp_path / "b1d7f00d-2222-4c7e-9a51-0d6b2e7c0a02.jsonl"
+        other.write_text("")
+        start = run_hook(tmp_path, "SessionStart", {**payload("SessionStart", other, source="clear"),
+                                                    "session_id": other.stem})
+        assert "comma inside quotes" in json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+        recap = home / "_recap.md"
+        deadline = time.monotonic() + 60
+        while not recap.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "Both fixes are in the working tree" in recap.read_text()
+        while read_owner(home) is not None and time.monotonic() < deadline:  # the recap's process, if any, ends
+            time.sleep(0.1)
+        assert read_owner(home) is None  # nothing holds the stores: no server lives on
+        assert not (home / "hooks" / "claude-code" / "server.pid").exists()
+        assert not (home / "logs" / "server.log").exists()
+        assert len([t for t in turns(tmp_path) if t["author_name"] == "Jeff"]) == 5  # the session's turns, once
+        log = (home / "logs" / "hooks.log").read_text()
+        assert "SessionEnd session=" in log and "next prompt" not in log
+    finally:
+        owner = read_owner(home) or {}
+        if owner.get("pid"):
+            os.kill(owner["pid"], 15)

@@ -14,7 +14,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_session.jsonl"
 
 
 def count(root: Path) -> int:
-    health = json.loads(pps(root, "health", "--entity", "lyra").stdout)
+    health = json.loads(pps(root, "health", "--entity", "lyra", "--json").stdout)
     return health["layers"]["raw_capture"]["counts"]["messages"]
 
 

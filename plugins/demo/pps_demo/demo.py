@@ -29,7 +29,9 @@ CONVERSATION = [
 async def run(home: Path) -> None:
     plugins = default_plugins()
     settings = load_settings("lyra", home, plugins=plugins, timezone="America/Chicago",
-                             identity="I am Lyra; Jeff is my person.")
+                             identity="I am Lyra; Jeff is my person.",
+                             # the original entity's own voice late at night (the defaults are neutral)
+                             startup={"late_night": SEED_LATE_NIGHT})
     async with Memory(settings) as memory:
         print(f"# Entity 'lyra' at {home} with plugins: {', '.join(memory.settings.plugins)}\n")
         await memory.call("store_messages", {"messages": [
@@ -57,6 +59,10 @@ async def run(home: Path) -> None:
         print(f"\n## ambient_recall(\"{query}\")\n")
         print(found["text"])
         print(f"\n(startup {startup['latency_ms']:.1f} ms, search {found['latency_ms']:.1f} ms)")
+
+
+#: The seed system's late-night lines, the demo entity's own.
+SEED_LATE_NIGHT = {"asleep": "You should be asleep, love.", "late": "Getting late..."}
 
 
 def cmd_demo(args: Any) -> int:

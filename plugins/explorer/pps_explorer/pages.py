@@ -101,8 +101,11 @@ async def around(ctx: Ctx):
         from pps_core.errors import InvalidParams
 
         raise InvalidParams("ts: give a moment (ISO 8601) to look around", param="ts")
+    from pps_core.timeutil import parse_timestamp, to_storage
+
+    moment = to_storage(parse_timestamp(ts, ctx.memory.tz, "ts"))  # naive input is in the entity's zone
     found, err = await ctx.part("get_turns_around", {"timestamp": ts, "count": 40})
-    return "around.html", {"ts": ts, "centre": centre, "turns": found["messages"] if found else None, "err": err}
+    return "around.html", {"ts": moment, "centre": centre, "turns": found["messages"] if found else None, "err": err}
 
 
 async def summaries(ctx: Ctx):

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup, escape
 
-W, H, PAD_L, PAD_B, PAD_T = 720, 230, 44, 28, 24
+W, H, PAD_L, PAD_B, PAD_T = 720, 230, 52, 28, 26
 SERIES = 6  # channel families drawn; the rest are 'other'
 
 
@@ -36,11 +36,15 @@ def _axes(top: float, days: list[str], unit: str) -> list[str]:
         out.append(f'<line class="grid" x1="{PAD_L}" y1="{y:.1f}" x2="{W}" y2="{y:.1f}"/>')
         label = f"{top * frac:g}"
         out.append(f'<text class="tick" x="{PAD_L - 4}" y="{y + 4:.1f}" text-anchor="end">{_e(label)}</text>')
-    if days:
+    if days:  # first, middle and last day; the ends anchored inside the plot so no label is cut off
         n = len(days)
         for i in sorted({0, n // 2, n - 1}):
-            x = PAD_L + (i + 0.5) * (W - PAD_L) / n
-            out.append(f'<text class="tick" x="{x:.1f}" y="{H - 8}" text-anchor="middle">{_e(days[i][5:])}</text>')
+            x, anchor = PAD_L + (i + 0.5) * (W - PAD_L) / n, "middle"
+            if i == 0 and n > 1:
+                x, anchor = PAD_L + 2, "start"
+            elif i == n - 1 and n > 1:
+                x, anchor = W - 2, "end"
+            out.append(f'<text class="tick" x="{x:.1f}" y="{H - 8}" text-anchor="{anchor}">{_e(days[i][5:])}</text>')
     out.append(f'<text class="tick" x="4" y="12">{_e(unit)}</text>')
     return out
 

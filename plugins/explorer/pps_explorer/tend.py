@@ -88,6 +88,10 @@ async def photo_delete(ctx: Ctx):
 # -- graph --------------------------------------------------------------------------------------
 
 
+#: Entities listed beside the graph (the most connected first).
+ENTITIES = 30
+
+
 def _focal(settings) -> str:
     """The graph's focal entity (the graph plugin's ``[graphiti] focal_entity``), else the entity's name."""
     try:
@@ -99,17 +103,24 @@ def _focal(settings) -> str:
 
 async def graph(ctx: Ctx):
     focal = _focal(ctx.memory.settings)
-    name = ctx.arg("entity") or focal
     depth = ctx.int_arg("depth", 1, 1, 2)
     q, offset = ctx.arg("q"), ctx.int_arg("offset", 0, 0, 10_000)
+    listed, _ = await ctx.part("texture_entities", {"limit": ENTITIES}) if ctx.has("texture_entities") \
+        else (None, None)
+    entities = (listed or {}).get("entities") or []
+    # no entity asked for: the most connected one (the focal entity may not be in the graph at all)
+    top = [e["name"] for e in entities if e["facts"] == entities[0]["facts"]] if entities else [focal]
+    name = ctx.arg("entity") or (focal if focal in top else top[0])  # among equals, the focal entity
     values: dict[str, Any] = {"name": name, "focal": focal, "depth": depth, "q": q, "explored": None,
-                              "drawing": None, "err": None, "facts": None, "page": None, "search_err": None}
+                              "drawing": None, "err": None, "facts": None, "page": None, "search_err": None,
+                              "entities": entities, "entity_total": (listed or {}).get("total")}
     if not q and ctx.has("texture_explore"):  # a search shows facts; each entity links to its neighbourhood
         try:
             explored = await ctx.call("texture_explore", {"entity_name": name, "depth": depth, "limit": 60})
             values.update(explored=explored, drawing=svg.graph(explored, ctx.url("/graph", depth=depth) + "&entity="))
         except NotFound:
-            values["err"] = f"no entity named {name!r} in the graph yet"
+            values["err"] = (f"no entity named {name!r} in the graph yet" if entities or ctx.arg("entity")
+                             else "the graph is empty: facts appear here once turns are ingested or triplets added")
         except PPSError as exc:  # an unavailable graph says why; the rest of the page stands
             values["err"] = exc.message
     elif not q:
@@ -145,10 +156,21 @@ def _forget_op(ctx: Ctx) -> tuple[str | None, str | None]:
     return None, None
 
 
+SEARCH_OP = "forget_search"
+WHO = "the memory explorer (web UI)"  # for the forget log; never the content
+
+
 async def forget(ctx: Ctx):
     op, param = _forget_op(ctx)
     values: dict[str, Any] = {"op": op, "param": param, "turns": None, "err": None, "page": None,
-                              "day": ctx.arg("day"), "channel": ctx.arg("channel"), "author": ctx.arg("author")}
+                              "day": ctx.arg("day"), "channel": ctx.arg("channel"), "author": ctx.arg("author"),
+                              "q": ctx.arg("q"), "can_search": ctx.has(SEARCH_OP), "found": None}
+    if values["q"]:  # the first step of forget_search: the matches and a token; nothing is deleted
+        params = {"query": values["q"], "limit": 50, "requested_by": WHO,
+                  **({"channel": values["channel"]} if values["channel"] else {})}
+        found, err = await ctx.part(SEARCH_OP, params)
+        values.update(found=found, err=err)
+        return "forget.html", values
     if op is None:
         values["err"] = ("not available: forgetting needs an operation such as forget_turns, which this entity "
                          "does not load")
@@ -191,22 +213,33 @@ def _ids(form: dict[str, Any]) -> list[int]:
 
 
 async def forget_confirm(ctx: Ctx):
+    form = await _form(ctx)
+    if form.get("confirm"):  # the matches of a search: forget_search forgets exactly what it listed
+        ids = _ids(form)
+        shown, _ = await ctx.part("list_turns", {"ids": ids, "limit": 500})
+        return "forget_confirm.html", {"op": SEARCH_OP, "ids": ids, "turns": (shown or {}).get("turns"),
+                                       "q": form.get("q", ""), "confirm": form["confirm"]}
     op, param = _forget_op(ctx)
     if op is None or param is None:
         return await forget(ctx)
-    ids = _ids(await _form(ctx))
+    ids = _ids(form)
     shown, _ = await ctx.part("list_turns", {"ids": ids, "limit": 500})  # what exactly will be forgotten
     return "forget_confirm.html", {"op": op, "ids": ids, "turns": (shown or {}).get("turns")}
 
 
 async def forget_do(ctx: Ctx):
+    form = await _form(ctx)
+    if form.get("confirm"):
+        result = await ctx.call(SEARCH_OP, {"query": form.get("q", ""), "confirm": form["confirm"],
+                                            "requested_by": WHO})
+        return "forget_done.html", {"op": SEARCH_OP, "result": result, "ids": result.get("forgotten", [])}
     op, param = _forget_op(ctx)
     if op is None or param is None:
         return await forget(ctx)
-    ids = _ids(await _form(ctx))
+    ids = _ids(form)
     params: dict[str, Any] = {param: ids}
     if "requested_by" in getattr(ctx.memory.catalog.get(op).params, "model_fields", {}):
-        params["requested_by"] = "the memory explorer (web UI)"  # for the forget log; never the content
+        params["requested_by"] = WHO
     result = await ctx.call(op, params)
     return "forget_done.html", {"op": op, "ids": ids, "result": result}
 

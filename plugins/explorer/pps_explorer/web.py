@@ -66,7 +66,7 @@ class Ctx:
         return f"{self.base}{path}" + (f"?{q}" if q else "")
 
 
-def _templates():
+def _templates(memory):
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     from . import text
@@ -74,7 +74,16 @@ def _templates():
     env = Environment(loader=PackageLoader("pps_explorer", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(md=text.markdown, highlight=text.highlight, short=text.short, urlq=lambda s: quote(str(s), safe=""))
+    tz = memory.tz  # every time on every page in the entity's zone
+
+    def layer_name(name: str) -> str:
+        layer = memory.layer(name)
+        return text.layer_name(name, getattr(layer, "title", None))
+
+    env.filters.update(md=text.markdown, highlight=text.highlight, short=text.short, urlq=lambda s: quote(str(s), safe=""),
+                       local=lambda v, zone=False: text.local_time(v, tz, zone), layer_name=layer_name,
+                       count_word=text.count_word, plural=text.plural)
+    env.globals["zone"] = tz.key
     return env
 
 
@@ -89,7 +98,7 @@ class Explorer:
         self.entity = memory.settings.entity
         self.base = f"/ui/{quote(self.entity, safe='')}"
         self.sessions = sec.Sessions(auth, self.base)
-        self.env = _templates()
+        self.env = _templates(memory)
         routes = [Route("/", self.wrap(pages.home), methods=["GET"]),
                   Route("/login", self.login, methods=["GET", "POST"]),
                   Route("/logout", self.logout, methods=["POST"]),

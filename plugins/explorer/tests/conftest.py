@@ -45,6 +45,8 @@ def explorer_server(tmp_path_factory):
     root = tmp_path_factory.mktemp("explorer")
     init_entity(root, "lyra", FULL)
     init_entity(root, "orion", "crystals,http,explorer")
+    toml = root / "orion" / "pps.toml"  # orion lives in Chicago: its pages show times in that zone
+    toml.write_text(toml.read_text().replace('timezone = "UTC"', 'timezone = "America/Chicago"'))
     init_entity(root, "nova", "crystals,http,explorer")
     (root / "nova" / "token").unlink()
     srv = start_server(root, "--entity", "lyra", "--entities", "orion,nova", timeout=120)

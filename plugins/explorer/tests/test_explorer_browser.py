@@ -28,7 +28,11 @@ PAGES = [("home", "/", "memory at a glance"), ("startup", "/startup", "would wak
          ("timeline", "/timeline?day=2026-03-02", "Timeline: 2026-03-02"), ("summaries", "/summaries", "Summaries"),
          ("crystals", "/crystals", "Crystals"), ("photos", "/photos", "Word-photos"),
          ("photo", "/photos/first-snow.md", "First snow"), ("graph", "/graph?depth=2", "Graph: Lyra"),
-         ("plots", "/plots?days=14&until=2026-03-04", "Plots"), ("forget", "/forget", "Forget turns")]
+         ("plots", "/plots?days=14&until=2026-03-04", "Plots"), ("forget", "/forget", "Forget turns"),
+         ("around", "/around?ts=2026-03-02T08:10:00Z&id=11", "Around 2026-03-02 08:10 UTC"),
+         ("forget-search", "/forget?q=harbour", "Forget turns"), ("plots-year", "/plots?days=365", "Plots"),
+         ("photo-new", "/photos/new", "New word-photo"), ("photo-edit", "/photos/first-snow.md/edit", "Edit First snow"),
+         ("not-found", "/no/such/page", "no such page")]
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +68,7 @@ def page(browser, explorer_server):
     tab.fill("input[name=token]", "wrong")
     tab.click("button[type=submit]")
     assert "does not grant access" in tab.inner_text(".notice")
+    tab.screenshot(path=str(ARTEFACTS / "login.png"), full_page=True)
     tab.fill("input[name=token]", explorer_server.token("lyra"))
     tab.click("button[type=submit]")
     tab.wait_for_url(f"{base}/")
@@ -88,6 +93,8 @@ def test_login_sets_an_httponly_strict_cookie(page):
 def test_each_page_renders_without_csp_violations(page, name, path, heading):
     _visit(page, path)
     assert heading in page.inner_text("h1") or heading in page.inner_text("main")
+    if name == "not-found":  # the browser logs the 404 status itself
+        page.problems[:] = [p for p in page.problems if "status of 404" not in p]
     assert page.problems == [], page.problems  # a blocked inline script or style would be logged here
     assert page.evaluate("typeof htmx") == "object"  # the vendored htmx loaded under the CSP
     page.screenshot(path=str(ARTEFACTS / f"{name}.png"), full_page=True)
@@ -97,6 +104,10 @@ def test_home_shows_health_and_the_last_capture_per_channel(page):
     _visit(page, "/")
     main = page.inner_text("main")
     assert "raw_capture" in main and "rich_texture" in main and "backlog: unsummarized" in main
+    titles = page.locator(".card h2").all_inner_texts()  # the names the navigation uses, not the layer ids
+    assert {"Turns", "Summaries", "Crystals", "Word-photos", "Graph"} <= set(titles), titles
+    counts = page.locator(".card dt").all_inner_texts()
+    assert "core_anchors" not in titles and "word-photos" in counts and "word_photos" not in counts, counts
     assert re.search(r"discord\s+2026-03-03 09:00", main) and re.search(r"terminal\s+2026-03-02 08:29", main)
     _visit(page, "/startup")
     assert "=== AMBIENT RECALL MANIFEST ===" in page.inner_text("pre.package")
@@ -152,6 +163,17 @@ def test_new_word_photo_and_delete_it(page, explorer_server):
     assert not (home / "kitchen-light.md").exists() and (home / ".deleted" / "kitchen-light.md").exists()
 
 
+def test_the_graph_lists_entities_and_opens_on_the_most_connected(page):
+    _visit(page, "/graph")
+    names = page.locator("nav.entities a").all_inner_texts()
+    assert names and names[0].startswith("Lyra"), names  # Lyra has the most facts in the seed (4)
+    assert "Jeff" in " ".join(names) and "Chicago" in " ".join(names)
+    expect(page.locator("h1")).to_have_text("Graph: Lyra")
+    page.click("nav.entities a:has-text('Brandi')")
+    expect(page.locator("h1")).to_have_text("Graph: Brandi")
+    page.screenshot(path=str(ARTEFACTS / "graph-brandi.png"), full_page=True)
+
+
 def test_delete_a_graph_fact(page, explorer_server):
     fact = explorer_server.seeded["facts"][2]  # Lyra WATCHES Snow
     _visit(page, "/graph")
@@ -163,6 +185,35 @@ def test_delete_a_graph_fact(page, explorer_server):
     explored = explorer_server.call("texture_explore", {"entity_name": "Lyra", "depth": 1}, entity="lyra").json()
     assert fact["uuid"] not in {f["uuid"] for f in explored["facts"]}
     assert "Snow" not in {f["object"] for f in explored["facts"]} and len(explored["facts"]) == 3
+
+
+def test_plot_labels_fit_inside_their_drawing(page):
+    for days in (7, 30, 365):
+        _visit(page, f"/plots?days={days}&until=2026-03-04")
+        boxes = page.evaluate("""() => [...document.querySelectorAll('svg.plot')].flatMap(svg => {
+            const vb = svg.viewBox.baseVal;
+            return [...svg.querySelectorAll('text')].map(t => { const b = t.getBBox();
+                return {text: t.textContent, x: b.x, y: b.y, right: b.x + b.width, bottom: b.y + b.height, w: vb.width,
+                        h: vb.height}; }); })""")
+        clipped = [b for b in boxes if b["x"] < 0 or b["y"] < 0 or b["right"] > b["w"] or b["bottom"] > b["h"]]
+        assert boxes and clipped == [], (days, clipped)
+
+
+def test_times_are_in_the_entitys_zone(page, explorer_server):
+    from datetime import datetime
+    from zoneinfo import ZoneInfo
+
+    r = explorer_server.call("crystallize", {"content": "Chicago time"}, entity="orion")
+    assert r.status_code == 200, r.text
+    page.goto(f"{explorer_server.url}/ui/orion/crystals")  # orion: America/Chicago, no login (loopback rules)
+    if page.url.endswith("/login"):
+        page.fill("input[name=token]", explorer_server.token("orion"))
+        page.click("button[type=submit]")
+        page.goto(f"{explorer_server.url}/ui/orion/crystals")
+    shown = page.locator("article.crystal time").first.inner_text()
+    stored = page.locator("article.crystal time").first.get_attribute("datetime")
+    expected = datetime.fromisoformat(stored.replace("Z", "+00:00")).astimezone(ZoneInfo("America/Chicago"))
+    assert shown == expected.strftime("%Y-%m-%d %H:%M") and stored[11:16] != shown[11:16]
 
 
 def test_graph_search_and_open_an_entity(page):
@@ -229,8 +280,51 @@ def test_forget_selected_turns_after_confirming(page, explorer_server):
     expect(page.locator("h1")).to_have_text("Forget 2 turns?")
     assert page.locator("article.turn").count() == 2  # the confirmation shows exactly what goes
     assert {page.locator("article.turn").nth(i).get_attribute("id") for i in (0, 1)} == {f"turn-{i}" for i in chosen}
+    page.screenshot(path=str(ARTEFACTS / "forget-confirm.png"), full_page=True)
     page.click("button:has-text('Yes, forget them')")
     expect(page.locator("h1")).to_have_text("Forgotten")
+    done = page.inner_text("main")
+    assert "2 turns forgotten" in done and "{" not in done  # a sentence, not raw JSON
+    page.screenshot(path=str(ARTEFACTS / "forget-done.png"), full_page=True)
     left = explorer_server.call("list_turns", {"since": "2026-03-02", "until": "2026-03-03", "channel": "discord"},
                                 entity="lyra").json()
     assert left["total"] == 6 and not {str(t["id"]) for t in left["turns"]} & set(chosen)
+
+
+def test_forget_what_a_search_finds_after_confirming(page, explorer_server):
+    """Search, read the matches, confirm, gone: through forget_search's two steps (runs after the one above)."""
+    _visit(page, "/forget?q=owls outside")
+    listed = [a.get_attribute("id") for a in page.locator("article.turn").all()]
+    assert listed, page.inner_text("main")
+    assert f"{len(listed)} turn" in page.inner_text("main") and "Nothing is deleted yet" in page.inner_text("main")
+    page.click("button:has-text('Forget these')")
+    expect(page.locator("h1")).to_have_text(re.compile(r"Forget \d+ turns?\?"))
+    assert sorted(a.get_attribute("id") for a in page.locator("article.turn").all()) == sorted(listed)
+    page.click("button:has-text('Yes, forget them')")
+    expect(page.locator("h1")).to_have_text("Forgotten")
+    assert f"{len(listed)} turn" in page.inner_text("main") and "forget_search" in page.inner_text("main")
+    page.screenshot(path=str(ARTEFACTS / "forget-search-done.png"), full_page=True)
+    ids = [int(i.removeprefix("turn-")) for i in listed]
+    gone = explorer_server.call("list_turns", {"ids": ids}, entity="lyra").json()
+    assert gone["turns"] == []
+
+
+def test_the_start_line_prints_the_explorers_url(explorer_server):
+    log = explorer_server.log.read_text()
+    assert f"pps: memory explorer for 'lyra' at {explorer_server.url}/ui/lyra/" in log, log[-2000:]
+
+
+#: Pages photographed where a test reaches them (a login form, the answers of a POST): path -> screenshot.
+ELSEWHERE = {"/login": "login.png", "/forget/confirm": "forget-confirm.png", "/forget/do": "forget-done.png"}
+
+
+def test_every_page_is_photographed():
+    """Every page the explorer serves is visited above, checked and photographed: PAGES (or ELSEWHERE) names a
+    path each GET route matches, so a new page cannot land without its screenshot."""
+    from pps_explorer import pages
+
+    routes = ["/", "/login", *(p for p, _h, methods in pages.routes() if "GET" in methods)]
+    visited = [path.split("?")[0] for _n, path, _h in PAGES] + list(ELSEWHERE)
+    missing = [r for r in routes if not any(re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", r), v) for v in visited)]
+    assert missing == [], f"pages with no screenshot: {missing}"
+    assert "not-found" in {n for n, _p, _h in PAGES}  # and the page of a wrong address

@@ -416,7 +416,8 @@ class AnchorLayer(Layer):
                 emb = self.index.embedder
                 state = "" if getattr(emb, "loaded", True) else ", loads on first use"
                 seen = "inotify" if self._watch is not None else "stat"
-                detail = (f"{len(self._entries)} word-photos in {self.dir}; embedder {emb.name}{state}; "
+                n = len(self._entries)
+                detail = (f"{n} word-photo{'' if n == 1 else 's'} in {self.dir}; embedder {emb.name}{state}; "
                           f"edits seen by {seen}")
                 if bad:
                     detail += "; skipped: " + ", ".join(f"{p['filename']} ({p['reason']})" for p in bad[:20])

@@ -73,13 +73,11 @@ def _no_llm_class():
         async def _generate_response(self, *args, **kwargs):
             from pps_core.errors import Unavailable
 
+            from .settings import NO_LLM
+
             raise Unavailable(NO_LLM)
 
     return NoLLM
-
-
-NO_LLM = ("rich_texture: this needs an LLM, and none is configured; set [llm] base_url and model in the "
-          "entity's pps.toml (or PPS_LLM__BASE_URL / PPS_LLM__MODEL). Nothing was changed.")
 
 
 def build_llm(llm: LLMSettings) -> LLMClient:

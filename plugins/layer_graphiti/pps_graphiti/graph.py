@@ -300,6 +300,14 @@ class Graph:
         return {"entities": int(nodes[0]["c"]) if nodes else 0, "facts": int(edges[0]["c"]) if edges else 0,
                 "episodes": int(episodes[0]["c"]) if episodes else 0}
 
+    async def entities_by_facts(self, limit: int, offset: int = 0) -> list[dict[str, Any]]:
+        """Entities with how many facts touch each, the most connected first (then by name)."""
+        rows = await self.query(
+            f"MATCH (n:Entity) WHERE n.group_id = $group_id OPTIONAL MATCH (n){self.hop}(m:Entity) WHERE m.uuid <> n.uuid "
+            "RETURN n.uuid AS uuid, n.name AS name, count(m) AS facts ORDER BY facts DESC, name SKIP $offset "
+            "LIMIT $limit", group_id=self.group_id, offset=offset, limit=limit)
+        return [{"uuid": r["uuid"], "name": r["name"], "facts": int(r["facts"])} for r in rows]
+
     async def facts_touching(self, node_uuid: str) -> list[str]:
         """The facts (texts) of the edges an entity is the subject or object of, oldest first."""
         pattern = ("(n:Entity {uuid: $uuid})-[:RELATES_TO]-(e:RelatesToNode_)" if self.provider == GraphProvider.KUZU

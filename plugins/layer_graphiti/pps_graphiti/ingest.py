@@ -14,15 +14,26 @@ from typing import TYPE_CHECKING, Any
 
 from pps_core import IngestionQueue
 from pps_core.errors import Unavailable
-from pps_core.render import uningested_status
 from pps_core.timeutil import from_storage, now_utc, to_storage
 
-from .clients import NO_LLM
+from .settings import NO_LLM
 
 if TYPE_CHECKING:  # pragma: no cover
     from .layer import GraphitiLayer
 
 log = logging.getLogger("pps.graphiti")
+
+
+def uningested_status(n: int, llm_configured: bool = True) -> str:
+    """The note beside the count of turns not yet in the graph (thresholds of the original's startup health);
+    without an LLM nobody can ingest, so it says that instead of recommending it."""
+    if not llm_configured:
+        return "(graph ingestion is off: no [llm] configured)" if n else "(healthy)"
+    if n < 20:
+        return "(healthy)"
+    if n < 100:
+        return "(batch ingestion recommended)"
+    return "(HIGH - ingest soon!)"
 
 
 async def _value(v):
@@ -55,7 +66,8 @@ class Ingestor:
 
     async def stats(self) -> dict[str, Any]:
         n = int(await _value(self.raw().count_uningested()))
-        return {"uningested": n, "status": uningested_status(n), "llm_configured": self.memory.settings.llm.configured,
+        llm = self.memory.settings.llm.configured
+        return {"uningested": n, "status": uningested_status(n, llm), "llm_configured": llm,
                 "worker_running": self._task is not None and not self._task.done(),
                 "ingested_this_process": self.ingested, "last_run": self.last_run, "last_error": self.last_error,
                 "graph": await self.layer.require().counts()}

@@ -113,6 +113,13 @@ class GraphitiLayer(Layer):
                 return
             await graph.close()
 
+    def backlog_note(self, key: str, count: int) -> str | None:
+        if key != "uningested":
+            return None
+        from .ingest import uningested_status
+
+        return uningested_status(count, self.memory.settings.llm.configured)
+
     def require(self) -> Graph:
         if self.graph is None:
             raise Unavailable("rich_texture: the graph is not open")

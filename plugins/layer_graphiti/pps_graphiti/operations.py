@@ -39,6 +39,11 @@ class ExploreParams(BaseModel):
     _n = field_validator("entity_name")(classmethod(lambda cls, v: _clean(v)))
 
 
+class EntitiesParams(BaseModel):
+    limit: int = Field(50, ge=1, le=1000, description="entities to return")
+    offset: int = Field(0, ge=0, le=100_000, description="entities to skip (pagination)")
+
+
 class TimelineParams(BaseModel):
     since: str = Field("24h", max_length=100, description="ISO 8601 (entity's zone if naive) or '24h', '7d'")
     until: str | None = Field(None, max_length=100, description="ISO 8601 or a duration ago; default now")
@@ -115,6 +120,13 @@ async def texture_explore(memory, p: ExploreParams):
     return await explore(_layer(memory), p.entity_name, p.depth, p.limit)
 
 
+async def texture_entities(memory, p: EntitiesParams):
+    graph = _layer(memory).require()
+    entities = await graph.entities_by_facts(p.limit, p.offset)
+    total = (await graph.counts())["entities"]
+    return {"count": len(entities), "offset": p.offset, "total": total, "entities": entities}
+
+
 async def texture_timeline(memory, p: TimelineParams):
     from .writes import timeline
 
@@ -164,6 +176,8 @@ def operations() -> list[Operation]:
                               "metadata.kind 'edge' or 'node' and its uuid as source."),
         Operation("texture_explore", ExploreParams, texture_explore, group=g, read_only=True, idempotent=True,
                   description="The neighbourhood of an entity: facts and entities up to `depth` hops away."),
+        Operation("texture_entities", EntitiesParams, texture_entities, group=g, read_only=True, idempotent=True,
+                  description="The graph's entities, the most connected first, each with how many facts touch it."),
         Operation("texture_timeline", TimelineParams, texture_timeline, group=g, read_only=True, idempotent=True,
                   description="Facts that became valid between `since` and `until` (ISO or '24h'/'7d'), oldest first."),
         Operation("texture_add", AddParams, texture_add, group=g,

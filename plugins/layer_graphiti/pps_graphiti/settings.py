@@ -63,3 +63,9 @@ class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
 
             safe = f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
         return safe
+
+
+#: What a graph operation that needs an LLM answers when none is configured (here, not in clients.py, so that
+#: reading it never imports graphiti_core).
+NO_LLM = ("rich_texture: this needs an LLM, and none is configured; set [llm] base_url and model in the "
+          "entity's pps.toml (or PPS_LLM__BASE_URL / PPS_LLM__MODEL). Nothing was changed.")

@@ -55,7 +55,7 @@ def test_backup_while_triplets_are_written_restores_a_whole_graph(tmp_path):
     found = pps(tmp_path, "call", "--home", str(restored), "texture_search",
                 '{"query": "who loves the harbor at first snow?", "limit": 3}')
     assert "Lyra loves the harbor at first snow" in found.stdout
-    health = json.loads(pps(tmp_path, "health", "--home", str(restored)).stdout)["layers"]["rich_texture"]
+    health = json.loads(pps(tmp_path, "health", "--home", str(restored), "--json").stdout)["layers"]["rich_texture"]
     facts = health["counts"]["facts"]
     assert 1 + before <= facts <= 1 + after + 1, (before, facts, after)  # a whole prefix of the writes
     restored_uuids = set()

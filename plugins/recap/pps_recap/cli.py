@@ -20,6 +20,8 @@ def add_commands(cli) -> None:
     p.add_argument("--json", action="store_true", help="print the whole answer as JSON")
     p.add_argument("--quiet", action="store_true", help="print nothing (with --save or -o)")
     p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
+    p.add_argument("--no-stores", action="store_true",
+                   help="open no store (lexical merge, as beside a server; what Claude Code's SessionEnd hook runs)")
 
 
 def _client(args, settings):
@@ -42,11 +44,15 @@ def cmd_recap(args) -> int:
     params = {k: v for k, v in params.items() if v is not None}
     from pps_core.forward import server_address
 
+    if args.no_stores and args.novelty:
+        print("pps recap: --novelty weighs against the stored memories: it cannot run with --no-stores",
+              file=sys.stderr)
+        return 2
     serving = bool(server_address(settings.home)) and not args.local
     if serving and args.novelty:  # novelty searches the layers: the server runs it (its own logs only)
         with _client(args, settings) as client:
             answer = client.call("session_recap", params)
-    elif serving:  # the log is read here, by the user who runs the command: any file they can read
+    elif serving or args.no_stores:  # the log is read here, by the user who runs the command: any file they can read
         answer = _recap_beside_server(settings, params)
     else:
         with _client(args, settings) as client:

@@ -2,8 +2,10 @@
 
 Turns: the store's BM25 candidates and its dense candidates (turn vectors, with their neighbours' context),
 fused by :mod:`pps_turns.retrieval`. Vectors are computed here, in the background after turns are stored
-(capture never waits for the model) and for turns stored before an embedder was loaded once a search finds
-them missing; the store keeps them (``write_turn_vectors``) and searches them (``turn_similarities``).
+(capture never waits for the model), and by a search for what is still missing before it looks, up to
+:data:`QUERY_EMBED_MAX` turns (read your writes: a turn stored just before, even by a process that closed at
+once, is found by meaning; past the bound the answer says how many wait). The store keeps them
+(``write_turn_vectors``) and searches them (``turn_similarities``).
 Summaries: BM25 fused with summary vectors the same way, simpler (summaries are few).
 Without an embedder both searches are lexical.
 """
@@ -38,6 +40,9 @@ DENSE_WEIGHT = 0.4
 DENSE_FLOOR = 0.25
 CANDIDATES = 50
 SUMMARY_EMBED_BATCH = 32
+#: A turn search embeds at most this many turns still without a vector before it looks (oldest first); the
+#: rest follow in the background, and the answer says how many wait (``vectors_pending``).
+QUERY_EMBED_MAX = 32
 
 
 def _blobs(vecs) -> list[bytes]:
@@ -80,6 +85,10 @@ class Retriever(_Embedding):
         #: Every turn with id <= this has a vector (of the current model) or was looked at.
         self.floor = 0
         self._task: asyncio.Task | None = None
+        self._embedding = asyncio.Lock()  # one batch at a time: the background drain and a search take turns
+        #: How many turns had no vector when the last search looked (they were found by their words only);
+        #: 0 when every one had, or without an embedder (search is lexical by design then, not incomplete).
+        self.vectors_pending = 0
         self._authors: dict[str, str] | None = None
         self._authors_at = 0.0
         self._df: dict[str, int] = {}
@@ -134,7 +143,8 @@ class Retriever(_Embedding):
         done = 0
         while emb is not None and self.pending:
             try:
-                done += await self._batch(emb)
+                async with self._embedding:
+                    done += await self._batch(emb) if self.pending else 0
                 if progress is not None:
                     progress(done)
             except Exception as exc:  # left pending: the next search or store tries again
@@ -142,10 +152,22 @@ class Retriever(_Embedding):
                 break
         return done
 
-    async def _batch(self, emb: Any) -> int:
+    async def ready(self, emb: Any, limit: int) -> None:
+        """Before a search looks: embed up to ``limit`` turns still without a vector (a failure is logged and
+        left pending: the search is then lexical for those turns)."""
+        done = 0
+        try:
+            while self.pending and done < limit:
+                async with self._embedding:  # a background batch in flight finishes first
+                    if self.pending:
+                        done += await self._batch(emb, min(EMBED_BATCH, limit - done))
+        except Exception as exc:
+            self.warn(exc)
+
+    async def _batch(self, emb: Any, size: int = EMBED_BATCH) -> int:
         model = self.model(emb)
-        todo, top = await self.store.turns_missing_vectors(model, EMBED_BATCH, self.floor)
-        if len(todo) < EMBED_BATCH:
+        todo, top = await self.store.turns_missing_vectors(model, size, self.floor)
+        if len(todo) < size:
             self.pending = False
         if todo:
             try:
@@ -155,7 +177,7 @@ class Retriever(_Embedding):
                 raise
             await self.store.write_turn_vectors(model, todo, _blobs(vecs))
             self.floor = todo[-1]["id"]  # every turn up to here has its vector
-        if len(todo) < EMBED_BATCH:  # nothing else was missing up to ``top``: the next look starts there
+        if len(todo) < size:  # nothing else was missing up to ``top``: the next look starts there
             self.floor = max(self.floor, top)
         return len(todo)
 
@@ -209,10 +231,14 @@ class Retriever(_Embedding):
         calibration (bench/locomo.py's "before")."""
         emb = self.embedder() if cfg.use_dense else None
         qvec = None
+        self.vectors_pending = 0
         if emb is not None:
             try:
-                if self.pending:  # turns stored before the embedder, or a failed batch: in the background
-                    self._kick()
+                if self.pending:  # read your writes: what is missing first (bounded), the rest in the background
+                    await self.ready(emb, QUERY_EMBED_MAX)
+                    if self.pending:
+                        self.vectors_pending = await self.store.count_turns_missing_vectors(self.model(emb))
+                        self._kick()
                 import numpy as np
 
                 qvec = np.asarray((await asyncio.to_thread(emb.embed, [query]))[0], dtype=np.float32)

@@ -164,9 +164,15 @@ class TurnDomain:
         floor = self.floor(self.raw, p.min_score)
         results = await self.memory.search_layer(self.raw.name, p.query, p.limit, p.offset, channel=p.channel,
                                                  min_score=floor)
-        return {"query": p.query, "count": len(results), "offset": p.offset, "min_score": floor,
-                **self._nothing(results, floor, "turn"),
-                "results": [{"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
+        out: dict[str, Any] = {"query": p.query, "count": len(results), "offset": p.offset, "min_score": floor,
+                               **self._nothing(results, floor, "turn")}
+        pending = self.retriever.vectors_pending
+        if pending:  # found by their words only, not by meaning yet
+            out["vectors_pending"] = pending
+            said = (f"{pending} turns have no vector yet, so this search found them by their words only; they are "
+                    f"embedded in the background and by each search, or all at once with `pps reindex`")
+            out["note"] = f"{out['note']}; {said}" if "note" in out else said
+        return {**out, "results": [{"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
                              "channel": r.metadata.get("channel"), "session_id": r.metadata.get("session_id"),
                              "message_id": r.metadata.get("message_id"), "summary_id": r.metadata.get("summary_id"),
                              "created_at": r.timestamp, "local_time": render_iso_local(r.timestamp, self.memory.tz),

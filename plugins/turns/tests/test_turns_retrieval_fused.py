@@ -116,11 +116,44 @@ async def test_turns_stored_without_an_embedder_are_backfilled(make_memory, tmp_
     ids = await _store(m, DISTRACTORS + [PARAPHRASE])
     await m.close()
     m = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
-    assert (await m.call("raw_search", {"query": "Did she get a new dog?"}))["results"] == []  # lexical only
-    await m.require_layer("raw_capture").retriever.drain()  # the search started the backfill; wait for it
+    # the very first search embeds what is missing before it looks (read your writes), no drain needed; a match
+    # by meaning alone is under the default floor (its calibrated probability), hence min_score 0
     found = await m.call("raw_search", {"query": "Did she get a new dog?", "limit": 1, "min_score": 0})
-    assert found["results"][0]["id"] == ids[-1]
+    assert found["results"][0]["id"] == ids[-1] and found["results"][0]["scores"]["dense"] > 0.2
+    assert "vectors_pending" not in found
     assert (await stored_vectors(m, "message_vectors"))[0] == len(ids)
+
+
+async def test_a_turn_stored_by_one_process_is_found_by_meaning_by_the_next(make_memory, tmp_path):
+    """Serverless: each ``pps call`` is a memory that opens and closes; the capture's background embedding is
+    cut off by the close, so the next memory's first search must embed the turn itself."""
+    pytest.importorskip("pps_embeddings")
+    home = tmp_path / "e"
+    writer = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
+    ids = await _store(writer, DISTRACTORS + [PARAPHRASE])
+    await writer.close()  # at once, as a CLI call does
+    reader = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
+    found = await reader.call("raw_search", {"query": "Did she get a new dog?", "limit": 1, "min_score": 0})
+    assert [r["id"] for r in found["results"]] == [ids[-1]] and found["results"][0]["scores"]["dense"] > 0.2
+
+
+async def test_past_its_bound_a_search_says_how_many_turns_wait_for_vectors(make_memory, tmp_path, monkeypatch):
+    pytest.importorskip("pps_embeddings")
+    from pps_turns import retriever
+
+    monkeypatch.setattr(retriever, "QUERY_EMBED_MAX", 4)  # a search embeds at most 4 turns before it looks
+    home = tmp_path / "e"
+    m = await make_memory(entity="e", home=home, plugins=["sqlite"])
+    await _store(m, DISTRACTORS + [PARAPHRASE])  # 9 turns, no embedder: none has a vector
+    await m.close()
+    m = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
+    found = await m.call("raw_search", {"query": "Did she get a new dog?", "min_score": 0})
+    assert found["vectors_pending"] == 5, found
+    assert "5 turns" in found["note"] and "pps reindex" in found["note"]
+    await m.require_layer("raw_capture").retriever.drain()  # the rest followed in the background
+    found = await m.call("raw_search", {"query": "Did she get a new dog?", "min_score": 0})
+    assert "vectors_pending" not in found and "note" not in found
+    assert found["results"][0]["content"] == PARAPHRASE[1]
 
 
 async def test_recall_leaves_out_turns_that_are_no_match(make_memory):
