@@ -1,22 +1,31 @@
-"""A lifetime of turns: recall at 200,000 and 1,000,000 turns (issue 19).
+"""A lifetime of turns: recall at 200,000 and 1,000,000 turns (issues 19, 26).
 
     .venv/bin/python bench/lifetime.py [--turns 200000] [--runs 100] [--no-graph] [--rebuild]
+                                       [--locomo FILE|none] [--pool synthetic|with-locomo] [--locomo-only]
 
 Builds an entity once and caches it under ~/.cache/pps-bench/lifetime-<turns>/ (PPS_BENCH_CACHE moves
 it; --rebuild starts over; an interrupted build resumes at the stage it reached):
 - turns across 12 channels (terminal sessions, discord, email, a reflection daemon), two authors per
   channel, sessions of 40-120 turns, ~5 years of timestamps, stored through the real ``store_messages``;
-- each turn is 1-3 sentences drawn from a pool of distinct sentences: the 6,094 sentences of the public
-  LoCoMo file plus templated ones (16,000 in all). The pool is embedded once with the local embedder
-  (all-MiniLM-L6-v2 ONNX) and cached; a turn's vector is the normalised sum of its sentences' vectors
+- each turn is 1-3 sentences drawn from a pool of 16,000 distinct templated sentences (``--pool with-locomo``:
+  the 6,094 sentences of the LoCoMo file first, as issue 19 built it; the default keeps them out, so a buried
+  conversation's sentences appear nowhere else). Sentences are embedded once with the local embedder
+  (all-MiniLM-L6-v2 ONNX) and cached by sentence; a turn's vector is the normalised sum of its sentences' vectors
   (an approximation of embedding the turn: it keeps turns distinct and topical without embedding 10^6
   texts). Turn vectors are written to ``message_vectors`` under the model key the layer uses;
+- buried LoCoMo (``--locomo FILE``, default the public file; ``none`` to leave it out): each conversation
+  of the file takes slots inside the N turns, on a channel of its own (``locomo:<sample id>``), each session
+  where its own date falls among the synthetic turns, its turns in order with 0-2 turns of other channels
+  between them; its turns are embedded for real by the layer's own background job;
+- the turn vector index (HNSW) is built on the layer's background thread and timed (stage ``ann``);
 - summaries of 50 turns covering all but the newest 300 (``store_summary``), text from the turns they
   cover, vectors the same way; word-photos (1 per 1,000 turns, ``anchor_save``, embedded for real),
   crystals (1 per 5,000), graph facts (1 per 100 turns, entities = facts / 4, embedded for real;
   ``--no-graph`` skips them).
 
-Then, in one serving process (sqlite, embeddings, chroma, crystals, graphiti), p50/p95 of: the startup
+Then buried LoCoMo: every question (categories 1-4) through ``raw_search`` over the whole history, scored as
+bench/locomo.py scores it (turn-level recall@10), p50/p95, and the same conversations alone, each in an
+entity of its own, same run (``buried LoCoMo recall@10: X (alone: Y, same run)``). Then, in one serving process (sqlite, embeddings, chroma, crystals, graphiti), p50/p95 of: the startup
 package, fused ``raw_search``, all-layer ``ambient_recall``, budgeted recall with unread (a turn arrives from
 another channel before each call); capture throughput on the big database (one writer); database and index
 sizes; RSS. Baselines from the same run: plain SQL of the startup rows, a bare FTS5 MATCH, brute-force cosine
@@ -29,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import os
 import random
@@ -85,60 +93,86 @@ def bar(total: int, desc: str, unit: str = "turn"):
 # -- the pool of sentences and their vectors ---------------------------------------------------------
 
 
-def locomo_data() -> list[dict]:
-    return json.loads(LOCOMO.read_text()) if LOCOMO.exists() else []
+def locomo_data(path: Path = LOCOMO) -> list[dict]:
+    return json.loads(path.read_text()) if path.exists() else []
 
 
-def pool_texts() -> list[str]:
+def locomo_sentences(path: Path = LOCOMO) -> list[str]:
     out: dict[str, None] = {}
-    for sample in locomo_data():
+    for sample in locomo_data(path):
         for key, turns in sample["conversation"].items():
             if re.fullmatch(r"session_\d+", key):
                 for t in turns:
                     for s in re.split(r"(?<=[.!?])\s+", t["text"]):
                         if len(s.split()) >= 4:
                             out[s.strip()] = None
+    return list(out)
+
+
+def pool_texts(pool: str = "synthetic", path: Path = LOCOMO) -> list[str]:
+    """The sentences turns are made of: templated ones only (``synthetic``, the default: no sentence of the
+    LoCoMo file, so a buried conversation's own sentences are nowhere else in the history), or the LoCoMo
+    file's sentences first and templated ones after (``with-locomo``, as issue 19 measured)."""
+    theirs = locomo_sentences(path)
+    out: dict[str, None] = dict.fromkeys(theirs) if pool == "with-locomo" else {}
+    exclude = set(theirs)
     rng = random.Random(190)
     while len(out) < POOL_SIZE:
         s = (f"{rng.choice(PEOPLE)} {rng.choice(ACTS)} the {rng.choice(THINGS)} {rng.choice(WHEN)} "
              f"{rng.choice(FEEL)}").strip() + "."
-        out[s] = None
+        if s not in exclude:
+            out[s] = None
     return list(out)[:POOL_SIZE]
 
 
 def pool_vectors(texts: list[str]) -> np.ndarray:
+    """Each sentence's vector, embedded once and cached by sentence (both pools share their templated ones)."""
     from pps_embeddings.onnx import OnnxEmbedder
 
-    key = hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-    path = CACHE / f"pool-{OnnxEmbedder.name.replace(':', '_').replace('/', '_')}-{key}.npy"
+    path = CACHE / f"sentences-{OnnxEmbedder.name.replace(':', '_').replace('/', '_')}.npz"
+    known: dict[str, int] = {}
+    mat = np.empty((0, DIM), dtype=np.float32)
     if path.exists():
-        return np.load(path)
-    emb = OnnxEmbedder()
-    out = np.empty((len(texts), DIM), dtype=np.float32)
-    started = time.perf_counter()
-    with bar(len(texts), "embedding the sentence pool", "text") as b:
-        for k in range(0, len(texts), 256):
-            out[k:k + 256] = np.asarray(emb.embed(texts[k:k + 256]), dtype=np.float32)
-            b.update(len(texts[k:k + 256]))
-    print(f"embedded the pool of {len(texts)} sentences once in {time.perf_counter() - started:.0f}s -> {path}",
-          file=sys.stderr)
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npy")
-    np.save(tmp, out)
-    os.replace(tmp, path)
-    return out
+        with np.load(path) as z:
+            known = {t: k for k, t in enumerate(z["texts"].tolist())}
+            mat = z["vectors"]
+    todo = [t for t in dict.fromkeys(texts) if t not in known]
+    if todo:
+        emb = OnnxEmbedder()
+        out = np.empty((len(todo), DIM), dtype=np.float32)
+        started = time.perf_counter()
+        with bar(len(todo), "embedding the sentence pool", "text") as b:
+            for k in range(0, len(todo), 256):
+                out[k:k + 256] = np.asarray(emb.embed(todo[k:k + 256]), dtype=np.float32)
+                b.update(len(todo[k:k + 256]))
+        print(f"embedded {len(todo)} sentences once in {time.perf_counter() - started:.0f}s -> {path}",
+              file=sys.stderr)
+        base = len(known)
+        known.update({t: base + k for k, t in enumerate(todo)})
+        mat = np.concatenate([mat, out])
+        CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp.npz")
+        np.savez(tmp, texts=np.array(list(known), dtype=object).astype(str), vectors=mat)
+        os.replace(tmp, path)
+    return mat[[known[t] for t in texts]]
 
 
 # -- the entity ----------------------------------------------------------------------------------------
 
 
 class Plan:
-    """The turns, deterministic and compact (numpy): channel, session, author, time, and their sentences."""
+    """The turns, deterministic and compact (numpy): channel, session, author, time, and their sentences.
 
-    def __init__(self, n: int, pool: list[str]) -> None:
+    ``buried``: LoCoMo conversations (``locomo.load``) placed inside the history: each its own channel
+    (``locomo:<sample id>``), each session at the place its own date falls among the synthetic turns, its
+    turns in order with 0-2 turns of other channels between them; they take those slots (the history keeps n
+    turns). ``dia[slot]`` is (sample id, dia id)."""
+
+    def __init__(self, n: int, pool: list[str], buried: list[dict] | None = None) -> None:
         rng = random.Random(19)
         self.n = n
         self.pool = pool
+        self.channels = list(CHANNELS)
         start, span = 1_609_459_200, 5 * 365 * 86400  # 2021-01-01, five years
         step = span / n
         session = {c: 0 for c in CHANNELS}
@@ -161,15 +195,51 @@ class Plan:
                 self.sentences[i, j] = rng.randrange(len(pool))
             t += step * rng.uniform(0.2, 1.8)
             self.channel_code[i], self.session[i], self.ts[i] = code, session[c], int(t)
+        self.buried: dict[int, dict] = {}
+        self.dia: dict[int, tuple[str, str]] = {}
+        if buried:
+            self._bury(buried)
+
+    def _bury(self, convs: list[dict]) -> None:
+        from datetime import UTC, datetime
+
+        if sum(len(c["turns"]) for c in convs) * 4 > self.n:
+            raise SystemExit(f"--turns {self.n} is too few to bury {sum(len(c['turns']) for c in convs)} LoCoMo "
+                             "turns (at least 4x as many)")
+        rng = random.Random(43)
+        ordered = self.ts.copy()  # the synthetic times, ascending: where each session's date falls
+        for conv in convs:
+            code = len(self.channels)
+            self.channels.append(f"locomo:{conv['id']}")
+            p = -1
+            for t in conv["turns"]:
+                when = int(datetime.fromisoformat(t["created_at"]).replace(tzinfo=UTC).timestamp())
+                if t["metadata"]["dia_id"].endswith(":1") or p < 0:  # a session starts where its date falls
+                    p = int(np.searchsorted(ordered, when))
+                else:
+                    p += rng.choice((1, 1, 2, 3))
+                p = min(p, self.n - 1)
+                while p in self.buried:
+                    p = p + 1 if p + 1 < self.n else max(q for q in range(self.n) if q not in self.buried)
+                self.buried[p] = t
+                self.dia[p] = (conv["id"], t["metadata"]["dia_id"])
+                self.channel_code[p] = code
+                self.session[p] = int(t["metadata"]["session"])
+                self.ts[p] = when
+                self.sentences[p] = -1
 
     def author(self, i: int) -> str:
+        if i in self.buried:
+            return self.buried[i]["author_name"]
         return "Lyra" if i % 2 else PEOPLE[int(self.channel_code[i]) % len(PEOPLE)]
 
     def channel(self, i: int) -> str:
-        return CHANNELS[int(self.channel_code[i])]
+        return self.channels[int(self.channel_code[i])]
 
     def turn(self, i: int) -> dict:
         c = self.channel(i)
+        if i in self.buried:
+            return {**self.buried[i], "channel": c, "session_id": f"{c}#{self.session[i]}"}
         return {"content": " ".join(self.pool[j] for j in self.sentences[i] if j >= 0), "author_name": self.author(i),
                 "channel": c, "session_id": f"{c}#{self.session[i]}", "message_id": f"lt:{i}",
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(self.ts[i])))}
@@ -203,14 +273,16 @@ def db_path(home: Path) -> Path:
     return home / "home" / "pps.db"
 
 
-async def build(home: Path, n: int, graph: bool, embedder: bool = True) -> tuple[Plan, np.ndarray]:
+async def build(home: Path, n: int, graph: bool, embedder: bool = True, pool: str = "synthetic",
+                locomo_file: Path | None = LOCOMO) -> tuple[Plan, np.ndarray]:
+    from locomo import load as load_locomo
     from pps_embeddings.onnx import OnnxEmbedder
     from pps_turns.vectors import RECIPE
 
     home.mkdir(parents=True, exist_ok=True)
-    texts = pool_texts()
+    texts = pool_texts(pool, locomo_file or LOCOMO)
     vecs = pool_vectors(texts)
-    plan = Plan(n, texts)
+    plan = Plan(n, texts, load_locomo(locomo_file) if locomo_file else None)
     done = stages(home)
     model = f"{OnnxEmbedder.name}|{RECIPE}"
     if "turns" not in done:
@@ -233,9 +305,9 @@ async def build(home: Path, n: int, graph: bool, embedder: bool = True) -> tuple
         with bar(n, "writing turn vectors") as b:
             for k in range(0, n, 20_000):
                 z = min(n, k + 20_000)
-                block = plan.vectors(vecs, k, z)
+                block = plan.vectors(vecs, k, z)  # a buried LoCoMo turn's row stays zero until it is embedded
                 out[k:z] = block
-                rows = [(k + j + 1, model, block[j].tobytes()) for j in range(z - k)]
+                rows = [(k + j + 1, model, block[j].tobytes()) for j in range(z - k) if k + j not in plan.buried]
                 conn.execute("BEGIN IMMEDIATE")
                 conn.executemany("INSERT OR REPLACE INTO message_vectors (message_id, model, vector) VALUES (?, ?, ?)",
                                  rows)
@@ -247,6 +319,32 @@ async def build(home: Path, n: int, graph: bool, embedder: bool = True) -> tuple
         os.replace(home / "vectors.tmp.npy", home / "vectors.npy")
         np.save(home / "channels.npy", plan.channel_code)
         stage_done(home, "vectors", {"seconds": round(time.perf_counter() - started, 1), "model": model})
+    if plan.buried and embedder and "locomo" not in done:
+        # the buried conversations' turns are embedded for real, by the layer's own background job (as alone)
+        started = time.perf_counter()
+        async with entity(home, ["sqlite", "embeddings"]) as memory:
+            raw = memory.require_layer("raw_capture")
+            seen = [0]
+
+            def tick(d: int, b) -> None:
+                b.update(d - seen[0])
+                seen[0] = d
+
+            with bar(len(plan.buried), "embedding the buried LoCoMo turns") as b:
+                await raw.retriever.drain(lambda d: tick(d, b))
+        conn = sqlite3.connect(db_path(home))
+        ids = sorted(plan.buried)
+        got = dict(conn.execute(f"SELECT message_id, vector FROM message_vectors WHERE model = ? AND message_id IN "
+                                f"({','.join(str(i + 1) for i in ids)})", (model,)).fetchall())
+        conn.close()
+        if len(got) != len(ids):
+            raise SystemExit(f"{len(ids) - len(got)} buried LoCoMo turns have no vector after the drain")
+        out = np.load(home / "vectors.npy", mmap_mode="r+")
+        for i in ids:
+            out[i] = np.frombuffer(got[i + 1], dtype=np.float32)
+        out.flush()
+        del out
+        stage_done(home, "locomo", {"seconds": round(time.perf_counter() - started, 1), "turns": len(ids)})
     if "summaries" not in done:
         started = time.perf_counter()
         rng = random.Random(23)
@@ -259,7 +357,8 @@ async def build(home: Path, n: int, graph: bool, embedder: bool = True) -> tuple
                 b.update(have)
                 for start in range(1 + have * PER_SUMMARY, last + 1, PER_SUMMARY):
                     end = min(start + PER_SUMMARY - 1, last)
-                    picks = sorted(rng.sample(range(start - 1, end), min(4, end - start + 1)))
+                    own = [i for i in range(start - 1, end) if i not in plan.buried] or [start - 1]
+                    picks = sorted(rng.sample(own, min(4, len(own))))
                     sent = [plan.sentences[i][0] for i in picks]
                     people = sorted({plan.author(i) for i in picks})
                     text = f"{' and '.join(people)} talked in {plan.channel(picks[0])}. " + \
@@ -291,6 +390,19 @@ async def build(home: Path, n: int, graph: bool, embedder: bool = True) -> tuple
                 await memory.call("crystallize", {"content": f"Crystal {k}: {body}"})
         stage_done(home, "documents", {"seconds": round(time.perf_counter() - started, 1), "word_photos": photos,
                                        "crystals": crystals})
+    if embedder and "ann" not in done:
+        # the turn vector index (HNSW past [sqlite] ann_threshold): built on the layer's own background thread
+        # while a search is served, as in use; timed here, saved at close
+        started = time.perf_counter()
+        async with entity(home, ["sqlite", "embeddings"]) as memory:
+            dense = memory.require_layer("raw_capture").backend.dense
+            await memory.call("raw_search", {"query": "warm up", "limit": 10})
+            await asyncio.to_thread(dense.wait_ann)
+            await memory.call("raw_search", {"query": "warm up", "limit": 10})
+            held = len(dense.ann) if dense.ann is not None else 0
+        seconds = time.perf_counter() - started
+        stage_done(home, "ann", {"seconds": round(seconds, 1), "vectors": held,
+                                 "per_second": round(held / seconds) if held else None})
     if graph and embedder and "graph" not in done:
         from graph import populate_graph
 
@@ -434,9 +546,33 @@ async def measure(home: Path, plan: Plan, args) -> None:
                                        neighbour=0.0, episode=0.0)
     dense_ours, qvecs, embed_ms = [], [], []
     if emb is not None:
-        dense_ours = [[t["id"] for t in await raw.retriever.search(q, 10, cfg=dense_cfg)] for q in qs]
         qvecs = [np.asarray(v, dtype=np.float32) for v in await asyncio.to_thread(emb.embed, qs)]
+        # the store's dense candidates as the retriever asks for them, ranked by their (context) cosine alone:
+        # the index and its rescoring, not the fused or calibrated order
+        for qv in qvecs:
+            ids, cos = await raw.backend.turn_similarities(raw.retriever.model(emb), qv, dense_cfg.candidates,
+                                                           dense_cfg.context)
+            dense_ours.append([int(ids[j]) for j in np.argsort(-np.asarray(cos), kind="stable")[:10]])
         embed_ms = await timed(lambda q: asyncio.to_thread(emb.embed, [q]), qs)
+    # the dense candidates and their rescoring, same candidates: from the index's memory (the layer's) and from
+    # SQLite's float32 rows (issue 19's way), same run
+    dense_mem, dense_sql = [], []
+    index = raw.backend.dense.ann if hasattr(raw.backend, "dense") else None
+    if qvecs and index is not None:
+        from pps_sqlite import turnindex
+
+        k = retrieval.DEFAULT.candidates * turnindex.ANN_OVERFETCH
+        ctx, model = retrieval.DEFAULT.context, raw.retriever.model(emb)
+        db_conn = raw.backend.db.conn
+        for qv in qvecs:
+            t = time.perf_counter()
+            ids, _ = await raw.backend.db.run(index.search, qv, k)
+            await raw.backend.db.run(index.rescore, db_conn, ids, qv, ctx)
+            dense_mem.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            ids, _ = await raw.backend.db.run(index.search, qv, k)
+            await raw.backend.db.run(turnindex.rescore, db_conn, model, ids, qv, ctx)
+            dense_sql.append((time.perf_counter() - t) * 1000)
 
     await memory.call("poll_channels", {"consumer_key": "bench-reader", "channel": "terminal:a"})
     rng = random.Random(41)
@@ -554,6 +690,9 @@ async def measure(home: Path, plan: Plan, args) -> None:
         print(f"{'  baseline: brute-force cosine, all vectors':<46}{pct(bf, 50):>9.2f}{pct(bf, 95):>9.2f}")
         print(f"{'  baseline: query embedding alone':<46}{pct(embed_ms, 50):>9.2f}{pct(embed_ms, 95):>9.2f}")
     print(f"{'  baseline: plain SQL of the startup rows':<46}{pct(base_start, 50):>9.2f}{pct(base_start, 95):>9.2f}")
+    if dense_mem:
+        print(f"{'  dense candidates + rescoring, from memory':<46}{pct(dense_mem, 50):>9.2f}{pct(dense_mem, 95):>9.2f}"
+              f"{pct(dense_sql, 50):>14.2f}{pct(dense_mem, 50) / pct(dense_sql, 50):>8.2f}  (baseline: SQLite rows)")
     for name, ms in per_layer.items():
         print(f"{'  recall, layer ' + name:<46}{pct(ms, 50):>9.2f}{pct(ms, 95):>9.2f}")
     print(f"{'capture, one writer (turns/s)':<46}{capture:>9.0f}{'':>9}{capture_base:>14.0f}"
@@ -575,6 +714,63 @@ async def measure(home: Path, plan: Plan, args) -> None:
     print(f"build stages (s): {json.dumps({k: v.get('seconds') for k, v in st.items()})}")
 
 
+async def measure_locomo(home: Path, plan: Plan, args) -> None:
+    """Buried LoCoMo: each question of the file asked through ``raw_search`` of the whole history, scored as
+    bench/locomo.py scores it (turn-level recall@10 of its evidence); then the same conversations alone, each in
+    an entity of its own (bench/locomo.py's run, fused default), as the same-run baseline."""
+    from locomo import CATEGORIES, aggregate, load, run_conversation, score
+
+    convs = load(args.locomo)
+    plugins = ["sqlite", "embeddings"] + (["chroma", "crystals"] if not args.locomo_raw_only else [])
+    rows, lat = [], []
+    share = {"own": 0, "other LoCoMo": 0, "synthetic": 0}  # where the top 10 come from
+    apart: list = []
+    async with entity(home, plugins) as memory:
+        await memory.call("raw_search", {"query": "warm up", "limit": 10})  # model and vector index load
+        total = sum(1 for c in convs for q in c["questions"] if q["evidence"])
+        with bar(total, "buried LoCoMo questions", "question") as b:
+            for conv in convs:
+                for q in conv["questions"]:
+                    if not q["evidence"]:
+                        continue
+                    t0 = time.perf_counter()
+                    found = await memory.call("raw_search", {"query": q["question"], "limit": 10})
+                    lat.append((time.perf_counter() - t0) * 1000)
+                    ranked = []
+                    for r in found["results"]:
+                        where = plan.dia.get(int(r["id"]) - 1)
+                        ranked.append(where[1] if where and where[0] == conv["id"] else "")
+                        share["own" if where and where[0] == conv["id"] else "other LoCoMo" if where
+                              else "synthetic"] += 1
+                    rows.append((q["category"], score(ranked, q["evidence"])))
+                    if args.locomo_apart:  # the same question, the other conversations' turns taken out
+                        more = await memory.call("raw_search", {"query": q["question"], "limit": 40})
+                        mine = [plan.dia.get(int(r["id"]) - 1) for r in more["results"]]
+                        apart.append((q["category"], score([w[1] if w and w[0] == conv["id"] else "" for w in mine
+                                                            if not w or w[0] == conv["id"]], q["evidence"])))
+                    b.update(1)
+    alone_rows, alone_lat = [], []
+    for conv in convs:
+        r = await run_conversation(conv, ["sqlite", "embeddings"], False, None)
+        alone_rows += r["scores"]["PPS fused (default)"]
+        alone_lat += r["latency"]
+    x, y = aggregate([s for _c, s in rows])["r@10"], aggregate([s for _c, s in alone_rows])["r@10"]
+    print(f"\nburied LoCoMo recall@10: {x:.3f} (alone: {y:.3f}, same run); {len(rows)} questions, "
+          f"{len(plan.buried):,} LoCoMo turns among {plan.n:,}, pool {args.pool}")
+    print(f"  raw_search latency, buried: p50 {pct(lat, 50):.1f} ms, p95 {pct(lat, 95):.1f} ms; alone "
+          f"(search_layer): p50 {pct(alone_lat, 50):.1f} ms, p95 {pct(alone_lat, 95):.1f} ms")
+    print("  recall@10 by category, buried / alone: " + ", ".join(
+        f"{name} {aggregate([s for c, s in rows if c == k])['r@10']:.3f} / "
+        f"{aggregate([s for c, s in alone_rows if c == k])['r@10']:.3f}" for k, name in CATEGORIES.items()))
+    print("  the buried top 10 came from: " + ", ".join(f"{k} {v / max(1, sum(share.values())):.1%}"
+                                                     for k, v in share.items()))
+    if apart:
+        print(f"  with the other LoCoMo conversations' turns taken out of the ranking (top 40, filtered): "
+              f"{aggregate([s for _c, s in apart])['r@10']:.3f}")
+    print(f"  MRR buried {aggregate([s for _c, s in rows])['mrr']:.3f}, alone "
+          f"{aggregate([s for _c, s in alone_rows])['mrr']:.3f}")
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--turns", type=int, default=200_000)
@@ -585,14 +781,36 @@ async def main() -> None:
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--no-embedder", action="store_true",
                     help="serve without an embedder (lexical only); build no word-photos or graph facts")
+    ap.add_argument("--locomo", type=Path, default=LOCOMO,
+                    help="LoCoMo-format file whose conversations are buried in the history (default: the public "
+                         "file); 'none' buries nothing")
+    ap.add_argument("--pool", choices=("synthetic", "with-locomo"), default="synthetic",
+                    help="sentences the synthetic turns are made of: templated only (default), or the LoCoMo "
+                         "file's own sentences too (issue 19's pool)")
+    ap.add_argument("--locomo-only", action="store_true", help="measure only buried LoCoMo (and alone)")
+    ap.add_argument("--skip-locomo", action="store_true", help="build it buried, but measure the rest only")
+    ap.add_argument("--locomo-apart", action="store_true",
+                    help="also score each buried question with the other conversations' turns taken out")
+    ap.add_argument("--locomo-raw-only", action="store_true",
+                    help="buried LoCoMo with the sqlite and embeddings plugins only (no chroma, crystals)")
     args = ap.parse_args()
-    home = CACHE / f"lifetime-{args.turns}"
+    if str(args.locomo).lower() == "none" or args.no_embedder:
+        args.locomo = None
+    elif not args.locomo.exists():
+        ap.error(f"--locomo: no such file: {args.locomo}")
+    tag = ("" if args.pool == "synthetic" else "-lpool") + ("" if args.locomo is None else
+                                                            f"-buried-{args.locomo.stem}")
+    home = CACHE / f"lifetime-{args.turns}{tag}"
     if args.rebuild and home.exists():
         shutil.rmtree(home)
     t0 = time.perf_counter()
-    plan, _vecs = await build(home, args.turns, not args.no_graph, not args.no_embedder)
+    plan, _vecs = await build(home, args.turns, not args.no_graph, not args.no_embedder, args.pool, args.locomo)
     print(f"entity ready in {time.perf_counter() - t0:.0f}s at {home}", file=sys.stderr)
-    if not args.build_only:
+    if args.build_only:
+        return
+    if args.locomo is not None and not args.skip_locomo:
+        await measure_locomo(home, plan, args)
+    if not args.locomo_only:
         await measure(home, plan, args)
 
 

@@ -1,11 +1,14 @@
-"""Approximate nearest neighbours for turn vectors past a size threshold (usearch HNSW, int8, next to the database).
+"""Approximate nearest neighbours for turn vectors past a size threshold (usearch HNSW, float16, next to the
+database).
 
 Below ``[sqlite] ann_threshold`` turns, turn vectors are searched exactly (``turnindex.TurnVectors``, one numpy
 matrix). Past it that matrix costs 1.5 GB of memory per million turns and a pass over all of it per query, so an
-HNSW graph of int8-quantised vectors (about 0.5 KB a turn) proposes candidates instead, and the candidates are
-rescored exactly from their float32 vectors in SQLite (``turnindex.rescore``, with their context): the dense
-scores that reach the fusion are exact; only which turns are candidates is approximate (recall@10 against exact
-search is measured by bench/lifetime.py).
+HNSW graph of float16 vectors (about 0.9 KB a turn with the graph) proposes candidates instead, and the candidates
+are rescored with their context from the float16 vectors the index holds in memory (``TurnANN.rescore``; cosines
+within ~1e-3 of float32) and each turn's channel, kept beside it in memory (a 4-byte code per turn id, read
+from SQLite when the index is loaded). Only which turns are candidates is approximate (recall@10 against exact
+search is measured by bench/lifetime.py and bench/ann.py). An int8 index (``dtype="i8"``, half the memory, what
+issue 19 shipped) rescores from the float32 rows in SQLite instead (5 rows per candidate).
 
 Two files beside the database: ``pps.db.turns.usearch`` (the graph) and ``pps.db.turns.json`` (the model key,
 the dimension, the highest turn id the saved graph holds and a hash of that turn's vector, so a database
@@ -27,6 +30,7 @@ from pathlib import Path
 
 log = logging.getLogger("pps.sqlite")
 
+DTYPE = "f16"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 64  # a search of k explores max(k, this) candidates
@@ -51,14 +55,21 @@ def _digest(blob: bytes | None) -> str | None:
 class TurnANN:
     """An HNSW index of one model's turn vectors, keyed by turn id."""
 
-    def __init__(self, db_path: Path, model: str, dim: int) -> None:
+    def __init__(self, db_path: Path, model: str, dim: int, dtype: str = DTYPE, connectivity: int = CONNECTIVITY,
+                 expansion_add: int = EXPANSION_ADD, expansion_search: int = EXPANSION_SEARCH) -> None:
+        import numpy as np
         from usearch.index import Index
 
         self.db_path = db_path
         self.model = model
         self.dim = dim
-        self.index = Index(ndim=dim, metric="cos", dtype="i8", connectivity=CONNECTIVITY,
-                           expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
+        self.dtype = dtype
+        self.shape = {"dtype": dtype, "connectivity": connectivity, "expansion_add": expansion_add}
+        self.index = Index(ndim=dim, metric="cos", dtype=dtype, connectivity=connectivity,
+                           expansion_add=expansion_add, expansion_search=expansion_search)
+        #: Each turn id's channel as a small code (0: unknown), for the context of the rescoring.
+        self.channel_codes = np.zeros(1024, dtype=np.int32)
+        self.codes: dict[str, int] = {}
         self.max_id = 0
         self.dirty = False
         #: Turns were removed from it: their bytes stay in usearch's slots, so it is never saved (a clean one is
@@ -70,8 +81,41 @@ class TurnANN:
 
     # -- building and keeping up ------------------------------------------------------------------
 
-    def add(self, ids, vectors) -> int:
-        """Add (ids, float32 matrix); ids already present are skipped. Returns how many were added."""
+    def set_channels(self, ids, channels) -> None:
+        """Remember the channel of each turn id (the rescoring's context counts neighbours in the same channel)."""
+        import numpy as np
+
+        ids = np.asarray(ids, dtype=np.int64)
+        if not len(ids):
+            return
+        top = int(ids.max())
+        if top >= len(self.channel_codes):
+            grown = np.zeros(max(top + 1, 2 * len(self.channel_codes)), dtype=np.int32)
+            grown[:len(self.channel_codes)] = self.channel_codes
+            self.channel_codes = grown
+        codes = self.codes
+        self.channel_codes[ids] = [codes.setdefault(c, len(codes) + 1) for c in channels]
+
+    def load_channels(self, conn: sqlite3.Connection, upto: int) -> None:
+        """The channel of every turn up to ``upto`` (a loaded index: its turns' channels are not in its file)."""
+        after = 0
+        while True:
+            rows = conn.execute("SELECT id, channel FROM messages WHERE id > ? AND id <= ? ORDER BY id LIMIT 200000",
+                                (after, upto)).fetchall()
+            if not rows:
+                return
+            self.set_channels([r[0] for r in rows], [r[1] for r in rows])
+            after = rows[-1][0]
+
+    def forget_channels(self, ids) -> None:
+        import numpy as np
+
+        ids = np.asarray([i for i in ids if 0 <= i < len(self.channel_codes)], dtype=np.int64)
+        self.channel_codes[ids] = 0
+
+    def add(self, ids, vectors, channels: list[str] | None = None) -> int:
+        """Add (ids, float32 matrix, their channels); ids already present are skipped. Returns how many were
+        added."""
         import numpy as np
 
         ids = np.asarray(ids, dtype=np.uint64)
@@ -80,6 +124,8 @@ class TurnANN:
             return 0
         if vectors.shape[1] != self.dim:
             raise ValueError(f"vector dimension {vectors.shape[1]}, the index holds {self.dim}")
+        if channels is not None:
+            self.set_channels(ids.astype(np.int64), channels)
         if len(self.index):
             fresh = ~np.asarray(self.index.contains(ids), dtype=bool)
             ids, vectors = ids[fresh], vectors[fresh]
@@ -90,24 +136,25 @@ class TurnANN:
         self.dirty = True
         return len(ids)
 
-    def add_blobs(self, ids: list[int], blobs: list[bytes]) -> int:
+    def add_blobs(self, ids: list[int], blobs: list[bytes], channels: list[str] | None = None) -> int:
         import numpy as np
 
         if not ids:
             return 0
-        return self.add(ids, np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs]))
+        return self.add(ids, np.stack([np.frombuffer(b, dtype=np.float32) for b in blobs]), channels)
 
     def catch_up(self, conn: sqlite3.Connection, progress: Callable[[int], None] | None = None) -> int:
         """Add every vector of this model with an id above the highest held (a build from nothing, or what
         arrived since the last save)."""
         added = 0
         while True:
-            rows = conn.execute("SELECT message_id, vector FROM message_vectors WHERE model = ? AND message_id > ? "
-                                "ORDER BY message_id LIMIT ?", (self.model, self.max_id, BUILD_CHUNK)).fetchall()
+            rows = conn.execute("SELECT v.message_id, v.vector, m.channel FROM message_vectors v JOIN messages m "
+                                "ON m.id = v.message_id WHERE v.model = ? AND v.message_id > ? "
+                                "ORDER BY v.message_id LIMIT ?", (self.model, self.max_id, BUILD_CHUNK)).fetchall()
             if not rows:
                 return added
             before = self.max_id
-            added += self.add_blobs([r[0] for r in rows], [r[1] for r in rows])
+            added += self.add_blobs([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
             self.max_id = max(before, rows[-1][0])
             if progress is not None:
                 progress(added)
@@ -127,9 +174,10 @@ class TurnANN:
             lacking = [i for i, h in zip(ids, have, strict=True) if not h]
             for k in range(0, len(lacking), 900):
                 chunk = lacking[k:k + 900]
-                rows = conn.execute(f"SELECT message_id, vector FROM message_vectors WHERE model = ? AND message_id "
+                rows = conn.execute(f"SELECT v.message_id, v.vector, m.channel FROM message_vectors v JOIN messages m "
+                                    f"ON m.id = v.message_id WHERE v.model = ? AND v.message_id "
                                     f"IN ({','.join('?' * len(chunk))})", [self.model, *chunk]).fetchall()
-                added += self.add_blobs([r[0] for r in rows], [r[1] for r in rows])
+                added += self.add_blobs([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
 
     # -- searching ----------------------------------------------------------------------------------
 
@@ -141,6 +189,28 @@ class TurnANN:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         m = self.index.search(np.asarray(qvec, dtype=np.float32), min(k, len(self.index)), threads=1)
         return np.asarray(m.keys, dtype=np.int64), 1.0 - np.asarray(m.distances, dtype=np.float32)
+
+    def rescore(self, conn: sqlite3.Connection, ids, qvec, context: float):
+        """(ids, cosines) of the candidates' context vectors (and their neighbours'), as
+        ``turnindex.context_scores`` computes them: from the vectors this index holds in memory (float16 or
+        float32), or from SQLite's float32 rows when it holds int8."""
+        import numpy as np
+
+        from .turnindex import context_scores, neighbourhood, rescore
+
+        if self.dtype not in ("f16", "f32"):
+            return rescore(conn, self.model, ids, qvec, context)
+        want = np.asarray([i for i in neighbourhood(ids, context) if i > 0], dtype=np.uint64)
+        if not len(want):
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        held = want[np.asarray(self.index.contains(want), dtype=bool)]
+        if not len(held):
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        mat = np.asarray(self.index.get(held)).astype(np.float32).reshape(len(held), -1)  # native, then float32
+        keys = held.astype(np.int64)
+        codes = self.channel_codes
+        chan = np.where(keys < len(codes), codes[np.minimum(keys, len(codes) - 1)], 0)
+        return context_scores(ids, keys, mat, chan, qvec, context)
 
     # -- files --------------------------------------------------------------------------------------
 
@@ -155,7 +225,7 @@ class TurnANN:
         os.chmod(tmp, 0o600)
         os.replace(tmp, index_path)
         meta = {"model": self.model, "dim": self.dim, "max_id": self.max_id, "count": len(self.index),
-                "max_id_vector": _digest(row[0] if row else None)}
+                "max_id_vector": _digest(row[0] if row else None), **self.shape}
         tmp = meta_path.with_name(meta_path.name + ".tmp")
         tmp.write_text(json.dumps(meta))
         os.chmod(tmp, 0o600)
@@ -163,7 +233,7 @@ class TurnANN:
         self.dirty = False
 
     @classmethod
-    def load(cls, conn: sqlite3.Connection, db_path: Path, model: str) -> TurnANN | None:
+    def load(cls, conn: sqlite3.Connection, db_path: Path, model: str, dtype: str | None = None) -> TurnANN | None:
         """The saved index of ``model`` if it belongs to this database, else None (then build one)."""
         index_path, meta_path = paths(db_path)
         if not index_path.exists() or not meta_path.exists():
@@ -172,17 +242,23 @@ class TurnANN:
             meta = json.loads(meta_path.read_text())
             if meta.get("model") != model:
                 return None
+            wanted = {"dtype": dtype or DTYPE, "connectivity": CONNECTIVITY, "expansion_add": EXPANSION_ADD}
+            if any(meta.get(k, "i8" if k == "dtype" else None) != v for k, v in wanted.items()):
+                log.info("turn vector index %s was built as %s, not %s: rebuilding", index_path,
+                         {k: meta.get(k) for k in wanted}, wanted)
+                return None
             row = conn.execute("SELECT vector FROM message_vectors WHERE message_id = ? AND model = ?",
                                (int(meta["max_id"]), model)).fetchone()
             if _digest(row[0] if row else None) != meta.get("max_id_vector"):
                 log.warning("turn vector index %s does not match the database (restored or replaced?): rebuilding",
                             index_path)
                 return None
-            ann = cls(db_path, model, int(meta["dim"]))
+            ann = cls(db_path, model, int(meta["dim"]), dtype or DTYPE)
             ann.index.load(str(index_path))
             if len(ann.index) != int(meta["count"]) or ann.index.ndim != ann.dim:
                 return None
             ann.max_id = int(meta["max_id"])
+            ann.load_channels(conn, ann.max_id)
             return ann
         except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
             log.warning("turn vector index %s unreadable (%s): rebuilding", index_path, exc)
@@ -190,10 +266,10 @@ class TurnANN:
 
     @classmethod
     def open_or_build(cls, conn: sqlite3.Connection, db_path: Path, model: str,
-                      progress: Callable[[int], None] | None = None) -> TurnANN | None:
+                      progress: Callable[[int], None] | None = None, dtype: str | None = None) -> TurnANN | None:
         """Load the saved index and add what arrived since, or build it from every stored vector (and save it).
         None when the model has no vectors yet."""
-        ann = cls.load(conn, db_path, model)
+        ann = cls.load(conn, db_path, model, dtype)
         if ann is not None:
             added = ann.catch_up(conn)
             if added:
@@ -202,7 +278,7 @@ class TurnANN:
         row = conn.execute("SELECT vector FROM message_vectors WHERE model = ? LIMIT 1", (model,)).fetchone()
         if row is None:
             return None
-        ann = cls(db_path, model, len(row[0]) // 4)
+        ann = cls(db_path, model, len(row[0]) // 4, dtype or DTYPE)
         log.info("building the turn vector index (HNSW) for %s", model)
         ann.catch_up(conn, progress)
         ann.save(conn)

@@ -36,10 +36,12 @@ class SQLiteStore:
 
     exclusive = True  # an embedded file: one process at a time
 
-    def __init__(self, db: Database, home: Path | None = None, ann_threshold: int | None = None) -> None:
+    def __init__(self, db: Database, home: Path | None = None, ann_threshold: int | None = None,
+                 ann_dtype: str | None = None) -> None:
         self.db = db
         self.home = home
-        self.dense = turnindex.TurnIndex(db, ann_threshold or SQLiteSettings.model_fields["ann_threshold"].default)
+        self.dense = turnindex.TurnIndex(db, ann_threshold or SQLiteSettings.model_fields["ann_threshold"].default,
+                                         ann_dtype or SQLiteSettings.model_fields["ann_dtype"].default)
         self.summary_matrix = summaryindex.SummaryMatrix()
         self._df = lexical.DocFreq()
 
@@ -47,7 +49,8 @@ class SQLiteStore:
     def for_memory(cls, memory: Any) -> SQLiteStore:
         settings = memory.settings.plugin_settings(SQLiteSettings, "sqlite")
         home = Path(memory.home)
-        return cls(Database(home / settings.file, settings.busy_timeout_ms), home, settings.ann_threshold)
+        return cls(Database(home / settings.file, settings.busy_timeout_ms), home, settings.ann_threshold,
+                   settings.ann_dtype)
 
     @property
     def detail(self) -> str:

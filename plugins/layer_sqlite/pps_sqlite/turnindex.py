@@ -1,7 +1,7 @@
 """Turn vectors on SQLite: the ``message_vectors`` table, searched exactly from one numpy matrix below
 ``[sqlite] ann_threshold`` turns and through an HNSW index on disk past it (``ann.py``), whose candidates are
-rescored exactly here (``rescore``). The turn domain (``pps_turns.retriever``) computes the vectors and fuses
-the scores; this answers ``SQLiteStore.write_turn_vectors`` and ``turn_similarities``. Every method taking
+rescored with their context (``context_scores``, from the index's own vectors or SQLite's). The turn domain
+(``pps_turns.retriever``) computes the vectors and fuses the scores; this answers ``SQLiteStore.write_turn_vectors`` and ``turn_similarities``. Every method taking
 ``conn`` runs on the database's worker thread.
 """
 
@@ -46,38 +46,63 @@ def missing_upto(conn: sqlite3.Connection, model: str, limit: int, after: int = 
     return missing(conn, model, limit, after), top
 
 
-def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
+def context_scores(ids, held, mat, chan, qvec, context: float):
     """Exact cosines of the context vectors (as :meth:`TurnVectors.context_matrix` makes them: the turn's vector
-    plus ``context`` times the turns next to it in the same channel) of ``ids`` and the turns next to them,
-    read from ``message_vectors``."""
+    plus ``context`` times the turns next to it in the same channel) of ``ids`` and of the turns next to them.
+
+    ``held``: the turn ids whose vectors are known (ascending: the candidates, their neighbours and the turns
+    two away, as far as they have vectors), ``mat`` their vectors (one row each), ``chan`` their channels (any
+    comparable codes, one each). Vectorised: a few hundred candidates take well under a millisecond."""
     import numpy as np
 
-    ids = [int(i) for i in ids]
-    ids_set = set(ids)
-    # the candidates, the turns next to them, and the turns next to those (for their context)
-    want = sorted({i + d for i in ids for d in ((-2, -1, 0, 1, 2) if context else (0,))})
-    vec: dict[int, Any] = {}
-    chan: dict[int, str] = {}
-    for k in range(0, len(want), 900):
-        chunk = want[k:k + 900]
-        for i, blob, ch in conn.execute(
-                "SELECT v.message_id, v.vector, m.channel FROM message_vectors v JOIN messages m ON m.id = v.message_id "
-                f"WHERE v.model = ? AND v.message_id IN ({','.join('?' * len(chunk))})", [model, *chunk]):
-            vec[i] = np.frombuffer(blob, dtype=np.float32)
-            chan[i] = ch
+    held = np.asarray(held, dtype=np.int64)
+    cand = np.unique(np.asarray(ids, dtype=np.int64))
     # a turn can rank high by its context (a neighbour close to the question) while its own vector does not:
     # the candidates' neighbours are scored too (their vectors were read anyway)
-    keep = sorted({i for i in want if i in vec and (i in ids_set or not context or i - 1 in ids_set
-                                                     or i + 1 in ids_set)})
-    if not keep:
+    want = np.unique(np.concatenate([cand - 1, cand, cand + 1])) if context else cand
+    at = np.searchsorted(held, want)
+    ok = at < len(held)
+    ok[ok] = held[at[ok]] == want[ok]
+    keep, at = want[ok], at[ok]
+    if not len(keep):
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-    mat = np.stack([vec[i] for i in keep])
+    mat = np.asarray(mat, dtype=np.float32)
+    chan = np.asarray(chan)
+    out = mat[at]
     if context:
+        out = out.copy()
         for j in (-1, 1):
-            mat = mat + context * np.stack([vec[i + j] if i + j in vec and chan[i + j] == chan[i]
-                                            else np.zeros_like(vec[i]) for i in keep])
-        mat /= np.linalg.norm(mat, axis=1, keepdims=True) + 1e-12
-    return np.asarray(keep, dtype=np.int64), mat @ np.asarray(qvec, dtype=np.float32)
+            nb = np.searchsorted(held, keep + j)
+            hit = nb < len(held)
+            hit[hit] = held[nb[hit]] == keep[hit] + j
+            hit[hit] = chan[nb[hit]] == chan[at[hit]]
+            out[hit] += context * mat[nb[hit]]
+        out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-12
+    return keep, out @ np.asarray(qvec, dtype=np.float32)
+
+
+def neighbourhood(ids, context: float) -> list[int]:
+    """The ids :func:`context_scores` needs: the candidates, the turns next to them, and the turns next to those."""
+    return sorted({int(i) + d for i in ids for d in ((-2, -1, 0, 1, 2) if context else (0,))})
+
+
+def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
+    """:func:`context_scores` with the vectors read from ``message_vectors`` (5 rows per candidate)."""
+    import numpy as np
+
+    want = neighbourhood(ids, context)
+    rows: list[tuple[int, bytes, str]] = []
+    for k in range(0, len(want), 900):
+        chunk = want[k:k + 900]
+        rows += conn.execute(
+            "SELECT v.message_id, v.vector, m.channel FROM message_vectors v JOIN messages m ON m.id = v.message_id "
+            f"WHERE v.model = ? AND v.message_id IN ({','.join('?' * len(chunk))})", [model, *chunk]).fetchall()
+    if not rows:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    rows.sort(key=lambda r: r[0])
+    codes: dict[str, int] = {}
+    return context_scores(ids, [r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]),
+                          [codes.setdefault(r[2], len(codes)) for r in rows], qvec, context)
 
 
 def write(conn: sqlite3.Connection, model: str, rows: list[tuple[int, bytes]]) -> None:
@@ -90,9 +115,10 @@ def write(conn: sqlite3.Connection, model: str, rows: list[tuple[int, bytes]]) -
 class TurnIndex:
     """The dense side of the SQLite turn store: the exact matrix below the threshold, the HNSW index past it."""
 
-    def __init__(self, db: Database, ann_threshold: int) -> None:
+    def __init__(self, db: Database, ann_threshold: int, ann_dtype: str | None = None) -> None:
         self.db = db
         self.ann_threshold = ann_threshold
+        self.ann_dtype = ann_dtype  # None: ann.DTYPE
         self.vectors: TurnVectors | None = None
         self.ann = None  # ann.TurnANN past the threshold
         self._ann_checked: str | None = None  # the model whose saved index was looked for
@@ -106,7 +132,7 @@ class TurnIndex:
         if self.vectors is not None and self.vectors.model == model:
             self.vectors.add([t["id"] for t in batch], [t["channel"] for t in batch], blobs)
         if self.ann is not None and self.ann.model == model:
-            self.ann.add_blobs([t["id"] for t in batch], blobs)
+            self.ann.add_blobs([t["id"] for t in batch], blobs, [t["channel"] for t in batch])
 
     def similarities(self, conn, model: str, qvec, n: int, context: float):
         """(ids, cosines) of the context vectors: all of them from the matrix, or the index's candidates
@@ -118,7 +144,7 @@ class TurnIndex:
             return index.scores(qvec, context)
         if index is not None:  # past the threshold: approximate candidates, exact scores
             ids, _approx = index.search(qvec, n * ANN_OVERFETCH)
-            return rescore(conn, model, ids, qvec, context)
+            return index.rescore(conn, ids, qvec, context)
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
 
     def forget(self, conn, ids: list[int]) -> None:
@@ -140,6 +166,7 @@ class TurnIndex:
         for index in (self.ann, self._built):
             if index is not None:
                 index.index.remove(keys)
+                index.forget_channels(ids)
                 index.tainted = True
                 model = index.model
         ann.remove_files(self.db.path)
@@ -187,7 +214,7 @@ class TurnIndex:
         if self._ann_checked != model:
             self._ann_checked = model
             self.ann = None
-            loaded = ann.TurnANN.load(conn, self.db.path, model)
+            loaded = ann.TurnANN.load(conn, self.db.path, model, self.ann_dtype)
             if loaded is not None:
                 loaded.catch_up(conn)
                 self.ann, self.vectors = loaded, None
@@ -222,7 +249,7 @@ class TurnIndex:
                 raise RuntimeError("the layer is closing")
 
         try:
-            self._built = ann.TurnANN.open_or_build(conn, self.db.path, model, stop_when_closing)
+            self._built = ann.TurnANN.open_or_build(conn, self.db.path, model, stop_when_closing, self.ann_dtype)
         except Exception as exc:  # derived data: searched exactly or lexically meanwhile; retried next open
             log.warning("turn vector index not built: %s: %s", type(exc).__name__, exc)
         finally:

@@ -181,7 +181,8 @@ async def test_forgotten_turns_leave_the_index_file_and_never_come_back(make_mem
     index_file = ann.paths(raw.backend.db.path)[0]
     gone = list(range(1, 21))
     held = raw.backend.dense.ann.index.get(np.asarray(gone, dtype=np.uint64))
-    fingerprints = [np.asarray(v, dtype=np.int8).tobytes() for v in held]
+    native = {"i8": np.int8, "f16": np.float16, "f32": np.float32}[ann.DTYPE]  # the bytes as the file holds them
+    fingerprints = [np.asarray(v, dtype=native).tobytes() for v in held]
     assert all(f in index_file.read_bytes() for f in fingerprints)
     await m.call("forget_turns", {"ids": gone})
     assert not any(f in index_file.read_bytes() for f in fingerprints if index_file.exists())
@@ -199,3 +200,56 @@ async def test_forgotten_turns_leave_the_index_file_and_never_come_back(make_mem
     held = raw2.backend.dense.ann
     assert held is not None and len(held) == 40
     assert not any(held.index.contains(np.asarray(gone, dtype=np.uint64)))
+
+
+async def test_candidates_are_rescored_from_memory_not_from_sqlite_rows(make_memory):
+    """Issue 26: past the threshold each search read the float32 rows of every candidate and of the turns next to
+    it from SQLite (five rows per candidate); the index holds float16 vectors and each turn's channel, and the
+    scores it gives are the exact context cosines (within float16 rounding)."""
+    m = await filled(make_memory, 60)
+    raw = m.require_layer("raw_capture")
+    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    assert raw.backend.dense.wait_ann(60)
+    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    conn = raw.backend.db.conn
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    found = await m.call("raw_search", {"query": "music practice at home", "limit": 10})
+    conn.set_trace_callback(None)
+    assert found["results"] and found["results"][0]["scores"]["dense"]
+    assert not [s for s in seen if "message_vectors" in s and " IN (" in s], seen  # (catching up reads new ones)
+    q = m.embedder.embed(["music practice at home"])[0]
+    model = raw.retriever.model(m.embedder)
+    index = raw.backend.dense.ann
+    ids, _ = index.search(q, 20)
+    got_ids, got_cos = await raw.backend.db.run(index.rescore, conn, ids, q, 0.3)
+    want_ids, want_cos = await raw.backend.db.run(turnindex.rescore, conn, model, ids, q, 0.3)
+    assert got_ids.tolist() == want_ids.tolist()  # the same turns, neighbours in the same channel included
+    assert np.allclose(got_cos, want_cos, atol=2e-3)
+    ours = [int(got_ids[j]) for j in np.argsort(-got_cos)[:5]]
+    assert ours == (await raw.backend.db.run(exact_dense, conn, model, q))[:5]
+
+
+async def test_an_index_saved_in_another_shape_is_rebuilt_as_configured(make_memory, pps_home):
+    """An int8 index file (as issue 19 saved them; ``[sqlite] ann_dtype = "i8"``) is not loaded as if it were the
+    float16 one the default asks for: rebuilt beside. The int8 one rescores from SQLite's rows, as before."""
+    home = pps_home / "ann-shape"
+    m = await make_memory(plugins=["sqlite", "embeddings"], sqlite={"ann_threshold": 40, "ann_dtype": "i8"},
+                          home=home)
+    await m.call("store_messages", {"messages": turns(45)})
+    raw = m.require_layer("raw_capture")
+    await raw.retriever.drain()
+    await m.call("raw_search", {"query": "garden", "limit": 1})
+    assert raw.backend.dense.wait_ann(60)
+    found = await m.call("raw_search", {"query": "the violin lesson", "limit": 1})
+    assert raw.backend.dense.ann.dtype == "i8" and "violin" in found["results"][0]["content"]
+    assert found["results"][0]["scores"]["dense"]
+    await m.close()
+    assert '"dtype": "i8"' in ann.paths(raw.backend.db.path)[1].read_text()
+    m2 = await filled(make_memory, 0, home=home)
+    raw2 = m2.require_layer("raw_capture")
+    await m2.call("raw_search", {"query": "garden", "limit": 1})
+    assert raw2.backend.dense.wait_ann(60)
+    await m2.call("raw_search", {"query": "garden", "limit": 1})
+    assert raw2.backend.dense.ann.dtype == "f16" and len(raw2.backend.dense.ann) == 45
+    assert '"dtype": "f16"' in ann.paths(raw2.backend.db.path)[1].read_text()

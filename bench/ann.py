@@ -1,0 +1,132 @@
+"""How good are the turn vector index's candidates? recall@10 of the dense signal against exact search (issue 26).
+
+    .venv/bin/python bench/ann.py [--turns 200000] [--first N] [--runs 100] [--variants f16:16:128,i8:16:128]
+                                  [--search 64:400,400:800]
+
+Reads the turn vectors bench/lifetime.py cached for ``--turns`` (``vectors.npy``, ``channels.npy``: build it
+first; ``--first N`` uses only the oldest N turns) and builds one HNSW index (usearch, as ``pps_sqlite.ann``
+does) per variant ``dtype:connectivity:expansion_add[:own]`` in memory, then, for each search setting
+``expansion_search:candidates`` (default: the layer's), asks it for each question (LoCoMo questions, embedded
+with the local embedder) the candidates, rescores them and their neighbours with their context exactly as the layer does
+(``turnindex.context_scores``; from the index's own vectors for f16/f32 or ``:own``, else float32) and compares the top 10
+with exact search over every context vector (numpy brute force, same run). Also the ceiling: the exact top
+candidates by the turns' own vectors, rescored the same way (what a perfect index would give). Prints, per
+variant, recall@10 (tie-aware), build time and rate, search + rescoring p50/p95 and the index's memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+from lifetime import CACHE, exact_dense, pct, questions  # noqa: E402
+
+
+def rescored_top(ids, mat, chans, qvec, context, index=None, k=10):
+    """The layer's rescoring of candidates ``ids``: vectors from ``index`` (its own, f16/f32) or float32 ``mat``."""
+    from pps_sqlite.turnindex import context_scores, neighbourhood
+
+    n = len(mat)
+    want = np.asarray([i for i in neighbourhood(ids, context) if 1 <= i <= n], dtype=np.int64)
+    rows = (np.asarray(index.get(want.astype(np.uint64), dtype=np.float32)) if index is not None
+            else np.asarray(mat[want - 1], dtype=np.float32))
+    got, cos = context_scores(ids, want, rows, chans[want - 1], qvec, context)
+    order = np.argsort(-cos)[:k]
+    return [int(got[j]) for j in order]
+
+
+def exact_ctx(mat, chans, q, i, context):
+    v = np.asarray(mat[i - 1], dtype=np.float32).copy()
+    for j in (i - 2, i):
+        if 0 <= j < len(mat) and chans[j] == chans[i - 1]:
+            v = v + context * np.asarray(mat[j], dtype=np.float32)
+    return float(v @ q / (np.linalg.norm(v) + 1e-12))
+
+
+def recall(tops, mat, chans, qvecs, exact_ids, exact_s, context) -> float:
+    hits = 0
+    for q, ids in enumerate(tops):
+        truth = set(exact_ids[q].tolist())
+        hits += sum(1 for i in ids[:10] if i in truth or exact_ctx(mat, chans, qvecs[q], i, context)
+                    >= exact_s[q, -1] - 1e-5)
+    return hits / (10 * len(tops))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=200_000)
+    ap.add_argument("--home", type=Path, help="the cached entity directory (default: lifetime-<turns>-buried-...)")
+    ap.add_argument("--first", type=int, default=0, help="only the oldest N turns")
+    ap.add_argument("--runs", type=int, default=100)
+    ap.add_argument("--variants", default="i8:16:128,f16:16:128,f16:32:200")
+    ap.add_argument("--search", default="", help="expansion_search:candidates settings, comma-separated "
+                                                 "(default: the layer's)")
+    args = ap.parse_args()
+    from pps_embeddings.onnx import OnnxEmbedder
+    from pps_turns import retrieval
+
+    # onnxruntime before usearch: the other order crashes the interpreter (usearch 2.26 / numkong, this machine)
+    qvecs = np.asarray(OnnxEmbedder().embed(questions(args.runs)), dtype=np.float32)
+    from pps_sqlite import ann, turnindex
+    from usearch.index import Index
+
+    home = args.home or next(iter(sorted(CACHE.glob(f"lifetime-{args.turns}*"))), None)
+    if home is None or not (home / "vectors.npy").exists():
+        ap.error(f"no cached vectors for --turns {args.turns} under {CACHE}: run bench/lifetime.py --build-only first")
+    mat = np.load(home / "vectors.npy", mmap_mode="r")
+    chans = np.load(home / "channels.npy")
+    if args.first:
+        mat, chans = mat[:args.first], chans[:args.first]
+    mat = np.ascontiguousarray(mat, dtype=np.float32)
+    n = len(mat)
+    context = retrieval.DEFAULT.context
+    k = retrieval.DEFAULT.candidates * turnindex.ANN_OVERFETCH
+    t0 = time.perf_counter()
+    exact_ids, exact_s = exact_dense(mat, chans, qvecs, context)
+    exact_ms = (time.perf_counter() - t0) * 1000 / len(qvecs)
+    print(f"{n:,} turn vectors from {home}; {len(qvecs)} questions; {k} candidates; context {context}; "
+          f"exact search {exact_ms:.1f} ms a question (numpy, all context vectors)\n")
+    searches = [tuple(int(x) for x in v.split(":")) for v in args.search.split(",") if v] or [
+        (ann.EXPANSION_SEARCH, k)]
+    print(f"{'variant (dtype:conn:exp_add / exp_search:cands)':<48}{'recall@10':>10}{'build s':>9}{'vec/s':>8}"
+          f"{'p50 ms':>8}{'p95 ms':>8}{'memory':>10}")
+    # the ceiling: a perfect index (the exact top k by the turns' own vectors), rescored as the layer does
+    own = mat @ qvecs.T
+    tops = [rescored_top((np.argpartition(-own[:, q], k)[:k] + 1).tolist(), mat, chans, qvecs[q], context)
+            for q in range(len(qvecs))]
+    print(f"{f'exact candidates (ceiling, {k})':<48}"
+          f"{recall(tops, mat, chans, qvecs, exact_ids, exact_s, context):>10.3f}")
+    del own
+    ids_all = np.arange(1, n + 1, dtype=np.uint64)
+    for spec in args.variants.split(","):
+        dtype, conn, exp, *how = spec.split(":")  # how: "own" rescoring from the index's vectors even for i8
+        own_vectors = dtype in ("f16", "f32") or how == ["own"]
+        index = Index(ndim=mat.shape[1], metric="cos", dtype=dtype, connectivity=int(conn),
+                      expansion_add=int(exp), expansion_search=ann.EXPANSION_SEARCH)
+        t0 = time.perf_counter()
+        for a in range(0, n, 20_000):
+            index.add(ids_all[a:a + 20_000], mat[a:a + 20_000], threads=2)
+        build_s = time.perf_counter() - t0
+        for exp_search, cands in searches:
+            index.expansion_search = exp_search
+            tops, lat = [], []
+            for q in range(len(qvecs)):
+                t = time.perf_counter()
+                m = index.search(qvecs[q], cands, threads=1)
+                cand = np.asarray(m.keys, dtype=np.int64).tolist()
+                tops.append(rescored_top(cand, mat, chans, qvecs[q], context,
+                                         index if own_vectors else None))  # as the layer rescores
+                lat.append((time.perf_counter() - t) * 1000)
+            r = recall(tops, mat, chans, qvecs, exact_ids, exact_s, context)
+            print(f"{f'{spec} / {exp_search}:{cands}':<48}{r:>10.3f}{build_s:>9.0f}{n / build_s:>8.0f}"
+                  f"{pct(lat, 50):>8.2f}{pct(lat, 95):>8.2f}{index.memory_usage / 2**20:>8.0f} MiB", flush=True)
+        del index
+
+
+if __name__ == "__main__":
+    main()
