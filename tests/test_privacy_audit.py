@@ -25,7 +25,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from pps_core.testing.scripted_llm import ScriptedLLM
+from pps_core.testing.scripted_llm import ScriptedLLM, minimal_instance
 from pps_core.testing.server import init_entity, pps, pps_env, start_server
 
 pytest.importorskip("pps_graphiti")
@@ -64,19 +64,7 @@ class GraphLLM(ScriptedLLM):
             edges = [] if len(names) < 2 else [{"source_entity_name": names[0], "target_entity_name": names[1],
                                                 "relation_type": "MENTIONS", "fact": said}]
             return json.dumps({"edges": edges})
-        return json.dumps(_minimal(fmt.get("schema", {}), fmt.get("schema", {}).get("$defs", {})))
-
-
-def _minimal(schema, defs):
-    if "$ref" in schema:
-        return _minimal(defs[schema["$ref"].split("/")[-1]], defs)
-    if "anyOf" in schema:
-        return None if any(s.get("type") == "null" for s in schema["anyOf"]) else _minimal(schema["anyOf"][0], defs)
-    kind = schema.get("type")
-    if kind == "object":
-        return {k: _minimal(v, defs) for k, v in schema.get("properties", {}).items()
-                if k in schema.get("required", [])}
-    return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(kind)
+        return json.dumps(minimal_instance(fmt.get("schema", {})))
 
 
 def transcript_line(role: str, text: str, n: int, minute: int) -> dict:

@@ -75,3 +75,19 @@ class ScriptedLLM:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def minimal_instance(schema: dict[str, Any], defs: dict[str, Any] | None = None) -> Any:
+    """The smallest instance of a JSON schema (what a terse model would answer to a structured request)."""
+    defs = schema.get("$defs", {}) if defs is None else defs
+    if "$ref" in schema:
+        return minimal_instance(defs[schema["$ref"].split("/")[-1]], defs)
+    if "anyOf" in schema:
+        if any(s.get("type") == "null" for s in schema["anyOf"]):
+            return None
+        return minimal_instance(schema["anyOf"][0], defs)
+    kind = str(schema.get("type"))
+    if kind == "object":
+        return {k: minimal_instance(v, defs) for k, v in schema.get("properties", {}).items()
+                if k in schema.get("required", [])}
+    return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(kind)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from pps_core.testing.scripted_llm import ScriptedLLM
+from pps_core.testing.scripted_llm import ScriptedLLM, minimal_instance
 
 PLUGINS = ["sqlite", "embeddings", "graphiti"]
 
@@ -23,19 +23,6 @@ def graph_memory(make_memory):
         return await make_memory(**settings)
 
     return factory
-
-
-def _minimal(schema: dict, defs: dict):
-    """The smallest instance of a JSON schema (what a terse model would answer)."""
-    if "$ref" in schema:
-        return _minimal(defs[schema["$ref"].split("/")[-1]], defs)
-    if "anyOf" in schema:
-        return None if any(s.get("type") == "null" for s in schema["anyOf"]) else _minimal(schema["anyOf"][0], defs)
-    kind = schema.get("type")
-    if kind == "object":
-        return {k: _minimal(v, defs) for k, v in schema.get("properties", {}).items()
-                if k in schema.get("required", [])}
-    return {"array": [], "string": "", "integer": 0, "number": 0, "boolean": False}.get(kind)
 
 
 class GraphLLM(ScriptedLLM):
@@ -64,7 +51,7 @@ class GraphLLM(ScriptedLLM):
                 return {"edges": []}
             return {"edges": [{"source_entity_name": names[0], "target_entity_name": names[1],
                                "relation_type": "RELATES_TO_SCRIPTED", "fact": body.strip()}]}
-        return _minimal(schema, schema.get("$defs", {}))
+        return minimal_instance(schema, schema.get("$defs", {}))
 
     def respond(self, body: dict) -> str | None:
         fmt = (body.get("response_format") or {}).get("json_schema") or {}

@@ -28,7 +28,7 @@ async def test_without_an_llm_ingestion_says_so_and_keeps_the_queue(graph_memory
     health = await memory.call("pps_health")
     assert health["layers"]["rich_texture"]["backlog"] == {"uningested": 2}
     startup = await memory.call("ambient_recall", {"context": "startup"})
-    assert "2 uningested to Graphiti (healthy)" in startup["text"]
+    assert "2 uningested to Graphiti (graph ingestion is off: no [llm] configured)" in startup["text"]
 
 
 async def test_ingest_batch_with_a_scripted_llm(graph_memory, scripted_llm):
