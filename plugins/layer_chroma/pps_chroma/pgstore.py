@@ -18,6 +18,7 @@ import os
 import re
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -252,9 +253,10 @@ class PgAnchorLayer(Layer):
     # -- writes (the operations call these in a worker thread, as the Chroma layer's) ----------------------
 
     def save(self, content: str, title: str, location: str | None = None,
-             tags: list[str] | None = None) -> tuple[Photo, str | None]:
+             tags: list[str] | None = None, when: datetime | None = None) -> tuple[Photo, str | None]:
+        """As the file store's: ``when`` is the date it carries (an import keeps the original's; default now)."""
         title = check_title(title)
-        text = render(title, content, now_utc(), tags or [], location)
+        text = render(title, content, when or now_utc(), tags or [], location)
         stem = slugify(title)
         probe = self._photo(f"{stem}.md", text)
         vectors = self._vectors(probe)  # before the transaction: a slow embedder holds no row lock
@@ -284,8 +286,6 @@ class PgAnchorLayer(Layer):
 
     def edit(self, filename: str, content: str, title: str | None, tags: list[str] | None,
              location: str | None) -> tuple[dict[str, Any], str | None]:
-        from datetime import datetime
-
         name = check_filename(filename)
         row = self._run(lambda c: c.execute("SELECT content FROM word_photos WHERE filename = %s",
                                             (name,)).fetchone())
