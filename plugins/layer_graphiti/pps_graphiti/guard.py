@@ -110,6 +110,16 @@ async def ready_to_write(layer: GraphitiLayer) -> None:
 FAILED: list = []
 
 
+def keep_failed(graph: object) -> None:
+    """Keep a graph that failed a write alive past the interpreter's shutdown: its database's destructor would
+    checkpoint, and Kuzu aborts the process there (``free(): invalid next size``). The list alone is not enough:
+    shutdown clears module globals, which ran the destructor. One reference the interpreter never releases is."""
+    import ctypes
+
+    FAILED.append(graph)
+    ctypes.pythonapi.Py_IncRef(ctypes.py_object(graph))
+
+
 async def drop_orphans(layer: GraphitiLayer) -> int:
     """Delete entity nodes with no fact and no episode mentioning them: what a crash between saving a
     triplet's entities and its fact leaves behind (a fact is never half-saved; its entities can be)."""

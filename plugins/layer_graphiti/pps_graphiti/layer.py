@@ -107,9 +107,9 @@ class GraphitiLayer(Layer):
         if self.graph is not None:
             graph, self.graph = self.graph, None
             if self.fault:  # closing checkpoints, and a graph that failed a write aborts the process there
-                from .guard import FAILED
+                from .guard import keep_failed
 
-                FAILED.append(graph)
+                keep_failed(graph)
                 return
             await graph.close()
 
