@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "hookimpl": "hookspecs",
     "FailedLayer": "layer", "Layer": "layer",
     "ForgottenTurns": "lineage", "TurnCopy": "lineage",
+    "ChatModel": "chat",
     "Memory": "memory",
     "LayerHealth": "models", "LayerStatus": "models", "Message": "models", "Pointer": "models",
     "SearchResult": "models", "SectionConfig": "models", "StartupItems": "models", "Summary": "models",
@@ -58,6 +59,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover
     from .atomic import atomic_create, atomic_write
     from .catalog import Operation
+    from .chat import ChatModel
     from .contracts import (
         Ingester,
         IngestionQueue,
@@ -106,7 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "Captured", "CapturedMetadata", "ForgottenTurns", "TurnCopy", "drop_private", "drop_private_deep",
-    "ConfigError", "Conflict", "Embedder", "EntitySettings", "Events", "FailedLayer", "Forbidden", "Ingester",
+    "ChatModel", "ConfigError", "Conflict", "Embedder", "EntitySettings", "Events", "FailedLayer", "Forbidden", "Ingester",
     "IngestionQueue", "InvalidParams", "Layer", "LayerHealth", "LayerStatus", "Memory", "Message", "NoParams",
     "NotFound", "Operation", "PPSError", "Params", "PluginSettings", "Pointer", "Prompt", "PromptArgument",
     "PromptMessage", "Ranker", "ResourceItem", "Resources", "SearchResult",

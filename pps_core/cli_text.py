@@ -70,7 +70,7 @@ def health_text(answer: dict[str, Any]) -> str:
             lines.append(f"      {h['detail']}")
     lines.append("")
     llm = "configured" if answer.get("llm_configured") else \
-        "not configured (graph ingestion and automatic summaries are off; set [llm] in pps.toml)"
+        "none (no plugin of this entity provides a chat model; what needs one says so)"
     lines.append(f"LLM: {llm}")
     plugins = answer.get("plugins") or []
     if plugins:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .settings import EntitySettings
 
 CONNECT_TIMEOUT_S = 2.0
-#: Some operations (graph ingestion with an LLM) take a while; ``PPS_FORWARD_TIMEOUT`` overrides.
+#: Some operations (an LLM's work behind them) take a while; ``PPS_FORWARD_TIMEOUT`` overrides.
 READ_TIMEOUT_S = 120.0
 
 

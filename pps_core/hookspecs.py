@@ -14,6 +14,7 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
     from .catalog import Operation
+    from .chat import ChatModel
     from .cli import CommandRegistry
     from .embedding import Embedder
     from .layer import Layer
@@ -99,6 +100,16 @@ def pps_embedder(memory: Memory) -> Embedder | None:
     """Return the text embedder the entity's layers share, or None.
 
     First non-None wins, so only one embedding plugin should be listed in the entity's config.
+    """
+
+
+@hookspec(firstresult=True)
+def pps_chat_model(settings: EntitySettings, model: str | None) -> ChatModel | None:
+    """Return the chat model (an LLM) the entity's plugins share, or None (``model``: a model name a caller
+    asks for instead of the configured one, or None).
+
+    First non-None wins. Called with the settings, not the memory, so a command can ask before any store
+    opens; ``memory.chat_model()`` and :func:`pps_core.chat.chat_model` call it.
     """
 
 

@@ -24,7 +24,7 @@ class Layer(abc.ABC):
     title: str = ""
     #: Results scoring below this are left out of ambient recall (semantic layers: a similarity floor).
     min_recall_score: float | None = None
-    #: What this layer's ``uningested`` backlog feeds, as the startup health line names it (e.g. "graphiti").
+    #: What this layer's backlog feeds, as the startup health line names it ("12 queued to the index").
     backlog_target: str | None = None
     #: Whether this layer's store belongs to one process at a time (an embedded file database). When no
     #: layer of an entity is exclusive (every store is a server), no owner lock is taken and any number of
@@ -82,9 +82,22 @@ class Layer(abc.ABC):
         """
         return self.min_recall_score is None or result.score >= self.min_recall_score
 
+    def backlog_text(self, key: str, count: int) -> str | None:
+        """One of this layer's backlog counts (``LayerHealth.backlog``) as the startup health line shows it;
+        None leaves it out. The kernel gives no key a meaning: the layer words its own backlog.
+
+        Default: ``"<count> <key with spaces>"``, then ``to <backlog_target>`` if set, then
+        :meth:`backlog_note` if any (``"12 queued to the index (reindex soon)"``); a zero count
+        without a note is left out."""
+        note = self.backlog_note(key, count)
+        if not count and note is None:
+            return None
+        text = f"{count} {key.replace('_', ' ')}" + (f" to {self.backlog_target}" if self.backlog_target else "")
+        return f"{text} {note}" if note else text
+
     def backlog_note(self, key: str, count: int) -> str | None:
         """The note beside one of this layer's backlog counts in the startup health line, e.g.
-        ``(batch ingestion recommended)`` beside ``uningested``; None (the default) for no note.
+        ``(reindex soon)`` beside ``queued``; None (the default) for no note.
 
         Advise only what the user can do with this entity's configuration: thresholds and wording belong to
         the layer that knows what its backlog means."""

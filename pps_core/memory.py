@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 import pluggy
 
 from .catalog import Catalog, Operation, to_jsonable
+from .chat import ChatModel, chat_model
 from .embedding import Embedder
 from .errors import ConfigError, PPSError, Unavailable, UnknownOperation, did_you_mean, storage_error
 from .events import Events
@@ -434,6 +435,11 @@ class Memory:
 
         results = await asyncio.gather(*(one(layer) for layer in list(self.layers.values())))
         return {h.layer: h for h in results}
+
+    def chat_model(self, model: str | None = None) -> ChatModel | None:
+        """The chat model a plugin provides (``pps_chat_model``; ``model`` asks for another model by name), or
+        None when no plugin of the entity provides one."""
+        return chat_model(self.pm, self.settings, model)
 
     @property
     def embedder(self) -> Embedder | None:

@@ -71,7 +71,7 @@ class LayerHealth(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     backlog: dict[str, int] = Field(
         default_factory=dict,
-        description="work waiting, by kind: 'unsummarized' and 'uningested' feed the startup health line",
+        description="work waiting, by kind; the startup health line shows each as its layer words it (Layer.backlog_text)",
     )
     latency_ms: float | None = None
 

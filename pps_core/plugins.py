@@ -100,6 +100,13 @@ def _load_named(pm: pluggy.PluginManager, names: list[str]) -> None:
             pm.register(ext.plugin, name=ext.name)
         except (ValueError, pluggy.PluginValidationError) as exc:
             raise ConfigError(f"plugin {ext.name!r} could not be registered: {exc}") from exc
+    # A plugin's module may name plugins it needs (``PPS_REQUIRES``, pytest's ``pytest_plugins``): those the
+    # entity does not list are registered after its own, so an older pps.toml keeps working when a part of a
+    # plugin becomes a plugin of its own (the chat model of ``[llm]``).
+    required = [r for ext in manager.extensions for r in getattr(ext.plugin, "PPS_REQUIRES", ())
+                if pm.get_plugin(r) is None]
+    if required:
+        _load_named(pm, list(dict.fromkeys(required)))
 
 
 def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[str, Any]]:

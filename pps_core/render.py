@@ -30,26 +30,8 @@ def clock_lines(now: datetime, tz: ZoneInfo, late_night: LateNight | None) -> st
     return line
 
 
-def unsummarized_status(n: int) -> str:
-    if n < 50:
-        return "(healthy)"
-    if n < 100:
-        return "(healthy, summarization available)"
-    if n < 200:
-        return "(summarization recommended)"
-    return "(HIGH - summarize soon!)"
-
-
-def health_line(unsummarized: int | None, uningested: Sequence[tuple[str, int, str | None]],
-                other: Sequence[tuple[str, int]] = ()) -> str:
-    """``uningested``: (what it feeds, count, the layer's note or None), see :meth:`Layer.backlog_note`."""
-    parts = []
-    if unsummarized is not None:
-        parts.append(f"{unsummarized} unsummarized messages {unsummarized_status(unsummarized)}")
-    for target, n, note in uningested:
-        parts.append(f"{n} uningested to {target}" + (f" {note}" if note else ""))
-    for key, n in other:  # e.g. summaries_to_rewrite -> "1 summaries to rewrite"
-        parts.append(f"{n} {key.replace('_', ' ')}")
+def health_line(parts: Sequence[str]) -> str:
+    """The startup health line: each layer's backlog as the layer words it (:meth:`Layer.backlog_text`)."""
     return "**Memory Health**: " + (" | ".join(parts) if parts else "no backlog reported")
 
 

@@ -20,11 +20,12 @@ _FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.Contex
 
 
 class LateNight(BaseModel):
-    """Lines under the startup clock late at night. Neutral by default; an entity's own voice is one config
-    away (``[startup.late_night] asleep = "You should be asleep, love."``, as the demo entity has it)."""
+    """Lines under the startup clock late at night, in the entity's own voice: none unless configured
+    (``[startup.late_night] asleep = "..."``, as the demo entity has it). The kernel keeps the hours, never the
+    words."""
 
-    asleep: str = Field("It is the middle of the night.", description="shown 1:00-4:59")
-    late: str = Field("It is getting late.", description="shown 23:00-0:59")
+    asleep: str | None = Field(None, description="shown 1:00-4:59")
+    late: str | None = Field(None, description="shown 23:00-0:59")
 
 
 class StartupConfig(BaseModel):
@@ -48,19 +49,6 @@ class RecallConfig(BaseModel):
     min_score: dict[str, float] = Field(default_factory=dict,
                                         description="layer -> lowest score shown in recall (overrides the layer's "
                                                     "own min_recall_score)")
-
-
-class LLMSettings(BaseModel):
-    """An OpenAI-compatible chat endpoint (Ollama, vLLM, a cloud API). Optional."""
-
-    base_url: str | None = None
-    model: str | None = None
-    api_key: str | None = None
-    timeout_s: float = 60.0
-
-    @property
-    def configured(self) -> bool:
-        return bool(self.base_url and self.model)
 
 
 class Limits(BaseModel):
@@ -144,7 +132,6 @@ class EntitySettings(PluginSettings):
     startup: StartupConfig = Field(default_factory=StartupConfig)
     recall: RecallConfig = Field(default_factory=RecallConfig)
     rankers: dict[str, list[str]] = Field(default_factory=dict, description="layer -> ranker names, in order")
-    llm: LLMSettings = Field(default_factory=LLMSettings)
     limits: Limits = Field(default_factory=Limits)
     backup: BackupConfig = Field(default_factory=BackupConfig)
 

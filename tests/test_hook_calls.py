@@ -126,6 +126,34 @@ async def test_hook_pps_operations(make_memory):
         await make_memory("other", plugins=[], extra_plugins=[Emits(), Again()])
 
 
+async def test_hook_pps_chat_model(make_memory):
+    """A third party's chat model (no HTTP, no [llm]) is the entity's: what asks for one gets it."""
+    from pps_core import ChatModel
+
+    class Echo:
+        name = "echo"
+
+        def complete(self, system, user, temperature=0.2):
+            return f"{self.name}: {user[:20]}"
+
+    class Provider:
+        __pps_name__ = "provider"
+
+        @hookimpl
+        def pps_chat_model(self, settings, model):
+            echo = Echo()
+            echo.name = model or "echo"
+            return echo
+
+    memory = await make_memory(plugins=[], extra_plugins=[Provider()])
+    chat = memory.chat_model()
+    assert isinstance(chat, ChatModel) and chat.complete("sys", "hello there") == "echo: hello there"
+    assert memory.chat_model("other").name == "other"
+    assert (await memory.call("pps_health", {}))["llm_configured"] is True
+    bare = await make_memory("bare", plugins=[])
+    assert bare.chat_model() is None and (await bare.call("pps_health", {}))["llm_configured"] is False
+
+
 async def test_hook_pps_embedder(make_memory):
     class Fake:
         name, dimension = "fake", 2

@@ -18,7 +18,7 @@ PLUGIN_NAMES = ("raw_capture|message_summaries|crystallization|core_anchors|rich
                 "get_crystals|anchor_list|summarize_messages|store_summary|summary_stats|get_turns_since_summary|"
                 "get_recent_summaries|ingest_batch_to_graphiti|word_photos|crystal_|Last session")
 #: The bundled plugins' names, quoted in code (issue 24 item 6: the default plugin list came from the kernel).
-PLUGIN_IDS = r"""["'](sqlite|crystals|chroma|embeddings|graphiti|recap|upkeep|claude_code|explorer|postgres)["']"""
+PLUGIN_IDS = r"""["'](sqlite|crystals|chroma|embeddings|graphiti|recap|upkeep|claude_code|explorer|postgres|llm)["']"""
 
 
 def test_the_kernel_names_no_bundled_layer_operation_table_or_file():
@@ -57,3 +57,18 @@ def test_the_import_contract_forbids_every_plugin_package():
     missing = sorted(packages - set(forbidden))
     assert missing == [], f"add {missing} to the forbidden contract in pyproject.toml [tool.importlinter]"
 
+
+
+#: Issue 24 item 6: words and thresholds of the applications (the turn domain's summarizing advice, the graph's
+#: ingestion advice, an entity's late-night voice, the chat client of an LLM provider) are the plugins' own.
+APPLICATION_TEXT = (r"unsummarized messages|summariz(e|ation) (soon|available|recommended)|ingest(ion)? "
+                    r"(soon|recommended)|uningested to|middle of the night|getting late|asleep, love|"
+                    r"/chat/completions|summaries are off|graph ingestion")
+
+
+def test_the_kernel_holds_no_application_text_or_threshold():
+    out = subprocess.run(["grep", "-rnIiE", "--include=*.py", APPLICATION_TEXT, "pps_core"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode in (0, 1), out.stderr
+    found = [line for line in out.stdout.splitlines() if not line.startswith("pps_core/testing/")]
+    assert found == [], "application text in the kernel (let its plugin word it):\n" + "\n".join(found)

@@ -60,10 +60,13 @@ async def test_manifest_counts_chars_after_truncation(make_memory, monkeypatch, 
     assert f"TOTAL: {len(out['text'])} chars" in out["text"]
 
 
-@pytest.mark.parametrize("hour,line", [(2, "*It is the middle of the night.*"), (23, "*It is getting late.*"),
-                                       (0, "*It is getting late.*"), (14, None), (5, None)])
+LINES = {"asleep": "Rest now, Nexus.", "late": "Getting late..."}
+
+
+@pytest.mark.parametrize("hour,line", [(2, "*Rest now, Nexus.*"), (23, "*Getting late...*"), (0, "*Getting late...*"),
+                                       (14, None), (5, None)])
 async def test_clock_late_night_lines(make_memory, monkeypatch, hour, line):
-    memory = await make_memory(plugins=[])
+    memory = await make_memory(plugins=[], startup={"late_night": LINES})
     at(monkeypatch, f"2026-01-26T{hour:02d}:30:00+00:00")
     text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
     first = text.split("\n\n")[0]
@@ -81,24 +84,37 @@ async def test_late_night_lines_come_from_config(make_memory, monkeypatch):
     assert "*Rest now, Nexus.*" in text and "love" not in text
 
 
-@pytest.mark.parametrize("n,status", [(0, "(healthy)"), (49, "(healthy)"), (50, "(healthy, summarization available)"),
-                                      (99, "(healthy, summarization available)"), (100, "(summarization recommended)"),
-                                      (199, "(summarization recommended)"), (200, "(HIGH - summarize soon!)")])
-async def test_unsummarized_thresholds(make_memory, n, status):
+async def test_the_kernel_gives_no_backlog_key_a_meaning_of_its_own(make_memory):
+    """'unsummarized' is a word like any other to the kernel: no thresholds, no 'messages' (the turn domain words
+    its own backlog, plugins/turns/tests/test_turns_backlog.py); a zero without a note is left out."""
     class Backlog(ScriptedLayer):
         async def health(self):
-            return LayerHealth(layer=self.name, available=True, backlog={"unsummarized": n})
+            return LayerHealth(layer=self.name, available=True,
+                               backlog={"unsummarized": 87, "summaries_to_rewrite": 1, "idle": 0})
 
     memory = await make_memory(plugins=[], extra_plugins=[layer_plugin(Backlog("turns"))])
     text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
-    assert f"**Memory Health**: {n} unsummarized messages {status}" in text
+    assert "**Memory Health**: 87 unsummarized | 1 summaries to rewrite\n" in text
 
 
-async def test_the_late_night_lines_are_neutral_by_default_and_the_seeds_are_one_config_away(make_memory,
-                                                                                              monkeypatch):
+async def test_a_layer_words_its_backlog_in_the_health_line(make_memory):
+    class Worded(ScriptedLayer):
+        async def health(self):
+            return LayerHealth(layer=self.name, available=True, backlog={"drafts": 3, "quiet": 5})
+
+        def backlog_text(self, key, count):
+            return f"{count} drafts waiting (publish them)" if key == "drafts" else None
+
+    memory = await make_memory(plugins=[], extra_plugins=[layer_plugin(Worded("notes"))])
+    text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
+    assert "**Memory Health**: 3 drafts waiting (publish them)\n" in text
+
+
+async def test_the_kernel_has_no_late_night_words_of_its_own(make_memory, monkeypatch):
+    """The words are the entity's (config); the kernel keeps only the hours."""
     at(monkeypatch, "2026-01-26T02:30:00+00:00")
-    neutral = (await (await make_memory(plugins=[])).call("ambient_recall", {"context": "startup"}))["text"]
-    assert "love" not in neutral and "*It is the middle of the night.*" in neutral
+    plain = (await (await make_memory(plugins=[])).call("ambient_recall", {"context": "startup"}))["text"]
+    assert "\n" not in plain.split("\n\n")[0]  # the clock line alone
     seed = await make_memory("seed", plugins=[], startup={"late_night": {"asleep": "You should be asleep, love."}})
     assert "*You should be asleep, love.*" in (await seed.call("ambient_recall", {"context": "startup"}))["text"]
 
@@ -116,8 +132,7 @@ async def test_a_backlog_shows_the_layers_own_note_and_none_by_default(make_memo
 
     plain = await make_memory("plain", plugins=[], extra_plugins=[layer_plugin(Queue("turns"))])
     text = (await plain.call("ambient_recall", {"context": "startup"}))["text"]
-    assert ("**Memory Health**: 87 unsummarized messages (healthy, summarization available) | "
-            "30 uningested to the index\n") in text
+    assert "**Memory Health**: 87 unsummarized to the index | 30 uningested to the index\n" in text
     advised = await make_memory("advised", plugins=[], extra_plugins=[layer_plugin(Advised("turns"))])
     text = (await advised.call("ambient_recall", {"context": "startup"}))["text"]
     assert "30 uningested to the index (reindex: 30 waiting)" in text

@@ -17,7 +17,7 @@ from pps_core.testing.server import init_entity
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite_plugins: None) -> Path:
     home = init_entity(tmp_path, "lyra", "ledger,http,mcp")
     for key in [k for k in os.environ if k.startswith("PPS_")]:
         monkeypatch.delenv(key)
@@ -94,8 +94,8 @@ def test_on_served_may_decline(home: Path) -> None:
 
 
 def test_the_ledger_store_loads_without_pytest() -> None:
-    """pps-core registers `ledger` (for contract suites) in every install: loading it must not need the test
-    tools, or every `pps` plugin command of a user install would warn that it cannot be imported."""
+    """`ledger` (the contract suites' store) is served by `pps serve` processes that have no pytest: loading it
+    must not need the test tools."""
     import subprocess
     import sys
 

@@ -27,7 +27,7 @@ async def pps_health(memory: Memory, _p: NoParams) -> dict[str, Any]:
         "layers": {name: h.model_dump() for name, h in layers.items()},
         "plugins": [{"name": p["name"], "version": p["version"]} for p in describe(memory.pm)] if memory.pm else [],
         "operations": len(memory.catalog),
-        "llm_configured": memory.settings.llm.configured,
+        "llm_configured": memory.chat_model() is not None,
     }
 
 

@@ -103,19 +103,16 @@ async def ambient_recall(memory: Memory, p: AmbientRecallParams) -> dict[str, An
 
 
 def _health_line(memory: Memory, health: dict[str, LayerHealth]) -> str:
-    unsummarized = None
-    uningested = []
-    other: list[tuple[str, int]] = []  # any other backlog a layer reports, by its key ("summaries_to_rewrite")
+    """Every layer's backlog, in layer order, each count as its layer words it: the kernel gives no key a
+    meaning of its own (thresholds and wording belong to the layer that knows what its backlog means)."""
+    parts = []
     for name, h in health.items():
-        other += [(key, n) for key, n in h.backlog.items() if key not in ("unsummarized", "uningested") and n]
-        if "unsummarized" in h.backlog:
-            unsummarized = (unsummarized or 0) + h.backlog["unsummarized"]
-        if "uningested" in h.backlog:
-            layer = memory.layer(name)
-            target = layer.backlog_target if layer is not None else None
-            note = layer.backlog_note("uningested", h.backlog["uningested"]) if layer is not None else None
-            uningested.append((target or name, h.backlog["uningested"], note))
-    return render.health_line(unsummarized, uningested, other)
+        layer = memory.layer(name)
+        for key, n in h.backlog.items():
+            text = layer.backlog_text(key, n) if layer is not None else None
+            if text:
+                parts.append(text)
+    return render.health_line(parts)
 
 
 async def _guarded(memory: Memory, name: str, coro: Coroutine[Any, Any, T]) -> tuple[T | None, LayerStatus]:

@@ -10,8 +10,9 @@
             for t in texts:
                 await memory.call("my_save", {"content": t})
 
-The names below are imported on first use (PEP 562): ``pps_core.testing.ledger``, a plugin every install of
-pps-core registers, loads without pytest.
+The names below are imported on first use (PEP 562): ``pps_core.testing.ledger``, the store the transport
+suite serves, loads without pytest (its ``pps serve`` processes have none). It is registered only for the
+suites' own processes (``pps_core.testing.server.pps_env``), never in a user's install.
 """
 
 from typing import TYPE_CHECKING, Any

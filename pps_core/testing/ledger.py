@@ -1,8 +1,8 @@
 """``ledger``: the smallest store with writes, for contract suites (``TransportContract``).
 
 An append-only JSON-lines file in the entity's home, each line fsynced before the write is acknowledged, so a
-suite can tell what a transport acknowledged from what survived. Installed with pps-core (entry point
-``ledger``); an entity loads it only when its ``plugins`` name it.
+suite can tell what a transport acknowledged from what survived. Not an installed plugin: the suites register
+it (``ledger``) for their own processes only (``pps_core.testing.server.SUITE_PLUGINS``), so a user never sees it.
 """
 
 from __future__ import annotations

@@ -37,6 +37,15 @@ def pps_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return home
 
 
+@pytest.fixture
+def suite_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suites' own plugins (``ledger``) installed in this process too, for a test that runs ``pps``
+    in-process (``pps_core.testing.server.SUITE_PLUGINS``; subprocesses get them from ``pps_env``)."""
+    from pps_core.testing.server import suite_plugins_path
+
+    monkeypatch.syspath_prepend(str(suite_plugins_path()))
+
+
 @async_fixture
 async def make_memory(pps_home: Path) -> AsyncIterator[MakeMemory]:
     """``memory = await make_memory(plugins=[...], extra_plugins=[...], **settings)``: open, closed after."""

@@ -1,7 +1,10 @@
 """A scripted OpenAI-compatible chat server on 127.0.0.1, for tests only (the one allowed stand-in).
 
     with ScriptedLLM(lambda messages: "a summary") as llm:
-        settings.llm.base_url = llm.base_url
+        memory = await make_memory(plugins=[...], llm={"base_url": llm.base_url, "model": "scripted"})
+
+Any plugin that speaks to an OpenAI-compatible endpoint (``[llm]``) talks to it; a test of another chat model
+provider registers its plugin instead.
 """
 
 from __future__ import annotations

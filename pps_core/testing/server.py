@@ -23,10 +23,39 @@ from typing import Any
 
 import httpx
 
+#: Plugins that exist only for the suites' own processes, never in a user's install: ``ledger`` (the store
+#: :class:`~pps_core.testing.TransportContract` serves). Registered by a distribution's metadata written to a
+#: folder of this process (:func:`suite_plugins_path`) that :func:`pps_env` puts on the ``PYTHONPATH``.
+SUITE_PLUGINS = {"ledger": "pps_core.testing.ledger"}
+_SUITE_PATH: list[Path] = []
+
+
+def suite_plugins_path() -> Path:
+    """A folder holding the metadata of a distribution that registers :data:`SUITE_PLUGINS` (entry points
+    ``pps.plugins``); on ``sys.path`` (or ``PYTHONPATH``), ``pps`` finds them like any installed plugin. Written
+    once per process, removed when it exits."""
+    if not _SUITE_PATH:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp(prefix="pps-suite-plugins-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        info = folder / "pps_core_suite_plugins-0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pps-core-suite-plugins\nVersion: 0\n")
+        lines = "".join(f"{name} = {module}\n" for name, module in SUITE_PLUGINS.items())
+        (info / "entry_points.txt").write_text("[pps.plugins]\n" + lines)
+        _SUITE_PATH.append(folder)
+    return _SUITE_PATH[0]
+
 
 def pps_env(root: Path, **extra: str) -> dict[str, str]:
+    """The environment of a ``pps`` process of a suite: ``PPS_ROOT=root``, no other ``PPS_*`` of the developer's
+    shell, and the suites' own plugins (:data:`SUITE_PLUGINS`) installed."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PPS_")}
     env["PPS_ROOT"] = str(root)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(suite_plugins_path()), env.get("PYTHONPATH")) if p)
     env.update(extra)
     return env
 

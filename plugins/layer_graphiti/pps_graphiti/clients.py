@@ -11,9 +11,9 @@ from graphiti_core.embedder.client import EmbedderClient
 
 if TYPE_CHECKING:  # pragma: no cover
     from graphiti_core.llm_client import LLMClient
+    from pps_llm.settings import LLMSettings
 
     from pps_core.embedding import Embedder
-    from pps_core.settings import LLMSettings
 
 
 class PPSEmbedder(EmbedderClient):

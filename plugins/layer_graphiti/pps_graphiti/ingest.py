@@ -12,6 +12,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from pps_llm.settings import llm_settings
+
 from pps_core import IngestionQueue
 from pps_core.errors import Unavailable
 from pps_core.timeutil import from_storage, now_utc, to_storage
@@ -61,12 +63,12 @@ class Ingestor:
         return queues[0]
 
     def require_llm(self) -> None:
-        if not self.memory.settings.llm.configured:
+        if not llm_settings(self.memory.settings).configured:
             raise Unavailable(NO_LLM)
 
     async def stats(self) -> dict[str, Any]:
         n = int(await _value(self.raw().count_uningested()))
-        llm = self.memory.settings.llm.configured
+        llm = llm_settings(self.memory.settings).configured
         return {"uningested": n, "status": uningested_status(n, llm), "llm_configured": llm,
                 "worker_running": self._task is not None and not self._task.done(),
                 "ingested_this_process": self.ingested, "last_run": self.last_run, "last_error": self.last_error,
@@ -120,7 +122,7 @@ class Ingestor:
     # -- background worker ------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._task is None and self.memory.settings.llm.configured and self.layer.settings.background_ingest:
+        if self._task is None and llm_settings(self.memory.settings).configured and self.layer.settings.background_ingest:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="pps-graphiti-ingest")
 
     def wake(self) -> None:

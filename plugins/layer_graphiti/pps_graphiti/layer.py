@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pps_llm.settings import llm_settings
+
 from pps_core import IngestionQueue, Layer, LayerHealth, SearchResult
 from pps_core.errors import Unavailable
 from pps_core.timeutil import to_storage
@@ -78,7 +80,7 @@ class GraphitiLayer(Layer):
         if self.settings.driver == "kuzu":  # what a compaction cut short left beside the graph
             await asyncio.to_thread(compact.clean_leftovers, compact.db_path(self))
         self.graph = await asyncio.to_thread(Graph, self.settings, self.memory.home, self.group_id, embedder,
-                                             self.memory.settings.llm)
+                                             llm_settings(self.memory.settings))
         try:
             await self.graph.ensure_indexes()
             if self.settings.driver == "kuzu":  # one owner: nobody is half-way through a write
@@ -118,7 +120,7 @@ class GraphitiLayer(Layer):
             return None
         from .ingest import uningested_status
 
-        return uningested_status(count, self.memory.settings.llm.configured)
+        return uningested_status(count, llm_settings(self.memory.settings).configured)
 
     def require(self) -> Graph:
         if self.graph is None:
@@ -336,7 +338,7 @@ class GraphitiLayer(Layer):
         except Exception as exc:
             return LayerHealth(layer=self.name, available=False, detail=f"{type(exc).__name__}: {exc}",
                                backlog=backlog)
-        llm = "LLM configured" if self.memory.settings.llm.configured else "no LLM: ingestion off, triplets only"
+        llm = "LLM configured" if llm_settings(self.memory.settings).configured else "no LLM: ingestion off, triplets only"
         return LayerHealth(layer=self.name, available=True, counts=counts, backlog=backlog,
                            detail=f"{self.settings.driver} graph '{self.group_id}'; {llm}",
                            latency_ms=self.recent_latency_ms)

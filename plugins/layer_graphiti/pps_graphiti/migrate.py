@@ -207,6 +207,8 @@ def toml_lines(t) -> list[str]:
 def cmd_graph_migrate(args: argparse.Namespace) -> int:
     import json
 
+    from pps_llm.settings import llm_settings
+
     from pps_core.errors import PPSError
     from pps_core.progress import progress
     from pps_core.settings import load_settings
@@ -236,7 +238,7 @@ def cmd_graph_migrate(args: argparse.Namespace) -> int:
             return 1
     try:
         with progress(None, f"copying the graph to {target.driver}", unit="item") as bar:
-            report = asyncio.run(migrate(home, settings.entity, source, target, settings.llm, bar))
+            report = asyncio.run(migrate(home, settings.entity, source, target, llm_settings(settings), bar))
     except PPSError as exc:
         print(f"pps graph migrate: {exc}", file=sys.stderr)
         return 1

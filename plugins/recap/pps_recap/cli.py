@@ -94,6 +94,13 @@ def _recap_beside_server(settings, params: dict) -> dict:
     path = service.resolve_log(_SettingsOnly(settings), p, trusted=True)
     rs = store.recap_settings(settings)
     budget = p.budget or rs.budget
+    kind = p.summarizer or rs.summarizer
+    chat = None
+    if kind != "extractive":  # the entity's chat model, from its plugins (no store is opened)
+        from pps_core.chat import chat_model
+        from pps_core.plugins import build_plugin_manager
+
+        chat = chat_model(build_plugin_manager(settings.plugins), settings, p.model or rs.model)
     bar = progress(None, "recap", unit="chunk")
 
     def tick(_stage: str, done: int, total: int) -> None:
@@ -102,8 +109,7 @@ def _recap_beside_server(settings, params: dict) -> dict:
         bar.refresh()
 
     try:
-        recap = generate(path, budget=budget, summarizer=make_summarizer(settings.llm, p.summarizer or rs.summarizer,
-                                                                         p.model or rs.model),
+        recap = generate(path, budget=budget, summarizer=make_summarizer(chat, kind),
                          tz=ZoneInfo(settings.timezone), chunk_tokens=rs.chunk_tokens,
                          merge_threshold=rs.merge_threshold, progress=tick,
                          start=store.readable_from(settings.home, path))

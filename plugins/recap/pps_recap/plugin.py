@@ -12,6 +12,8 @@ from pps_core import hookimpl
 
 #: A new entity loads this plugin (pps init, a pps.toml that names no plugins); lower comes first.
 PPS_DEFAULT = 60
+#: The chat model that summarizes (``pps_chat_model``) comes from the ``llm`` plugin: loaded with this one.
+PPS_REQUIRES = ("llm",)
 
 
 @hookimpl

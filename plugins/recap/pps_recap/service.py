@@ -105,7 +105,7 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
     from .summarize import make_summarizer
 
     rs = store.recap_settings(memory.settings)
-    summarizer = make_summarizer(memory.settings.llm, kind, model or rs.model)
+    summarizer = make_summarizer(memory.chat_model(model or rs.model) if kind != "extractive" else None, kind)
     novelty_fn = _novelty_fn(memory, loop) if novelty and loop is not None else None
     embedder = memory.embedder if embed else None
     return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,

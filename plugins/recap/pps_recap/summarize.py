@@ -10,9 +10,13 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from .chunks import Chunk, words
 from .collapse import CONSEQUENTIAL
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pps_core.chat import ChatModel
 
 PROMPT = (
     "You write the recap an AI agent reads when its next session starts. Summarize this segment of its "
@@ -123,18 +127,13 @@ class ExtractiveSummarizer:
 
 
 class LLMSummarizer:
-    """An OpenAI-compatible chat endpoint (Ollama, vLLM, a cloud API), through :class:`pps_core.llm.ChatClient`."""
+    """The entity's chat model (:class:`pps_core.chat.ChatModel`, from whichever plugin provides one)."""
 
     name = "llm"
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0,
-                 sentences: int = 3, max_input_chars: int = 24_000) -> None:
-        from pps_core.llm import ChatClient
-        from pps_core.settings import LLMSettings
-
-        self.client = ChatClient(LLMSettings(base_url=base_url, model=model, api_key=api_key, timeout_s=timeout_s))
-        self.url = self.client.url
-        self.model = model
+    def __init__(self, client: ChatModel, sentences: int = 3, max_input_chars: int = 24_000) -> None:
+        self.client = client
+        self.model = client.name
         self.sentences = sentences
         self.max_input_chars = max_input_chars
         self.fallback = ExtractiveSummarizer()
@@ -170,15 +169,14 @@ class LLMSummarizer:
             return self.fallback.summarize(chunk)
 
 
-def make_summarizer(llm_settings, kind: str = "auto", model: str | None = None):
-    """``auto``: the LLM when one is configured, else extractive. ``llm`` without one is an error."""
+def make_summarizer(chat: ChatModel | None, kind: str = "auto"):
+    """``auto``: the entity's chat model when a plugin provides one, else extractive. ``llm`` without one is an
+    error."""
     from pps_core.errors import Unavailable
 
-    base_url = llm_settings.base_url
-    model = model or llm_settings.model
-    if kind == "extractive" or (kind == "auto" and not (base_url and model)):
+    if kind == "extractive" or (kind == "auto" and chat is None):
         return ExtractiveSummarizer()
-    if not (base_url and model):
-        raise Unavailable("summarizer 'llm' needs [llm] base_url and model in the entity's pps.toml "
+    if chat is None:
+        raise Unavailable("summarizer 'llm' needs a chat model: [llm] base_url and model in the entity's pps.toml "
                           "(or use summarizer 'extractive')")
-    return LLMSummarizer(base_url, model, llm_settings.api_key, llm_settings.timeout_s)
+    return LLMSummarizer(chat)

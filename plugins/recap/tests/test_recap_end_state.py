@@ -10,6 +10,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from pps_llm.client import ChatClient
 from pps_recap.chunks import tokens
 from pps_recap.pipeline import generate
 from pps_recap.summarize import ExtractiveSummarizer, LLMSummarizer
@@ -125,7 +126,7 @@ def _scripted(messages):
 def test_the_llm_path_names_the_final_state_too(tmp_path):
     log = session_log(tmp_path / "s.jsonl", fail_at_end=True)
     with ScriptedLLM(_scripted) as server:
-        summarizer = LLMSummarizer(server.base_url, "scripted-1")
+        summarizer = LLMSummarizer(ChatClient.for_endpoint(server.base_url, "scripted-1"))
         recap = generate(log, budget=600, summarizer=summarizer, tz=ZoneInfo("UTC"))
     items = bullets(recap.text)
     assert "auth" in items[-2]
@@ -137,6 +138,6 @@ def test_the_llm_path_names_the_final_state_too(tmp_path):
 def test_a_failing_llm_falls_back_to_the_extractive_end_state(tmp_path):
     log = session_log(tmp_path / "s.jsonl", fail_at_end=True)
     with ScriptedLLM(lambda _m: None) as server:  # every answer is HTTP 500
-        recap = generate(log, budget=600, summarizer=LLMSummarizer(server.base_url, "m"), tz=ZoneInfo("UTC"))
+        recap = generate(log, budget=600, summarizer=LLMSummarizer(ChatClient.for_endpoint(server.base_url, "m")), tz=ZoneInfo("UTC"))
     assert bullets(recap.text)[-1].startswith("- **Where I left off**") and recap.stats["end_state"] == "extractive"
     assert "Next step: convert exp to seconds" in recap.text

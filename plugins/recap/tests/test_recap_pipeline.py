@@ -137,7 +137,7 @@ async def test_offline_extractive_recap_and_startup_regeneration(make_memory, tm
     logs.mkdir()
     shutil.copy(MINDLOOP, logs / "session-1.jsonl")
     memory = await make_memory(plugins=["sqlite", "recap"], recap={"logs": [str(logs / "*.jsonl")]})
-    assert memory.settings.llm.configured is False
+    assert memory.chat_model() is None
     startup = await memory.call("ambient_recall", {"context": "startup"})  # no _recap.md yet: made from the log
     assert "Last session recap" in startup["text"] and "mindloop" not in startup["text"]
     assert (memory.home / "_recap.md").exists()

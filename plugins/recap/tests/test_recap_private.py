@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from pps_llm.client import ChatClient
 from pps_recap.logs import read_log
 from pps_recap.pipeline import generate
 from pps_recap.summarize import LLMSummarizer
@@ -41,7 +42,7 @@ def test_private_spans_leave_a_mindloop_log_as_it_is_read(tmp_path):
         assert canary not in narrative, canary
 
     with ScriptedLLM(lambda messages: json.dumps(messages)[-800:]) as llm:  # echoes what it was sent
-        recap = generate(log, summarizer=LLMSummarizer(llm.base_url, "m"))
+        recap = generate(log, summarizer=LLMSummarizer(ChatClient.for_endpoint(llm.base_url, "m")))
         sent = json.dumps(llm.requests)
     assert "release notes" in sent and "release notes" in recap.text
     for canary in CANARIES:

@@ -28,6 +28,18 @@ UNREAD_PREVIEW = 10
 PAGE_LIMIT = 1000
 
 
+def unsummarized_status(n: int) -> str:
+    """The note beside the unsummarized count in the startup health line (the original's thresholds): the
+    pressure to summarize grows with the backlog the startup package shows in full."""
+    if n < 50:
+        return "(healthy)"
+    if n < 100:
+        return "(healthy, summarization available)"
+    if n < 200:
+        return "(summarization recommended)"
+    return "(HIGH - summarize soon!)"
+
+
 def turn_result(t: dict[str, Any], layer: str = "raw_capture", score: float = 0.0) -> SearchResult:
     """A turn as an item: rendered by the kernel from kind/channels/author (the typed rendering contract);
     ``metadata`` is for callers: derived fields at the top, the caller's own metadata under "metadata"."""
@@ -111,6 +123,11 @@ class RawCaptureLayer(Layer):
         """ALL unsummarized turns (or the newest ``count``), chronological, with the total."""
         total, found = await self.backend.unsummarized_page(count)
         return StartupItems(items=[turn_result(t) for t in found], total=total)
+
+    def backlog_text(self, key: str, count: int) -> str | None:
+        if key == "unsummarized":  # shown at zero too: "0 unsummarized messages (healthy)"
+            return f"{count} unsummarized messages {unsummarized_status(count)}"
+        return super().backlog_text(key, count)
 
     async def health(self) -> LayerHealth:
         started = time.perf_counter()

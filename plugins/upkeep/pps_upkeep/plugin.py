@@ -8,6 +8,8 @@ from pps_core import Operation, hookimpl
 
 #: A new entity loads this plugin (pps init, a pps.toml that names no plugins); lower comes first.
 PPS_DEFAULT = 70
+#: The chat model (``pps_chat_model``) comes from the ``llm`` plugin: an entity listing this one loads it too.
+PPS_REQUIRES = ("llm",)
 
 _LOOPS: dict[int, Any] = {}
 
@@ -29,7 +31,7 @@ def pps_memory_opened(memory) -> None:
     from .upkeep import UpkeepLoop, UpkeepSettings
 
     cfg = memory.settings.plugin_settings(UpkeepSettings, "upkeep")
-    if cfg.interval_s and memory.settings.llm.configured:
+    if cfg.interval_s and memory.chat_model() is not None:
         loop = UpkeepLoop(memory, cfg.interval_s)
         loop.start()
         _LOOPS[id(memory)] = loop

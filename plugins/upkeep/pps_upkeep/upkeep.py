@@ -48,7 +48,7 @@ class UpkeepParams(BaseModel):
 
 
 async def run_upkeep(memory: Memory, p: UpkeepParams) -> dict[str, Any]:
-    from pps_core.llm import ChatClient
+    from pps_core.chat import require_chat_model
 
     cfg = memory.settings.plugin_settings(UpkeepSettings, "upkeep")
     target = cfg.target_unsummarized if p.target is None else p.target
@@ -57,7 +57,7 @@ async def run_upkeep(memory: Memory, p: UpkeepParams) -> dict[str, Any]:
     if not stores:
         raise Unavailable("upkeep needs a layer that keeps summarizable turns (the 'sqlite' plugin has one)")
     store = stores[0]
-    client = ChatClient(memory.settings.llm)  # raises Unavailable when none is configured
+    client = require_chat_model(memory.pm, memory.settings)  # Unavailable when no plugin provides one
     written: list[int] = []
     covered = 0
     remaining = await store.unsummarized_count()
@@ -90,7 +90,7 @@ class UpkeepLoop:
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
-        if self._task is None and self.memory.settings.llm.configured:
+        if self._task is None and self.memory.chat_model() is not None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="pps-upkeep")
 
     async def _run(self) -> None:

@@ -68,3 +68,41 @@ async def test_backfilled_turn_is_never_swallowed_by_upkeep(make_memory):
         assert "backfilled email from last year" in llm.requests[0]["messages"][-1]["content"]
         first = (await m.call("get_turns_since", {"timestamp": "2024-12-31T00:00:00"}))["messages"][0]
         assert first["id"] == late["id"] and first["summary_id"] is not None
+
+
+async def test_upkeep_summarizes_with_a_third_party_chat_model(make_memory):
+    """No [llm], no HTTP: a provider plugin of its own (``pps_chat_model``) is the model upkeep uses."""
+    from pps_core import hookimpl
+
+    asked = []
+
+    class Model:
+        name = "in-process"
+
+        def complete(self, system, user, temperature=0.2):
+            asked.append(user)
+            return summarizer([{"content": user}])
+
+    class Provider:
+        __pps_name__ = "my_provider"
+
+        @hookimpl
+        def pps_chat_model(self, settings, model):
+            return Model()
+
+    m = await make_memory(plugins=["sqlite", "upkeep"], extra_plugins=[Provider()],
+                          upkeep={"target_unsummarized": 10, "batch_size": 20})
+    await seed(m, 30)
+    out = await m.call("pps_upkeep", {})
+    assert out["summaries_written"] == 1 and out["turns_covered"] == 20 and len(asked) == 1
+
+
+async def test_an_older_config_without_the_llm_plugin_still_uses_its_llm_section(make_memory):
+    """pps.toml files written before the chat model became the ``llm`` plugin list upkeep without it: upkeep
+    requires it (PPS_REQUIRES), so ``[llm]`` keeps working."""
+    with ScriptedLLM(summarizer) as llm:
+        m = await make_memory(plugins=["sqlite", "upkeep"], llm={"base_url": llm.base_url, "model": "m"},
+                              upkeep={"target_unsummarized": 10, "batch_size": 20})
+        assert m.pm.get_plugin("llm") is not None and "llm" not in m.settings.plugins
+        await seed(m, 30)
+        assert (await m.call("pps_upkeep", {}))["summaries_written"] == 1 and len(llm.requests) == 1

@@ -6,12 +6,14 @@ import json
 import urllib.error
 import urllib.request
 
-from .errors import Unavailable
+from pps_core.errors import Unavailable
+
 from .settings import LLMSettings
 
 
 class ChatClient:
-    """``complete(system, user)`` -> the assistant's text. Errors become :class:`Unavailable`."""
+    """A :class:`pps_core.chat.ChatModel`: ``complete(system, user)`` -> the assistant's text. Errors become
+    :class:`Unavailable`."""
 
     def __init__(self, settings: LLMSettings, model: str | None = None) -> None:
         if not settings.configured and not (settings.base_url and model):
@@ -21,6 +23,12 @@ class ChatClient:
         self.model = model or settings.model
         self.api_key = settings.api_key
         self.timeout_s = settings.timeout_s
+        self.name = f"{self.model} at {settings.base_url}"
+
+    @classmethod
+    def for_endpoint(cls, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 60.0,
+                     ) -> ChatClient:
+        return cls(LLMSettings(base_url=base_url, model=model, api_key=api_key, timeout_s=timeout_s))
 
     def complete(self, system: str, user: str, temperature: float = 0.2) -> str:
         body = {"model": self.model, "temperature": temperature,

@@ -1,0 +1,1 @@
+"""pps-llm: the entity's chat model, any OpenAI-compatible endpoint (``[llm]``)."""
