@@ -11,8 +11,8 @@ from pps_core.testing.server import pps
 
 
 def test_the_bundled_plugins_declare_the_defaults_in_their_order():
-    assert default_plugins() == ["sqlite", "crystals", "chroma", "embeddings", "graphiti", "recap", "upkeep", "mcp",
-                                 "http"]
+    assert default_plugins() == ["sqlite", "crystals", "chroma", "embeddings", "llm", "graphiti", "recap", "upkeep",
+                                 "mcp", "http"]
 
 
 def _install(site, name: str, rank: str) -> None:

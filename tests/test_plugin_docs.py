@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pps_core import contracts, embedding, events, hookspecs, layer, ranking, transport
+from pps_core import chat, contracts, embedding, events, hookspecs, layer, ranking, transport
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "plugin-hooks.md"
@@ -68,9 +68,9 @@ def test_the_layer_contract_is_documented():
 
 
 def test_every_contract_is_documented_with_its_methods():
-    protocols = [cls for mod in (contracts, embedding, ranking, transport) for _, cls in inspect.getmembers(mod)
+    protocols = [cls for mod in (chat, contracts, embedding, ranking, transport) for _, cls in inspect.getmembers(mod)
                  if inspect.isclass(cls) and cls.__module__ == mod.__name__ and getattr(cls, "_is_protocol", False)]
-    assert {c.__name__ for c in protocols} >= {"IngestionQueue", "UnreadSource", "SummarizableStore", "Ingester"}
+    assert {c.__name__ for c in protocols} >= {"IngestionQueue", "UnreadSource", "SummarizableStore", "Ingester", "ChatModel"}
     found = headings()
     for cls in protocols:
         assert cls.__name__ in found, f"docs/plugin-hooks.md needs a section `### {cls.__name__}`"
