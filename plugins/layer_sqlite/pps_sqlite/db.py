@@ -181,7 +181,7 @@ class Tx:
 
 
 def loads(value: str | None) -> Any:
-    if not value:
+    if not value or value == "{}":  # most turns carry no metadata: no parse (the startup package reads hundreds)
         return {}
     try:
         found = json.loads(value)
