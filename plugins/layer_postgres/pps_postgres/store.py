@@ -354,6 +354,52 @@ class PostgresStore:
                                      "AND id = ANY(%s)", (list(ids),))
             return cur.rowcount
 
+    # -- browsing (list_turns, turn_activity: pps_turns.BrowsableTurnStore) -----------------------
+
+    async def list_turns(self, *, since, until, channel, author, ids, newest_first, limit, offset):
+        clauses, args = [], []
+        if since:
+            clauses.append("created_at >= %s")
+            args.append(from_storage(since))
+        if until:
+            clauses.append("created_at < %s")
+            args.append(from_storage(until))
+        if channel:
+            clauses.append("(channel = %s OR left(channel, %s) = %s)")
+            args += [channel, len(channel) + 1, channel + ":"]
+        if author:
+            clauses.append("lower(author_name) = lower(%s)")
+            args.append(author)
+        if ids:
+            clauses.append("id = ANY(%s)")
+            args.append(list(ids))
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        order = "DESC" if newest_first else "ASC"
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")  # the total and the page agree
+            total = (await (await conn.execute(f"SELECT count(*) AS n FROM messages{where}", args)).fetchone())["n"]
+            rows = await (await conn.execute(f"SELECT {COLUMNS} FROM messages{where} ORDER BY created_at {order}, "
+                                             f"id {order} LIMIT %s OFFSET %s", [*args, limit, offset])).fetchall()
+        return total, [row_to_turn(r) for r in rows]
+
+    async def activity(self, start, end, width):
+        """As ``pps_sqlite``: buckets are the first ``width`` characters of the canonical UTC time."""
+        bucket = "left(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS'), %s)"
+        lo, hi, width = from_storage(start), from_storage(end), int(width)
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            turns = await (await conn.execute(
+                f"SELECT {bucket} AS b, channel, count(*) AS n FROM messages WHERE created_at >= %s "
+                "AND created_at < %s GROUP BY 1, 2", (width, lo, hi))).fetchall()
+            before = (await (await conn.execute(
+                "SELECT (SELECT count(*) FROM messages WHERE created_at < %s) - (SELECT COALESCE(sum(message_count), 0) "
+                "FROM message_summaries WHERE created_at < %s) AS n", (lo, lo))).fetchone())["n"]
+            summed = await (await conn.execute(
+                f"SELECT {bucket} AS b, sum(message_count) AS n FROM message_summaries WHERE created_at >= %s "
+                "AND created_at < %s GROUP BY 1", (width, lo, hi))).fetchall()
+        return ([(r["b"], r["channel"], r["n"]) for r in turns], int(before),
+                [(r["b"], int(r["n"])) for r in summed])
+
     # -- forgetting -----------------------------------------------------------------------------
 
     async def in_range(self, channel, since, until):
