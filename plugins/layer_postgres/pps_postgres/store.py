@@ -354,6 +354,33 @@ class PostgresStore:
                                      "AND id = ANY(%s)", (list(ids),))
             return cur.rowcount
 
+    # -- backup and restore (pps_turns.ArchivableTurnStore) ---------------------------------------
+
+    async def _version(self, conn) -> int:
+        return (await (await conn.execute("SELECT max(version) AS v FROM pps_schema_version")).fetchone())["v"] or 0
+
+    async def export_rows(self, dest):
+        """Every turn table as COPY text, from one snapshot (:mod:`.archive`)."""
+        from . import archive
+
+        async with self.connection() as conn:
+            return await archive.export(conn, self.schema, await self._version(conn), dest)
+
+    async def import_rows(self, home):
+        """The archive's rows into this (empty) schema, in one transaction checked table by table (:mod:`.archive`)."""
+        from . import archive
+
+        manifest = archive.read_manifest(home)
+        if manifest is None:
+            return None
+        async with self.connection() as conn:
+            loaded = await archive.load(conn, self.schema, await self._version(conn), self.lock_key, home, manifest)
+            for table in loaded:  # fresh statistics for the planner
+                await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+        self.matrix.forget()
+        archive.remove(home)
+        return loaded
+
     # -- browsing (list_turns, turn_activity: pps_turns.BrowsableTurnStore) -----------------------
 
     async def list_turns(self, *, since, until, channel, author, ids, newest_first, limit, offset):
