@@ -31,6 +31,31 @@ log = logging.getLogger("pps.postgres")
 COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
 SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
                    "summary_type, created_at, rewrite")
+#: One multi-row capture: new turns in input order, skipping message ids stored or forgotten; summaries whose span
+#: strictly contains a new turn's time are flagged for rewrite ("backfill") and named in ``inside``.
+INSERT_BATCH = f"""
+WITH batch AS (
+    SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+                         %s::timestamptz[], %s::text[])
+        AS b(ord, message_id, digest, content, author_name, channel, session_id, created_at, metadata)
+), ins AS (
+    INSERT INTO messages (id, message_id, content, author_name, channel, session_id, created_at, metadata)
+    SELECT nextval(pg_get_serial_sequence('messages', 'id')), b.message_id, b.content, b.author_name, b.channel,
+           b.session_id, b.created_at, b.metadata
+    FROM batch b
+    WHERE b.message_id IS NULL OR NOT (EXISTS (SELECT 1 FROM messages m WHERE m.message_id = b.message_id)
+                                       OR EXISTS (SELECT 1 FROM forgotten_message_ids f WHERE f.digest = b.digest))
+    ORDER BY b.ord
+    ON CONFLICT (message_id) DO NOTHING
+    RETURNING {COLUMNS}
+), hits AS (
+    SELECT ins.id AS turn, s.id AS summary FROM ins JOIN message_summaries s
+    ON s.time_span_start < ins.created_at AND s.time_span_end > ins.created_at
+), flagged AS (
+    UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL AND id IN (SELECT summary FROM hits)
+)
+SELECT ins.*, ARRAY(SELECT h.summary FROM hits h WHERE h.turn = ins.id ORDER BY h.summary) AS inside FROM ins
+"""
 #: The advisory lock writers share and a poll takes exclusively (per schema: hashtext of this and the schema).
 CAPTURE_LOCK = "pps-capture:"
 
@@ -138,54 +163,72 @@ class PostgresStore:
     # -- turns ----------------------------------------------------------------------------------
 
     async def store(self, batch):
+        """One transaction of three statements, sent in one pipeline: the shared capture lock, then one multi-row
+        INSERT (``unnest`` of column arrays) that skips message ids already stored or forgotten, takes ids in
+        input order (volatile ``nextval`` runs after the ORDER BY) and flags the summaries each new turn falls
+        inside, all in one statement; then COMMIT (acknowledged once the WAL is flushed: ``synchronous_commit``).
+        Only a repeat needs one more query (the first row, for its ack)."""
+        first: dict[str, int] = {}  # message_id -> its first index in the batch
+        fresh: list[int] = []
+        for i, t in enumerate(batch):
+            mid = t.get("message_id")
+            if mid is not None:
+                if mid in first:
+                    continue
+                first[mid] = i
+            fresh.append(i)
+        cols: list[list[Any]] = [[] for _ in range(8)]
+        for i in fresh:
+            t = batch[i]
+            mid = t.get("message_id")
+            for col, value in zip(cols, (i, mid, None if mid is None else digest(mid), t["content"], t["author_name"],
+                                         t["channel"], t.get("session_id"), from_storage(t["created_at"])),
+                                  strict=True):
+                col.append(value)
+        metas = [json.dumps(batch[i].get("metadata") or {}, ensure_ascii=False) for i in fresh]
+        async with self.connection() as conn:
+            async with conn.pipeline(), conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", (self.lock_key,))
+                cur = await conn.execute(INSERT_BATCH, (*cols, metas))
+                rows = await cur.fetchall()
+                by_mid = {r["message_id"]: r for r in rows if r["message_id"] is not None}
+                plain = sorted((r for r in rows if r["message_id"] is None), key=lambda r: r["id"])
+                repeats = [m for m in first if m not in by_mid]
+                known: dict[str, dict[str, Any]] = {}
+                forgotten: set[str] = set()
+                if repeats:  # stored before (or by another server meanwhile), or forgotten
+                    found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = ANY(%s)",
+                                                      (repeats,))).fetchall()
+                    known = {r["message_id"]: r for r in found}
+                    gone = [digest(m) for m in repeats if m not in known]
+                    if gone:
+                        marks = await (await conn.execute(
+                            "SELECT digest FROM forgotten_message_ids WHERE digest = ANY(%s)", (gone,))).fetchall()
+                        forgotten = {r["digest"] for r in marks}
         acks: list[dict[str, Any]] = []
         new: list[dict[str, Any]] = []
-        async with self.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", (self.lock_key,))
-            for t in batch:
-                meta = t.get("metadata") or {}
-                if t.get("message_id") is not None:  # a repeat: looked up first, so it costs no id
-                    row = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = %s",
-                                                    (t["message_id"],))).fetchone()
-                    if row is not None:
-                        turn = row_to_turn(row)
-                        acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
-                        continue
-                    if await (await conn.execute("SELECT 1 FROM forgotten_message_ids WHERE digest = %s",
-                                                 (digest(t["message_id"]),))).fetchone():
-                        acks.append(forgotten_ack(t))
-                        continue
-                row = await (await conn.execute(
-                    "INSERT INTO messages (message_id, content, author_name, channel, session_id, created_at, "
-                    "metadata) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (message_id) DO NOTHING "
-                    f"RETURNING {COLUMNS}",
-                    (t.get("message_id"), t["content"], t["author_name"], t["channel"], t.get("session_id"),
-                     from_storage(t["created_at"]), json.dumps(meta, ensure_ascii=False)))).fetchone()
-                if row is None:  # stored meanwhile by another server: answer as the first did
-                    row = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = %s",
-                                                    (t["message_id"],))).fetchone()
-                    turn = row_to_turn(row)
-                    acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
-                    continue
+        plain_rows = iter(plain)
+        for i, t in enumerate(batch):
+            mid = t.get("message_id")
+            row = next(plain_rows) if mid is None else by_mid.get(mid) if first[mid] == i else None
+            if row is not None:
                 turn = row_to_turn(row)
                 new.append(turn)
                 ack = {k: turn[k] for k in ("id", "message_id", "created_at", "channel")}
-                inside = await self._flag_spans(conn, row["created_at"])
-                if inside:
-                    ack["inside_summaries"] = inside
+                if row["inside"]:
+                    ack["inside_summaries"] = list(row["inside"])
                 acks.append(ack)
+                continue
+            earlier = by_mid.get(mid) or known.get(mid)
+            if earlier is not None:  # a repeat: answered as the first was
+                turn = row_to_turn(earlier)
+                acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+            elif digest(mid) in forgotten:
+                acks.append(forgotten_ack(t))
+            else:  # pragma: no cover - the row was stored and forgotten between the two statements
+                raise Conflict(f"store: message_id {mid!r} changed while it was stored; send it again",
+                               param="message_id")
         return acks, new
-
-    async def _flag_spans(self, conn, at) -> list[int]:
-        """As ``pps_sqlite.turns.flag_spans``: summaries whose span strictly contains ``at`` are flagged."""
-        rows = await (await conn.execute(
-            "SELECT id FROM message_summaries WHERE time_span_start < %s AND time_span_end > %s ORDER BY id",
-            (at, at))).fetchall()
-        ids = [r["id"] for r in rows]
-        if ids:
-            await conn.execute("UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL "
-                               "AND id = ANY(%s)", (ids,))
-        return ids
 
     async def lexical_search(self, query, limit, offset=0, channel=None):
         """tsvector BM25 of the query's words (a baseline for bench/locomo.py; the domain searches through
