@@ -104,6 +104,9 @@ class PostgresStore:
         self.lock_key = CAPTURE_LOCK + self.schema
         self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
         self.matrix = TurnMatrix(self)
+        self._waiting: list[tuple[list[dict[str, Any]], Any]] = []  # captures waiting for the next group commit
+        self._writing = False
+        self._writer: Any = None
 
     @classmethod
     def for_memory(cls, memory) -> PostgresStore:
@@ -163,6 +166,54 @@ class PostgresStore:
     # -- turns ----------------------------------------------------------------------------------
 
     async def store(self, batch):
+        """Group commit: captures that arrive while one is being written join the next transaction together (one
+        WAL flush for all of them); each caller gets its own acks once that transaction committed, so an ack still
+        means durable. A group that fails is written again batch by batch, so one bad batch fails alone."""
+        import asyncio
+
+        done = asyncio.get_running_loop().create_future()
+        self._waiting.append((list(batch), done))
+        if not self._writing:  # the writer is a task of its own: a caller that goes away leaves the others served
+            self._writing = True
+            self._writer = asyncio.create_task(self._drain())
+        return await asyncio.shield(done)
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                group, self._waiting = self._waiting, []
+                await self._commit_group(group)
+        finally:
+            self._writing = False
+
+    async def _commit_group(self, group) -> None:
+        if len(group) > 1:
+            combined = [t for b, _f in group for t in b]
+            try:
+                acks, new = await self._store_now(combined)
+            except Exception:  # noqa: BLE001 - each batch is tried alone below, and fails alone
+                pass
+            else:
+                new_ids = {t["id"]: t for t in new}
+                at = 0
+                for b, fut in group:
+                    mine = acks[at:at + len(b)]
+                    at += len(b)
+                    fresh = [new_ids.pop(a["id"]) for a in mine if a.get("id") in new_ids]
+                    if not fut.done():
+                        fut.set_result((mine, fresh))
+                return
+        for b, fut in group:
+            try:
+                result = await self._store_now(b)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                if not fut.done():
+                    fut.set_exception(exc)
+            else:
+                if not fut.done():
+                    fut.set_result(result)
+
+    async def _store_now(self, batch):
         """One transaction of three statements, sent in one pipeline: the shared capture lock, then one multi-row
         INSERT (``unnest`` of column arrays) that skips message ids already stored or forgotten, takes ids in
         input order (volatile ``nextval`` runs after the ORDER BY) and flags the summaries each new turn falls
