@@ -42,8 +42,8 @@ async def test_one_recap_for_every_server_and_forget_deletes_it(make_memory, pos
     assert out["text"].splitlines()[1] not in (await a.call("ambient_recall", {"context": "startup"}))["text"]
 
 
-async def test_a_forget_through_one_server_marks_the_logs_for_every_server(make_memory, postgres_section,
-                                                                           tmp_path):  # noqa: F811
+async def test_a_forget_through_one_server_marks_the_logs_for_every_server(
+        make_memory, postgres_section, tmp_path):  # noqa: F811
     """The per-log forget marks are shared with the recap (issue 25): a forget through server b stops server a
     (its own home) from recapping what its log held then; neither home keeps a marks file."""
     from pps_recap import store
