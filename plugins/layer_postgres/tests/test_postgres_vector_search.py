@@ -1,0 +1,89 @@
+"""Turn vectors are searched inside PostgreSQL (pgvector's HNSW index), not in a matrix each server holds."""
+
+import tracemalloc
+
+import numpy as np
+import psycopg
+import pytest
+from pps_postgres.settings import PostgresSettings
+from pps_postgres.store import PostgresStore
+from pps_turns.testing import at, turn
+
+pytestmark = pytest.mark.asyncio
+
+DIM = 384
+MODEL = "bench|author+content"
+
+
+async def fill(store, rng, n, start=0):
+    """``n`` turns with random unit vectors; returns the vectors."""
+    vecs = rng.normal(size=(n, DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    for k in range(0, n, 500):
+        _acks, new = await store.store([turn(f"t{start + j}", at=at(j % 60, 1 + (start + j) // 1440 % 28))
+                                        for j in range(k, min(n, k + 500))])
+        await store.write_turn_vectors(MODEL, new, [v.tobytes() for v in vecs[k:k + len(new)]])
+    return vecs
+
+
+def hnsw_indexes(dsn, schema):
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        return conn.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = 'message_vectors' "
+                            "AND indexdef ILIKE '%%USING hnsw%%'", (schema,)).fetchall()
+
+
+async def test_a_search_leaves_no_vector_matrix_in_the_server(postgres_section, pg_dsn):
+    """Before: the first search loaded every vector (and each turn's context vector) into this process and kept
+    them, 2 x 4 bytes x 384 x turns. Now what a search allocates is gone when it returns, however many turns."""
+    section = postgres_section("vec")
+    store = PostgresStore(PostgresSettings(**section), "vec")
+    await store.open()
+    try:
+        rng = np.random.default_rng(3)
+        vecs = await fill(store, rng, 4000)
+        retained = []
+        for n_more in (0, 4000):
+            if n_more:
+                await fill(store, rng, n_more, start=4000)
+            tracemalloc.start()
+            try:
+                before = tracemalloc.get_traced_memory()[0]
+                for q in range(3):
+                    ids, cos = await store.turn_similarities(MODEL, vecs[q * 101], 200, 0.3)
+                    assert int(ids[int(np.argmax(cos))]) == q * 101 + 1  # the turn itself, ids from 1
+                    del ids, cos
+                retained.append(tracemalloc.get_traced_memory()[0] - before)
+            finally:
+                tracemalloc.stop()
+        # 4,000 turns' vectors alone are 6 MB: the first searches keep far less (a connection's type and plan
+        # caches), and at twice the turns nothing grows
+        assert retained[0] < 2_500_000 and retained[1] < 500_000, retained
+    finally:
+        await store.close()
+
+
+async def test_the_hnsw_index_is_made_once_and_used(postgres_section, pg_dsn):
+    section = postgres_section("idx")
+    schema = section["schema"]
+    stores = [PostgresStore(PostgresSettings(**section), "idx") for _ in range(2)]  # two servers, one entity
+    for s in stores:
+        await s.open()
+    try:
+        rng = np.random.default_rng(4)
+        vecs = await fill(stores[0], rng, 300)
+        await fill(stores[1], rng, 300, start=300)
+        for s in stores:
+            await s.turn_similarities(MODEL, vecs[0], 10, 0.0)
+        (indexdef,), = hnsw_indexes(pg_dsn, schema)
+        assert "vector_cosine_ops" in indexdef and f"vector({DIM})" in indexdef
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:  # the planner takes it for the store's query
+            conn.execute(f'SET search_path TO "{schema}", public')
+            conn.execute("SET enable_seqscan = off")
+            plan = "\n".join(r[0] for r in conn.execute(
+                f"EXPLAIN SELECT message_id FROM message_vectors WHERE model = '{MODEL}' "
+                f"ORDER BY embedding::vector({DIM}) <=> %s::vector({DIM}) LIMIT 10",
+                ("[" + ",".join("0.05" for _ in range(DIM)) + "]",)).fetchall())
+        assert "hnsw" in plan.lower() or "idx_message_vectors_hnsw" in plan, plan
+    finally:
+        for s in stores:
+            await s.close()
