@@ -4,9 +4,9 @@ The turn domain (``pps_turns.retriever``) embeds and fuses; this keeps the vecto
 calls. Turn similarities: pgvector's HNSW index (one per model, a partial index on ``message_vectors`` over
 ``embedding::vector(dimension)``, made the first time a model's vectors are written or searched) gives the
 nearest ``ANN_OVERFETCH`` x n turns by their own vector (``ORDER BY embedding <=> q LIMIT k``, ``hnsw.ef_search``
-set for the query); their context vectors (each turn's vector plus its neighbours', see
-:func:`pps_turns.vectors.context_scores`) are scored exactly from the few rows around them, read in binary. No
-server holds the entity's vectors: a search allocates what its candidates need and frees it. Summary
+set for the query); their context vectors (each turn's vector plus its neighbours', as ``pps_turns.vectors.TurnVectors`` makes them)
+are scored exactly from dot products PostgreSQL computes over the few rows around them (:data:`CONTEXT_PARTS`):
+no vector leaves the database and no server holds the entity's vectors. Summary
 similarities are a cosine scan (``<=>``) in SQL (summaries are few).
 """
 
@@ -17,8 +17,6 @@ import logging
 from typing import Any
 
 from psycopg import sql
-from psycopg.adapt import Loader
-from psycopg.pq import Format
 
 log = logging.getLogger("pps.postgres")
 
@@ -37,19 +35,6 @@ def vec(v: Any) -> str:
     if isinstance(v, bytes | bytearray | memoryview):
         v = np.frombuffer(v, dtype=np.float32)
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
-
-
-class VectorBinaryLoader(Loader):
-    """pgvector's binary form (int16 dimension, int16 unused, big-endian float4s) as a float32 numpy array:
-    no text to parse, no Python float per value."""
-
-    format = Format.BINARY
-
-    def load(self, data: Any) -> Any:
-        import numpy as np
-
-        dim = int.from_bytes(bytes(data[:2]), "big")
-        return np.frombuffer(data, dtype=">f4", count=dim, offset=4).astype(np.float32)
 
 
 def index_name(model: str, dim: int) -> str:
@@ -120,10 +105,8 @@ class TurnIndex:
         return [r["message_id"] for r in rows]
 
     async def similarities(self, model: str, qvec: Any, n: int, context: float, channel: str | None = None):
-        """(ids, cosines) of the context vectors of the nearest candidates and the turns next to them."""
+        """(ids, cosines) of the context vectors of the nearest candidates and of the turns next to them."""
         import numpy as np
-        from psycopg.types import TypeInfo
-        from pps_turns.vectors import context_scores, neighbourhood
 
         qvec = np.asarray(qvec, dtype=np.float32)
         q = vec(qvec)
@@ -131,21 +114,53 @@ class TurnIndex:
             ids = await self.candidates(conn, model, q, len(qvec), n * ANN_OVERFETCH, channel)
             if not ids:
                 return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-            if self.vector_oid is None:
-                info = await TypeInfo.fetch(conn, "vector")
-                if info is None:
-                    raise RuntimeError("the vector type of pgvector is missing")
-                self.vector_oid = info.oid
-            conn.adapters.register_loader(self.vector_oid, VectorBinaryLoader)
-            want = [i for i in neighbourhood(ids, context) if i > 0]
-            cur = conn.cursor(binary=True)
-            await cur.execute("SELECT v.message_id, v.embedding, m.channel FROM message_vectors v "
-                              "JOIN messages m ON m.id = v.message_id WHERE v.model = %s AND v.message_id = ANY(%s) "
-                              "ORDER BY v.message_id", (model, want))
-            rows = await cur.fetchall()
-        rows = [r for r in rows if len(r["embedding"]) == len(qvec)]
-        if not rows:
-            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        codes: dict[str, int] = {}
-        return context_scores(ids, [r["message_id"] for r in rows], np.stack([r["embedding"] for r in rows]),
-                              [codes.setdefault(r["channel"], len(codes)) for r in rows], qvec, context)
+            span = (-2, -1, 0, 1, 2) if context else (0,)
+            want = sorted({i + d for i in ids for d in span if i + d > 0})
+            rows = await (await conn.execute(CONTEXT_PARTS, (model, want, q))).fetchall()
+        return context_cosines(ids, rows, context)
+
+
+#: What the context cosines of candidates need, computed where the vectors are (a few numbers per row, not the
+#: vectors): each row's dot product with the question and with itself, and with the rows one and two ids before
+#: (the context vector of j is v_j + w (v_j-1 + v_j+1), so |c|^2 needs v_j.v_j-1, v_j.v_j+1 and v_j-1.v_j+1).
+CONTEXT_PARTS = (
+    "WITH w AS (SELECT v.message_id AS id, v.embedding AS e, m.channel AS c FROM message_vectors v "
+    "JOIN messages m ON m.id = v.message_id WHERE v.model = %s AND v.message_id = ANY(%s)) "
+    "SELECT id, c, -(e <#> %s::vector) AS qd, -(e <#> e) AS sq, "
+    "CASE WHEN lag(id) OVER o = id - 1 THEN -(e <#> lag(e) OVER o) END AS d1, "
+    "CASE WHEN lag(id, 2) OVER o = id - 2 THEN -(e <#> lag(e, 2) OVER o) END AS d2 "
+    "FROM w WINDOW o AS (ORDER BY id) ORDER BY id")
+
+
+def context_cosines(ids: list[int], rows: list[dict[str, Any]], context: float):
+    """The cosines ``pps_turns.vectors.TurnVectors.scores`` gives (a turn's vector plus ``context`` times the
+    turns next to it, by id, in the same channel, re-normalised) for the candidates and the turns next to them,
+    from :data:`CONTEXT_PARTS`' dot products. A turn whose neighbours have no vector counts them as absent."""
+    import math
+
+    import numpy as np
+
+    at = {r["id"]: r for r in rows}
+    if not context:
+        out = [(i, at[i]["qd"]) for i in sorted(set(ids)) if i in at]
+    else:
+        out = []
+        w = context
+        for j in sorted({i + d for i in ids for d in (-1, 0, 1)}):
+            r = at.get(j)
+            if r is None:
+                continue
+            num, nsq = r["qd"], r["sq"]
+            p, nx = at.get(j - 1), at.get(j + 1)
+            p = p if p is not None and p["c"] == r["c"] else None
+            nx = nx if nx is not None and nx["c"] == r["c"] else None
+            if p is not None:
+                num += w * p["qd"]
+                nsq += w * w * p["sq"] + 2 * w * r["d1"]
+            if nx is not None:
+                num += w * nx["qd"]
+                nsq += w * w * nx["sq"] + 2 * w * nx["d1"]
+            if p is not None and nx is not None:
+                nsq += 2 * w * w * nx["d2"]
+            out.append((j, num / (math.sqrt(max(nsq, 0.0)) + 1e-12)))
+    return (np.asarray([i for i, _s in out], dtype=np.int64), np.asarray([s for _i, s in out], dtype=np.float32))

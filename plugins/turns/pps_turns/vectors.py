@@ -2,9 +2,7 @@
 blended in): the exact dense signal of the turn search, for any store that keeps its matrix in process.
 
 A store fills it from its own vector table (``add``) and answers :meth:`pps_turns.TurnStore.turn_similarities`
-with :meth:`TurnVectors.scores`. A store that ranks in an index instead (SQLite's HNSW file past its threshold,
-PostgreSQL's pgvector HNSW) rescores the index's candidates with :func:`context_scores`, reading the vectors of
-:func:`neighbourhood` only: no matrix of every vector in memory. The model key of a vector is ``f"{embedder.name}|{RECIPE}"``.
+with :meth:`TurnVectors.scores`. The model key of a vector is ``f"{embedder.name}|{RECIPE}"``.
 """
 
 from __future__ import annotations
@@ -89,43 +87,3 @@ class TurnVectors:
         if not len(self.ids):
             return self.ids, np.empty(0, dtype=np.float32)
         return self.ids, self.context_matrix(context) @ np.asarray(qvec, dtype=np.float32)
-
-
-def context_scores(ids, held, mat, chan, qvec, context: float):
-    """Exact cosines of the context vectors (as :meth:`TurnVectors.context_matrix` makes them: the turn's vector
-    plus ``context`` times the turns next to it in the same channel) of ``ids`` and of the turns next to them.
-
-    ``held``: the turn ids whose vectors are known (ascending: the candidates, their neighbours and the turns
-    two away, as far as they have vectors), ``mat`` their vectors (one row each), ``chan`` their channels (any
-    comparable codes, one each). Vectorised: a few hundred candidates take well under a millisecond."""
-    import numpy as np
-
-    held = np.asarray(held, dtype=np.int64)
-    cand = np.unique(np.asarray(ids, dtype=np.int64))
-    # a turn can rank high by its context (a neighbour close to the question) while its own vector does not:
-    # the candidates' neighbours are scored too (their vectors were read anyway)
-    want = np.unique(np.concatenate([cand - 1, cand, cand + 1])) if context else cand
-    at = np.searchsorted(held, want)
-    ok = at < len(held)
-    ok[ok] = held[at[ok]] == want[ok]
-    keep, at = want[ok], at[ok]
-    if not len(keep):
-        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-    mat = np.asarray(mat, dtype=np.float32)
-    chan = np.asarray(chan)
-    out = mat[at]
-    if context:
-        out = out.copy()
-        for j in (-1, 1):
-            nb = np.searchsorted(held, keep + j)
-            hit = nb < len(held)
-            hit[hit] = held[nb[hit]] == keep[hit] + j
-            hit[hit] = chan[nb[hit]] == chan[at[hit]]
-            out[hit] += context * mat[nb[hit]]
-        out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-12
-    return keep, out @ np.asarray(qvec, dtype=np.float32)
-
-
-def neighbourhood(ids, context: float) -> list[int]:
-    """The ids :func:`context_scores` needs: the candidates, the turns next to them, and the turns next to those."""
-    return sorted({int(i) + d for i in ids for d in ((-2, -1, 0, 1, 2) if context else (0,))})
