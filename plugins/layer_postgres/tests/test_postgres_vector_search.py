@@ -87,3 +87,35 @@ async def test_the_hnsw_index_is_made_once_and_used(postgres_section, pg_dsn):
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_a_forgotten_turn_leaves_no_vector_byte_in_the_table_or_index_files(postgres_section, pg_dsn):
+    """The HNSW index holds a copy of every vector. Forgetting deletes the row and VACUUM FULL rebuilds the table
+    and its indexes, so no file keeps the forgotten vector's bytes (before, the table's and the index's did)."""
+    from pathlib import Path
+
+    section = postgres_section("fv")
+    store = PostgresStore(PostgresSettings(**section), "fv")
+    await store.open()
+    try:
+        vecs = await fill(store, np.random.default_rng(8), 200)
+        await store.turn_similarities(MODEL, vecs[0], 10, 0.3)
+        assert hnsw_indexes(pg_dsn, section["schema"])
+        canary = vecs[120].tobytes()[:96]  # pgvector keeps float4 in the machine's byte order
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+            datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+
+        def files_holding() -> list[str]:
+            return [str(p.relative_to(datadir)) for p in datadir.rglob("*") if p.is_file()
+                    and "pg_wal" not in p.parts and canary in p.read_bytes()]
+
+        assert len(files_holding()) >= 2, "the vector should be in the table file and the index file"
+        await store.forget([121], "test", "ids")
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("CHECKPOINT")
+        assert files_holding() == []
+        ids, _cos = await store.turn_similarities(MODEL, vecs[120], 10, 0.3)
+        assert 121 not in [int(i) for i in ids] and len(ids)
+    finally:
+        await store.close()
