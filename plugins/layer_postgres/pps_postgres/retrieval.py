@@ -12,6 +12,8 @@ similarities are a cosine scan (``<=>``) in SQL (summaries are few).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import logging
 from typing import Any
@@ -48,33 +50,62 @@ class TurnIndex:
         self.store = store
         #: (model, dimension) pairs whose index this process has seen or made
         self.ready: set[tuple[str, int]] = set()
-        self.vector_oid: int | None = None
+        #: the index being made in the background (searches scan exactly in the database meanwhile)
+        self.building: asyncio.Task[None] | None = None
 
     def forget(self) -> None:
         self.ready.clear()  # vectors were dropped (the index stays, emptied): looked up again at the next use
 
     async def ensure(self, conn: Any, model: str, dim: int) -> bool:
-        """Make the model's HNSW index unless it exists (idempotent across servers: one maker at a time, the
-        others find it). False when vectors of this length cannot be indexed (they are scanned exactly)."""
+        """Whether the model's HNSW index is there to use. When it is missing it is made in the background
+        (:meth:`make`; a search meanwhile scans exactly in the database, vector writes go on); False also when
+        vectors of this length cannot be indexed (they are always scanned exactly)."""
         if dim > HNSW_MAX_DIM:
             return False
         if (model, dim) in self.ready:
             return True
-        name = index_name(model, dim)
         exists = await (await conn.execute("SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-                                           "AND indexname = %s", (name,))).fetchone()
-        if exists is None:
-            s = self.store.settings
-            async with conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("pps-hnsw:" + self.store.schema,))
-                log.info("building the HNSW index of %s turn vectors (%d dimensions)", model, dim)
-                await conn.execute(sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {} ON message_vectors USING hnsw ((embedding::vector({})) "
-                    "vector_cosine_ops) WITH (m = {}, ef_construction = {}) WHERE model = {}").format(
-                    sql.Identifier(name), sql.Literal(dim), sql.Literal(s.hnsw_m),
-                    sql.Literal(s.hnsw_ef_construction), sql.Literal(model)))
+                                           "AND indexname = %s", (index_name(model, dim),))).fetchone()
+        if exists is not None:
+            self.ready.add((model, dim))
+            return True
+        if self.building is None or self.building.done():
+            self.building = asyncio.get_running_loop().create_task(self._make(model, dim))
+        return False
+
+    async def make(self, model: str, dim: int) -> None:
+        """Make the model's HNSW index unless it exists: idempotent across servers (one maker at a time under an
+        advisory lock, the others then find it). On an empty table at once; on a long history it takes a while
+        (bench/RESULTS.md), during which new rows of message_vectors wait."""
+        s = self.store.settings
+        async with self.store.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("pps-hnsw:" + self.store.schema,))
+            log.info("making the HNSW index of %s turn vectors (%d dimensions)", model, dim)
+            await conn.execute(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON message_vectors USING hnsw ((embedding::vector({})) "
+                "vector_cosine_ops) WITH (m = {}, ef_construction = {}) WHERE model = {}").format(
+                sql.Identifier(index_name(model, dim)), sql.Literal(dim), sql.Literal(s.hnsw_m),
+                sql.Literal(s.hnsw_ef_construction), sql.Literal(model)))
         self.ready.add((model, dim))
-        return True
+
+    async def _make(self, model: str, dim: int) -> None:
+        try:
+            await self.make(model, dim)
+        except Exception as exc:  # derived data: searched exactly meanwhile, tried again at the next search
+            log.warning("the HNSW index of turn vectors was not made: %s: %s", type(exc).__name__, exc)
+
+    async def settled(self) -> None:
+        """Wait for an index being made in the background (``pps reindex``, tests, benchmarks)."""
+        if self.building is not None:
+            await asyncio.shield(self.building)
+
+    async def close(self) -> None:
+        """Stop an index being made (PostgreSQL rolls it back; the next search starts it again)."""
+        if self.building is not None and not self.building.done():
+            self.building.cancel()
+            with contextlib.suppress(BaseException):
+                await self.building
+        self.building = None
 
     async def ensure_for(self, model: str, dim: int) -> None:
         if (model, dim) not in self.ready and dim <= HNSW_MAX_DIM:

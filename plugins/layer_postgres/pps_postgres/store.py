@@ -122,6 +122,7 @@ class PostgresStore:
             await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
 
     async def close(self) -> None:
+        await self.dense.close()
         if self.pool is not None:
             await self.pool.close()
             self.pool = None
@@ -582,8 +583,9 @@ class PostgresStore:
         dim = row[0]["d"]
         if dim > HNSW_MAX_DIM:
             return {"hnsw_index": None, "exact_scan": f"{dim} dimensions (HNSW takes at most {HNSW_MAX_DIM})"}
+        await self.dense.settled()
         self.dense.forget()
-        await self.dense.ensure_for(model, dim)
+        await self.dense.make(model, dim)
         return {"hnsw_index": index_name(model, dim), "hnsw_vectors": row[0]["n"]}
 
     async def summaries_missing_vectors(self, model, limit, after):
