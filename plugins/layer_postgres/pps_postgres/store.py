@@ -95,7 +95,7 @@ class PostgresStore:
     derived_paths: tuple[str, ...] = ()
 
     def __init__(self, settings: PostgresSettings, entity: str) -> None:
-        from .retrieval import TurnMatrix
+        from .retrieval import TurnIndex
         from .textsearch import CorpusStats
 
         self.settings = settings
@@ -103,7 +103,7 @@ class PostgresStore:
         self.pool = None
         self.lock_key = CAPTURE_LOCK + self.schema
         self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
-        self.matrix = TurnMatrix(self)
+        self.dense = TurnIndex(self)  # turn vectors are searched by PostgreSQL (pgvector HNSW), none held here
         self._waiting: list[tuple[list[dict[str, Any]], Any]] = []  # captures waiting for the next group commit
         self._writing = False
         self._writer: Any = None
@@ -150,6 +150,7 @@ class PostgresStore:
             await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
 
     async def close(self) -> None:
+        await self.dense.close()
         if self.pool is not None:
             await self.pool.close()
             self.pool = None
@@ -471,7 +472,7 @@ class PostgresStore:
             loaded = await archive.load(conn, self.schema, await self._version(conn), self.lock_key, home, manifest)
             for table in loaded:  # fresh statistics for the planner
                 await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
-        self.matrix.forget()
+        self.dense.forget()  # the index is looked up again (made in the background if the schema lacks it)
         archive.remove(home)
         return loaded
 
@@ -556,8 +557,7 @@ class PostgresStore:
             if found:
                 await conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (%s, %s, %s, %s)",
                                    (who, how, json.dumps(found), json.dumps(summaries)))
-        if found:
-            self.matrix.forget()
+        if found:  # the vectors went with their rows (ON DELETE CASCADE); VACUUM FULL rebuilds the HNSW index too
             await self._vacuum("messages", "message_vectors", "message_summaries", "summary_vectors")
         return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_removed": summaries,
                 "returned_to_backlog": returned}
@@ -716,6 +716,8 @@ class PostgresStore:
     async def write_turn_vectors(self, model, turns, vectors):
         from .retrieval import vec
 
+        if vectors:  # the model's HNSW index first, so it grows with the rows (made once, on an empty table)
+            await self.dense.ensure_for(model, len(vectors[0]) // 4)
         async with self.connection() as conn, conn.transaction():
             async with conn.cursor() as cur:
                 await cur.executemany(
@@ -730,15 +732,28 @@ class PostgresStore:
     async def drop_turn_vectors(self):
         async with self.connection() as conn:
             dropped = (await conn.execute("DELETE FROM message_vectors")).rowcount
-        self.matrix.forget()
+        self.dense.forget()
         return dropped
 
     async def turn_similarities(self, model, qvec, n, context, channel=None):
-        vectors = await self.matrix.load(model)
-        return vectors.scores(qvec, context)
+        return await self.dense.similarities(model, qvec, n, context, channel)
 
     async def repair_turn_index(self, model):
-        return None  # no index beside the table: the matrix is rebuilt from it
+        """``pps reindex``: make the model's HNSW index if it is missing (an entity from before it); PostgreSQL
+        keeps it up to date with every row from then on."""
+        from .retrieval import HNSW_MAX_DIM, index_name
+
+        row = await self.fetch("SELECT vector_dims(embedding) AS d, count(*) OVER () AS n FROM message_vectors "
+                               "WHERE model = %s LIMIT 1", (model,))
+        if not row:
+            return None
+        dim = row[0]["d"]
+        if dim > HNSW_MAX_DIM:
+            return {"hnsw_index": None, "exact_scan": f"{dim} dimensions (HNSW takes at most {HNSW_MAX_DIM})"}
+        await self.dense.settled()
+        self.dense.forget()
+        await self.dense.make(model, dim)
+        return {"hnsw_index": index_name(model, dim), "hnsw_vectors": row[0]["n"]}
 
     async def summaries_missing_vectors(self, model, limit, after):
         rows = await self.fetch(

@@ -261,7 +261,13 @@ class TurnStore(Protocol):
         vector plus ``context`` times those of the turns next to it in id order in the same channel,
         re-normalised (:meth:`pps_turns.vectors.TurnVectors.context_matrix` computes it). Empty when the store
         has no usable vectors yet (the search is then lexical). ``channel`` is a hint: the domain keeps only
-        that channel's turns anyway."""
+        that channel's turns anyway.
+
+        Where the candidates come from is the store's: an exact matrix in process (``TurnVectors.scores``, what
+        ``examples/pps_memstore`` does), an index file (``pps_sqlite`` past its ``ann_threshold``) or an index
+        inside a database server (``pps_postgres``: pgvector HNSW, no vector held in process). An approximate
+        index answers its nearest candidates by their own vectors, rescored exactly by context; the contract
+        (``pps_turns.testing``) checks the best ten against exact search on a small history."""
         ...
 
     async def repair_turn_index(self, model: str) -> dict[str, Any] | None:
