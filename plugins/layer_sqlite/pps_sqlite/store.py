@@ -200,6 +200,9 @@ class SQLiteStore:
 
         return await self._run(work)
 
+    async def channel_neighbours(self, ids, reach):
+        return await self._run(turnindex.channel_pairs, list(ids), reach) if ids else []
+
     async def lexical_summaries(self, query, n):
         return await self._run(summaries.search, query, n, 0)
 

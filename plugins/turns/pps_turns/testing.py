@@ -196,6 +196,28 @@ class TurnStoreContract:
         assert abs((await store.summary_similarities("m", _vec(0, 1), 5))[s["id"]] - 1.0) < 1e-5
         assert await store.drop_summary_vectors() == 1
 
+    async def test_a_turns_neighbours_are_those_of_its_own_channel(self, store: TurnStore) -> None:
+        """Issue 26: a conversation interleaved with another channel keeps its neighbours, for the neighbour
+        signal (``channel_neighbours``) and for the context vectors (``turn_similarities``); turns of the other
+        channel stored between them are nobody's neighbour here."""
+        import numpy as np
+
+        chans = ["a", "b", "a", "b", "b", "a"]  # a1 b1 a2 b2 b3 a3
+        _acks, new = await store.store([turn(f"t{k}", at=at(k + 1), channel=c) for k, c in enumerate(chans)])
+        ids = [t["id"] for t in new]
+        a1, b1, a2, b2, b3, a3 = ids
+        pairs = set(await store.channel_neighbours([a1, a2, b2], 16))
+        assert {(a1, a2), (a1, a3), (a2, a1), (a2, a3), (b2, b1), (b2, b3)} <= pairs
+        assert not {p for p in pairs if {p[0], p[1]} & {a1, a2, a3} and {p[0], p[1]} & {b1, b2, b3}}
+        assert set(await store.channel_neighbours([a1], 1)) == set()  # a2 is two ids away
+        # context vectors: a1 holds (1, 0), its neighbour in channel a holds (0, 1); the b turns between hold (0, -1)
+        await store.write_turn_vectors("m", new, [unit(1, 0), unit(0, -1), unit(0, 1), unit(0, -1), unit(0, -1),
+                                                  unit(1, 0)])
+        got, cos = await store.turn_similarities("m", _vec(0, 1), 6, 0.5)
+        score = dict(zip((int(i) for i in got), (float(c) for c in cos), strict=True))
+        expected = float(np.dot([1, 0.5], [0, 1]) / np.linalg.norm([1, 0.5]))  # a1 + 0.5 a2, not a1 + 0.5 b1
+        assert abs(score[a1] - expected) < 1e-4, score
+
     async def test_ingestion_queue(self, store: TurnStore) -> None:
         _acks, new = await store.store([turn("a", at=at(1)), turn("b", at=at(2))])
         assert [t["id"] for t in await store.pending_ingestion(10)] == [t["id"] for t in new]
