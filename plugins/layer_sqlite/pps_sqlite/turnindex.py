@@ -51,8 +51,8 @@ def context_scores(ids, held, mat, chan, qvec, context: float):
     plus ``context`` times its neighbours in its channel, ``pps_turns.vectors.channel_links``) of ``ids`` and of
     their neighbours.
 
-    ``held``: the turn ids whose vectors are known (ascending: the candidates and the two nearest turns of their
-    channel on each side, :func:`neighbourhood`, as far as they have vectors), ``mat`` their vectors (one row
+    ``held``: the turn ids whose vectors are known (ascending: the candidates, the nearest turn of their channel
+    on each side and those turns' own, :func:`neighbourhood`, as far as they have vectors), ``mat`` their vectors (one row
     each), ``chan`` their channels (any comparable codes, one each, 0 unknown). A held turn's neighbours are the
     nearest held turns of its channel within reach, which are its true neighbours for the candidates and the
     turns next to them. Vectorised: a few hundred candidates take well under a millisecond."""
@@ -85,15 +85,15 @@ def context_scores(ids, held, mat, chan, qvec, context: float):
 
 
 def neighbourhood(ids, context: float, codes_by_id=None) -> list[int]:
-    """The ids :func:`context_scores` needs: the candidates and the two nearest turns of their channel on each
-    side (``codes_by_id``: channel codes indexed by turn id, as the index keeps them; without them, the two turns
-    next to each candidate by id on each side)."""
+    """The ids :func:`context_scores` needs: the candidates, the nearest turn of their channel on each side, and
+    the nearest of those turns' on each side (``codes_by_id``: channel codes indexed by turn id, as the index
+    keeps them; without them, the two turns next to each candidate by id on each side)."""
     if not context:
         return sorted({int(i) for i in ids})
-    if codes_by_id is not None:
+    if codes_by_id is not None:  # the neighbours, and theirs (a neighbour's other one can be past the reach of ids)
         from pps_turns.vectors import near_in_channel
 
-        return [int(i) for i in near_in_channel(codes_by_id, ids)]
+        return [int(i) for i in near_in_channel(codes_by_id, near_in_channel(codes_by_id, ids, 1), 1)]
     return sorted({int(i) + d for i in ids for d in (-2, -1, 0, 1, 2)})
 
 
@@ -119,9 +119,10 @@ def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float, wan
     if want is None:
         from pps_turns.retrieval import NEIGHBOUR_REACH, links_from_rows
 
-        cand = [int(i) for i in ids]
-        links = links_from_rows(cand, channel_pairs(conn, cand, NEIGHBOUR_REACH)) if context else {}
-        want = sorted({*cand, *(j for before, after in links.values() for j in (*before, *after))})
+        want = sorted({int(i) for i in ids})
+        for _hop in range(2 if context else 0):  # the neighbours, then theirs
+            links = links_from_rows(want, channel_pairs(conn, want, NEIGHBOUR_REACH), 1)
+            want = sorted({*want, *(j for before, after in links.values() for j in (*before, *after))})
     rows: list[tuple[int, bytes, str]] = []
     for k in range(0, len(want), 900):
         chunk = want[k:k + 900]
