@@ -1,20 +1,34 @@
-"""Turn and summary vectors on PostgreSQL: pgvector columns, and each server's in-process matrix of turn vectors.
+"""Turn and summary vectors on PostgreSQL: pgvector columns, searched by PostgreSQL.
 
 The turn domain (``pps_turns.retriever``) embeds and fuses; this keeps the vectors and answers the store's dense
-calls. Turn similarities come from a ``pps_turns.vectors.TurnVectors`` matrix (it blends each turn's neighbours
-into a context vector: a per-query scan in SQL cannot do that cheaply), which each server keeps and brings up to
-date with the rows other servers wrote when the row count moves. Summary similarities are a pgvector cosine
-search (``<=>``) in SQL.
+calls. Turn similarities: pgvector's HNSW index (one per model, a partial index on ``message_vectors`` over
+``embedding::vector(dimension)``, made the first time a model's vectors are written or searched) gives the
+nearest ``ANN_OVERFETCH`` x n turns by their own vector (``ORDER BY embedding <=> q LIMIT k``, ``hnsw.ef_search``
+set for the query); their context vectors (each turn's vector plus its neighbours', as ``pps_turns.vectors.TurnVectors`` makes them)
+are scored exactly from dot products PostgreSQL computes over the few rows around them (:data:`CONTEXT_PARTS`):
+no vector leaves the database and no server holds the entity's vectors. Summary
+similarities are a cosine scan (``<=>``) in SQL (summaries are few).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
+import logging
 from typing import Any
 
-from pps_turns.vectors import TurnVectors
+from pps_turns.retrieval import NEIGHBOUR_REACH, links_from_rows
+from psycopg import sql
 
-#: Rows loaded again behind the newest id a server has: ids commit out of order across servers.
-RELOAD_SLACK = 5000
+log = logging.getLogger("pps.postgres")
+
+#: Approximate candidates per dense candidate wanted, rescored exactly (as pps_sqlite's index).
+ANN_OVERFETCH = 2
+#: pgvector's HNSW takes ``vector`` columns of up to this many dimensions; longer vectors are scanned exactly.
+HNSW_MAX_DIM = 2000
+#: pgvector's ``hnsw.ef_search`` upper bound.
+EF_SEARCH_MAX = 1000
 
 
 def vec(v: Any) -> str:
@@ -26,37 +40,176 @@ def vec(v: Any) -> str:
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
 
 
-class TurnMatrix:
-    """This server's matrix of one model's turn vectors, brought up to date with every server's rows."""
+def index_name(model: str, dim: int) -> str:
+    return "idx_message_vectors_hnsw_" + hashlib.sha1(f"{model}|{dim}".encode()).hexdigest()[:12]
+
+
+class TurnIndex:
+    """The dense side of the PostgreSQL store: an HNSW index per model, queried in SQL."""
 
     def __init__(self, store: Any) -> None:
         self.store = store
-        self.vectors: TurnVectors | None = None
+        #: (model, dimension) pairs whose index this process has seen or made
+        self.ready: set[tuple[str, int]] = set()
+        #: the index being made in the background (searches scan exactly in the database meanwhile)
+        self.building: asyncio.Task[None] | None = None
 
     def forget(self) -> None:
-        self.vectors = None  # reloaded from the (smaller) table at the next search
+        self.ready.clear()  # vectors were dropped (the index stays, emptied): looked up again at the next use
 
-    async def load(self, model: str) -> TurnVectors:
+    async def ensure(self, conn: Any, model: str, dim: int) -> bool:
+        """Whether the model's HNSW index is there to use. When it is missing it is made in the background
+        (:meth:`make`; a search meanwhile scans exactly in the database, vector writes go on); False also when
+        vectors of this length cannot be indexed (they are always scanned exactly)."""
+        if dim > HNSW_MAX_DIM:
+            return False
+        if (model, dim) in self.ready:
+            return True
+        exists = await (await conn.execute("SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+                                           "AND indexname = %s", (index_name(model, dim),))).fetchone()
+        if exists is not None:
+            self.ready.add((model, dim))
+            return True
+        if self.building is None or self.building.done():
+            self.building = asyncio.get_running_loop().create_task(self._make(model, dim))
+        return False
+
+    async def make(self, model: str, dim: int) -> None:
+        """Make the model's HNSW index unless it exists: idempotent across servers (one maker at a time under an
+        advisory lock, the others then find it). On an empty table at once; on a long history it takes a while
+        (bench/RESULTS.md), during which new rows of message_vectors wait."""
+        s = self.store.settings
+        async with self.store.connection() as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("pps-hnsw:" + self.store.schema,))
+            log.info("making the HNSW index of %s turn vectors (%d dimensions)", model, dim)
+            await conn.execute(sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {} ON message_vectors USING hnsw ((embedding::vector({})) "
+                "vector_cosine_ops) WITH (m = {}, ef_construction = {}) WHERE model = {}").format(
+                sql.Identifier(index_name(model, dim)), sql.Literal(dim), sql.Literal(s.hnsw_m),
+                sql.Literal(s.hnsw_ef_construction), sql.Literal(model)))
+        self.ready.add((model, dim))
+
+    async def _make(self, model: str, dim: int) -> None:
+        try:
+            await self.make(model, dim)
+        except Exception as exc:  # derived data: searched exactly meanwhile, tried again at the next search
+            log.warning("the HNSW index of turn vectors was not made: %s: %s", type(exc).__name__, exc)
+
+    async def settled(self) -> None:
+        """Wait for an index being made in the background (``pps reindex``, tests, benchmarks)."""
+        if self.building is not None:
+            await asyncio.shield(self.building)
+
+    async def close(self) -> None:
+        """Stop an index being made (PostgreSQL rolls it back; the next search starts it again)."""
+        if self.building is not None and not self.building.done():
+            self.building.cancel()
+            with contextlib.suppress(BaseException):
+                await self.building
+        self.building = None
+
+    async def ensure_for(self, model: str, dim: int) -> None:
+        if (model, dim) not in self.ready and dim <= HNSW_MAX_DIM:
+            async with self.store.connection() as conn:
+                await self.ensure(conn, model, dim)
+
+    async def candidates(self, conn: Any, model: str, q: str, dim: int, k: int, channel: str | None) -> list[int]:
+        """The ``k`` turns nearest ``q`` by their own vector: from the HNSW index, or (a channel asked for, or
+        vectors too long to index) an exact scan in the database."""
+        if channel is None and await self.ensure(conn, model, dim):
+            ef = min(EF_SEARCH_MAX, max(self.store.settings.hnsw_ef_search, k))
+            async with conn.transaction():
+                await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
+                # the model and dimension are literals: the planner matches the partial index on them
+                rows = await (await conn.execute(sql.SQL(
+                    "SELECT message_id FROM message_vectors WHERE model = {m} "
+                    "ORDER BY embedding::vector({d}) <=> %s::vector({d}) LIMIT %s").format(
+                    m=sql.Literal(model), d=sql.Literal(dim)), (q, k))).fetchall()
+        elif channel is None:
+            rows = await (await conn.execute(
+                "SELECT message_id FROM message_vectors WHERE model = %s ORDER BY embedding <=> %s::vector LIMIT %s",
+                (model, q, k))).fetchall()
+        else:  # the index knows no channel: its k nearest could all be elsewhere
+            rows = await (await conn.execute(
+                "SELECT v.message_id FROM message_vectors v JOIN messages m ON m.id = v.message_id "
+                "WHERE v.model = %s AND m.channel = %s ORDER BY v.embedding <=> %s::vector LIMIT %s",
+                (model, channel, q, k))).fetchall()
+        return [r["message_id"] for r in rows]
+
+    async def similarities(self, model: str, qvec: Any, n: int, context: float, channel: str | None = None):
+        """(ids, cosines) of the context vectors of the nearest candidates and of the turns next to them."""
         import numpy as np
 
-        if self.vectors is None or self.vectors.model != model:
-            self.vectors = TurnVectors(model)
-        vectors = self.vectors
-        n = (await self.store.fetch("SELECT count(*) AS n FROM message_vectors WHERE model = %s", (model,)))[0]["n"]
-        if n == len(vectors):
-            return vectors
-        if n < len(vectors):  # vectors were dropped (reindex --full) or turns forgotten elsewhere: start again
-            vectors = self.vectors = TurnVectors(model)
-        for attempt in range(2):
-            after = int(vectors.ids[-1]) - RELOAD_SLACK if len(vectors) and attempt == 0 else 0
-            rows = await self.store.fetch(
-                "SELECT v.message_id, v.embedding::real[] AS e, m.channel FROM message_vectors v "
-                "JOIN messages m ON m.id = v.message_id WHERE v.model = %s AND v.message_id > %s "
-                "ORDER BY v.message_id", (model, after))
-            fresh = [r for r in rows if not vectors.has(r["message_id"])]
-            if fresh:
-                vectors.add([r["message_id"] for r in fresh], [r["channel"] for r in fresh],
-                            [np.asarray(r["e"], dtype=np.float32).tobytes() for r in fresh])
-            if len(vectors) >= n:
-                break
-        return vectors
+        qvec = np.asarray(qvec, dtype=np.float32)
+        q = vec(qvec)
+        async with self.store.connection() as conn:
+            ids = await self.candidates(conn, model, q, len(qvec), n * ANN_OVERFETCH, channel)
+            if not ids:
+                return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+            want = sorted(set(ids))
+            for _hop in range(2 if context else 0):  # each one's nearest turn of its channel on each side, then theirs
+                pairs = await (await conn.execute(CHANNEL_PAIRS, (NEIGHBOUR_REACH, NEIGHBOUR_REACH, want))).fetchall()
+                links = links_from_rows(want, [(r["a"], r["b"]) for r in pairs], 1)
+                want = sorted({*want, *(j for before, after in links.values() for j in (*before, *after))})
+            rows = await (await conn.execute(CONTEXT_PARTS, (model, want, q, NEIGHBOUR_REACH))).fetchall()
+        return context_cosines(ids, rows, context)
+
+
+#: Each of a set of turns and every turn of its channel within reach (the neighbours of the context vectors).
+CHANNEL_PAIRS = ("SELECT m.id AS a, p.id AS b FROM messages m JOIN messages p ON p.channel = m.channel "
+                 "AND p.id BETWEEN m.id - %s AND m.id + %s AND p.id <> m.id WHERE m.id = ANY(%s)")
+
+
+#: What the context cosines of candidates need, computed where the vectors are (a few numbers per row, not the
+#: vectors): each row's dot product with the question and with itself, and with the rows one and two before it in
+#: its channel (the context vector of j is v_j + w (v_p + v_n), p and n its nearest turns of its channel within
+#: reach, so |c|^2 needs v_j.v_p, v_j.v_n and v_p.v_n). The rows are the candidates and their neighbours'.
+CONTEXT_PARTS = (
+    "WITH w AS (SELECT v.message_id AS id, v.embedding AS e, m.channel AS c FROM message_vectors v "
+    "JOIN messages m ON m.id = v.message_id WHERE v.model = %s AND v.message_id = ANY(%s)) "
+    "SELECT id, c, -(e <#> %s::vector) AS qd, -(e <#> e) AS sq, "
+    "CASE WHEN lag(id) OVER o >= id - %s THEN -(e <#> lag(e) OVER o) END AS d1, "
+    "-(e <#> lag(e, 2) OVER o) AS d2 "
+    "FROM w WINDOW o AS (PARTITION BY c ORDER BY id) ORDER BY id")
+
+
+def context_cosines(ids: list[int], rows: list[dict[str, Any]], context: float):
+    """The cosines ``pps_turns.vectors.TurnVectors.scores`` gives (a turn's vector plus ``context`` times its
+    nearest turns of its channel within reach, re-normalised) for the candidates and those neighbours,
+    from :data:`CONTEXT_PARTS`' dot products. A turn whose neighbours have no vector counts them as absent."""
+    import math
+
+    import numpy as np
+
+    at = {r["id"]: r for r in rows}
+    if not context:
+        out = [(i, at[i]["qd"]) for i in sorted(set(ids)) if i in at]
+    else:
+        out = []
+        w = context
+        by_channel: dict[Any, list[int]] = {}
+        for r in rows:  # ascending ids
+            by_channel.setdefault(r["c"], []).append(r["id"])
+        before: dict[int, int] = {}
+        after: dict[int, int] = {}
+        for held in by_channel.values():
+            for a, b in zip(held, held[1:], strict=False):
+                if b - a <= NEIGHBOUR_REACH:
+                    before[b], after[a] = a, b
+        scored = {i for i in ids if i in at}
+        scored |= {before[i] for i in scored if i in before} | {after[i] for i in scored if i in after}
+        for j in sorted(scored):
+            r = at[j]
+            num, nsq = r["qd"], r["sq"]
+            p = at[before[j]] if j in before else None
+            nx = at[after[j]] if j in after else None
+            if p is not None:
+                num += w * p["qd"]
+                nsq += w * w * p["sq"] + 2 * w * r["d1"]
+            if nx is not None:
+                num += w * nx["qd"]
+                nsq += w * w * nx["sq"] + 2 * w * nx["d1"]
+            if p is not None and nx is not None:
+                nsq += 2 * w * w * nx["d2"]
+            out.append((j, num / (math.sqrt(max(nsq, 0.0)) + 1e-12)))
+    return (np.asarray([i for i, _s in out], dtype=np.int64), np.asarray([s for _i, s in out], dtype=np.float32))

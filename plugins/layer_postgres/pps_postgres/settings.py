@@ -22,6 +22,14 @@ class PostgresSettings(PluginSettings, env_prefix="PPS_POSTGRES_"):
         "on", description="PostgreSQL's synchronous_commit for PPS's sessions: 'on' (default) acknowledges a turn "
                           "after its WAL is flushed to disk; 'off' acknowledges sooner and may lose the last "
                           "~0.6 s of turns if the database server crashes (never corrupts)")
+    hnsw_ef_search: int = Field(
+        400, ge=10, le=1000, description="pgvector's hnsw.ef_search for a turn search: how many graph neighbours the "
+                                         "HNSW index follows (at least the candidates the search asks for, 400 by "
+                                         "default); higher is closer to exact and slower")
+    hnsw_m: int = Field(16, ge=2, le=100, description="pgvector HNSW index: links per node (read when the index "
+                                                      "is made; drop the idx_message_vectors_hnsw_* index to remake it)")
+    hnsw_ef_construction: int = Field(64, ge=4, le=1000,
+                                      description="pgvector HNSW index: candidate list size while building")
     forget_rewrite: bool = Field(
         True, description="after forgetting, rewrite the turn tables (VACUUM FULL) so no table or index file keeps "
                           "the forgotten bytes; it locks those tables while it runs (seconds per 100,000 turns). "

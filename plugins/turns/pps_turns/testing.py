@@ -218,6 +218,36 @@ class TurnStoreContract:
         expected = float(np.dot([1, 0.5], [0, 1]) / np.linalg.norm([1, 0.5]))  # a1 + 0.5 a2, not a1 + 0.5 b1
         assert abs(score[a1] - expected) < 1e-4, score
 
+    async def test_dense_candidates_rank_as_the_exact_context_scores(self, store: TurnStore) -> None:
+        """However a store finds its dense candidates (a matrix, an index file, an index in the database), its best
+        ten by context vector are the exact ones (:class:`pps_turns.vectors.TurnVectors`) on a small history."""
+        import numpy as np
+
+        from .vectors import TurnVectors
+
+        rng = np.random.default_rng(5)
+        chans = ["terminal:a", "discord:b", "email"]
+        _acks, new = await store.store([turn(f"t{k}", at=at(k % 60, 1 + k // 60), channel=chans[k % 5 % 3])
+                                        for k in range(240)])
+        vecs = rng.normal(size=(len(new), 24)).astype(np.float32)
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        await store.write_turn_vectors("m", new, [v.tobytes() for v in vecs])
+        exact = TurnVectors("m")
+        exact.add([t["id"] for t in new], [t["channel"] for t in new], [v.tobytes() for v in vecs])
+        for q in range(5):
+            qvec = vecs[q * 37] + 0.5 * rng.normal(size=24).astype(np.float32)
+            qvec = (qvec / np.linalg.norm(qvec)).astype(np.float32)
+            for context in (0.0, 0.3):
+                want_ids, want_cos = exact.scores(qvec, context)
+                want = [int(want_ids[k]) for k in np.argsort(-want_cos, kind="stable")[:10]]
+                # 30 candidates for the best 10 (the retriever asks 200): a turn can be near by its context alone,
+                # its own vector and its channel neighbours' each a little further than the best 20
+                ids, cos = await store.turn_similarities("m", qvec, 30, context)
+                got = dict(zip((int(i) for i in ids), (float(c) for c in cos), strict=True))
+                assert sorted(got, key=lambda i: -got[i])[:10] == want, (q, context)
+                for k in np.argsort(-want_cos)[:10]:
+                    assert abs(got[int(want_ids[k])] - float(want_cos[k])) < 1e-4
+
     async def test_ingestion_queue(self, store: TurnStore) -> None:
         _acks, new = await store.store([turn("a", at=at(1)), turn("b", at=at(2))])
         assert [t["id"] for t in await store.pending_ingestion(10)] == [t["id"] for t in new]
