@@ -32,7 +32,8 @@ def rescored_top(ids, mat, chans, qvec, context, index=None, k=10):
     from pps_sqlite.turnindex import context_scores, neighbourhood
 
     n = len(mat)
-    want = np.asarray([i for i in neighbourhood(ids, context) if 1 <= i <= n], dtype=np.int64)
+    codes = np.concatenate([[0], np.asarray(chans, dtype=np.int64) + 1])  # by turn id, as the index keeps them
+    want = np.asarray([i for i in neighbourhood(ids, context, codes) if 1 <= i <= n], dtype=np.int64)
     rows = (np.asarray(index.get(want.astype(np.uint64), dtype=np.float32)) if index is not None
             else np.asarray(mat[want - 1], dtype=np.float32))
     got, cos = context_scores(ids, want, rows, chans[want - 1], qvec, context)
@@ -41,11 +42,15 @@ def rescored_top(ids, mat, chans, qvec, context, index=None, k=10):
 
 
 def exact_ctx(mat, chans, q, i, context):
-    v = np.asarray(mat[i - 1], dtype=np.float32).copy()
-    for j in (i - 2, i):
-        if 0 <= j < len(mat) and chans[j] == chans[i - 1]:
-            v = v + context * np.asarray(mat[j], dtype=np.float32)
-    return float(v @ q / (np.linalg.norm(v) + 1e-12))
+    from lifetime import channel_rows, context_vector
+
+    global _LINKS
+    if _LINKS is None or len(_LINKS[0]) != len(chans):
+        _LINKS = channel_rows(chans)
+    return float(context_vector(mat, _LINKS, np.asarray([i - 1]), context)[0] @ q)
+
+
+_LINKS = None
 
 
 def recall(tops, mat, chans, qvecs, exact_ids, exact_s, context) -> float:

@@ -460,32 +460,38 @@ def baseline_fts(conn: sqlite3.Connection, q: str) -> None:
                      (terms,)).fetchall()
 
 
+def channel_rows(chans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row (turn id - 1) of each turn's previous and next turn of its channel within reach (-1: none), as the
+    layer's context vectors count them (``pps_turns.vectors.channel_links``)."""
+    from pps_turns.vectors import channel_links
+
+    return channel_links(np.arange(1, len(chans) + 1, dtype=np.int64), np.asarray(chans, dtype=np.int64) + 1)
+
+
+def context_vector(mat: np.ndarray, links: tuple[np.ndarray, np.ndarray], rows: np.ndarray,
+                   context: float) -> np.ndarray:
+    """The context vectors of ``rows`` (0-based), normalised."""
+    ctx = np.asarray(mat[rows], dtype=np.float32).copy()
+    if context:
+        for side in links:
+            nb = side[rows]
+            hit = nb >= 0
+            if hit.any():
+                ctx[hit] += context * np.asarray(mat[np.sort(nb[hit])], dtype=np.float32)[
+                    np.argsort(np.argsort(nb[hit]))]
+    return ctx / (np.linalg.norm(ctx, axis=1, keepdims=True) + 1e-12)
+
+
 def exact_dense(mat: np.ndarray, chans: np.ndarray, qs: np.ndarray, context: float, k: int = 10,
                 chunk: int = 100_000) -> tuple[np.ndarray, np.ndarray]:
     """Top-k ids (1-based) and cosines of each query over every turn's context vector, by brute force."""
     n = len(mat)
+    links = channel_rows(chans)
     best_s = np.full((len(qs), 0), -np.inf, dtype=np.float32)
     best_i = np.zeros((len(qs), 0), dtype=np.int64)
     for a in range(0, n, chunk):
         z = min(n, a + chunk)
-        lo, hi = max(0, a - 1), min(n, z + 1)
-        block = np.asarray(mat[lo:hi], dtype=np.float32)
-        ch = chans[lo:hi]
-        ctx = block.copy()
-        if context:
-            same = np.zeros(len(block), dtype=bool)
-            same[1:] = ch[1:] == ch[:-1]
-            prev = np.zeros_like(block)
-            prev[1:] = block[:-1]
-            prev[~same] = 0
-            nxt = np.zeros_like(block)
-            nxt[:-1] = block[1:]
-            same_n = np.zeros(len(block), dtype=bool)
-            same_n[:-1] = same[1:]
-            nxt[~same_n] = 0
-            ctx = block + context * (prev + nxt)
-            ctx /= np.linalg.norm(ctx, axis=1, keepdims=True) + 1e-12
-        ctx = ctx[a - lo: a - lo + (z - a)]
+        ctx = context_vector(mat, links, np.arange(a, z), context)
         s = qs @ ctx.T
         ids = np.arange(a, z, dtype=np.int64) + 1
         all_s = np.concatenate([best_s, s], axis=1)
@@ -667,12 +673,10 @@ async def measure(home: Path, plan: Plan, args) -> None:
             top = sorted(got, key=lambda i: (-got[i], i))[:10]
             lex_overlap.append(len(set(full) & set(top)) / len(full))
     exact_ids, exact_s = exact_dense(mat, chans, np.stack(qvecs), retrieval.DEFAULT.context) if qvecs else ([], [])
+    links = channel_rows(chans)
+
     def ctx_score(q: int, i: int) -> float:  # turn id i's exact context cosine for question q
-        v = np.asarray(mat[i - 1], dtype=np.float32).copy()
-        for j in (i - 2, i):
-            if 0 <= j < n and chans[j] == chans[i - 1]:
-                v = v + retrieval.DEFAULT.context * np.asarray(mat[j], dtype=np.float32)
-        return float(v @ qvecs[q] / (np.linalg.norm(v) + 1e-12))
+        return float(context_vector(mat, links, np.asarray([i - 1]), retrieval.DEFAULT.context)[0] @ qvecs[q])
 
     hits, gap = 0, []
     for q, ours_ids in enumerate(dense_ours):

@@ -261,6 +261,11 @@ class MemStore:
         docs = [set(tokens(t["content"])) for t in self.d["turns"].values()]
         return len(docs), {term: min(cap, sum(term in d for d in docs)) for term in terms}
 
+    async def channel_neighbours(self, ids, reach):
+        turns = self.d["turns"]
+        return [(i, j) for i in ids if i in turns for j in range(i - reach, i + reach + 1)
+                if j != i and j in turns and turns[j]["channel"] == turns[i]["channel"]]
+
     async def lexical_summaries(self, query, n):
         scores = _bm25(content_terms(query), {i: s["summary_text"] for i, s in self.d["sums"].items()}, n)
         return [{**copy.deepcopy(self.d["sums"][i]), "score": round(v, 6)} for i, v in scores.items()]

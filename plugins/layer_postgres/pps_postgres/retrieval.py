@@ -18,6 +18,7 @@ import hashlib
 import logging
 from typing import Any
 
+from pps_turns.retrieval import NEIGHBOUR_REACH, links_from_rows
 from psycopg import sql
 
 log = logging.getLogger("pps.postgres")
@@ -145,27 +146,36 @@ class TurnIndex:
             ids = await self.candidates(conn, model, q, len(qvec), n * ANN_OVERFETCH, channel)
             if not ids:
                 return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-            span = (-2, -1, 0, 1, 2) if context else (0,)
-            want = sorted({i + d for i in ids for d in span if i + d > 0})
-            rows = await (await conn.execute(CONTEXT_PARTS, (model, want, q))).fetchall()
+            want = sorted(set(ids))
+            for _hop in range(2 if context else 0):  # each one's nearest turn of its channel on each side, then theirs
+                pairs = await (await conn.execute(CHANNEL_PAIRS, (NEIGHBOUR_REACH, NEIGHBOUR_REACH, want))).fetchall()
+                links = links_from_rows(want, [(r["a"], r["b"]) for r in pairs], 1)
+                want = sorted({*want, *(j for before, after in links.values() for j in (*before, *after))})
+            rows = await (await conn.execute(CONTEXT_PARTS, (model, want, q, NEIGHBOUR_REACH))).fetchall()
         return context_cosines(ids, rows, context)
 
 
+#: Each of a set of turns and every turn of its channel within reach (the neighbours of the context vectors).
+CHANNEL_PAIRS = ("SELECT m.id AS a, p.id AS b FROM messages m JOIN messages p ON p.channel = m.channel "
+                 "AND p.id BETWEEN m.id - %s AND m.id + %s AND p.id <> m.id WHERE m.id = ANY(%s)")
+
+
 #: What the context cosines of candidates need, computed where the vectors are (a few numbers per row, not the
-#: vectors): each row's dot product with the question and with itself, and with the rows one and two ids before
-#: (the context vector of j is v_j + w (v_j-1 + v_j+1), so |c|^2 needs v_j.v_j-1, v_j.v_j+1 and v_j-1.v_j+1).
+#: vectors): each row's dot product with the question and with itself, and with the rows one and two before it in
+#: its channel (the context vector of j is v_j + w (v_p + v_n), p and n its nearest turns of its channel within
+#: reach, so |c|^2 needs v_j.v_p, v_j.v_n and v_p.v_n). The rows are the candidates and their neighbours'.
 CONTEXT_PARTS = (
     "WITH w AS (SELECT v.message_id AS id, v.embedding AS e, m.channel AS c FROM message_vectors v "
     "JOIN messages m ON m.id = v.message_id WHERE v.model = %s AND v.message_id = ANY(%s)) "
     "SELECT id, c, -(e <#> %s::vector) AS qd, -(e <#> e) AS sq, "
-    "CASE WHEN lag(id) OVER o = id - 1 THEN -(e <#> lag(e) OVER o) END AS d1, "
-    "CASE WHEN lag(id, 2) OVER o = id - 2 THEN -(e <#> lag(e, 2) OVER o) END AS d2 "
-    "FROM w WINDOW o AS (ORDER BY id) ORDER BY id")
+    "CASE WHEN lag(id) OVER o >= id - %s THEN -(e <#> lag(e) OVER o) END AS d1, "
+    "-(e <#> lag(e, 2) OVER o) AS d2 "
+    "FROM w WINDOW o AS (PARTITION BY c ORDER BY id) ORDER BY id")
 
 
 def context_cosines(ids: list[int], rows: list[dict[str, Any]], context: float):
-    """The cosines ``pps_turns.vectors.TurnVectors.scores`` gives (a turn's vector plus ``context`` times the
-    turns next to it, by id, in the same channel, re-normalised) for the candidates and the turns next to them,
+    """The cosines ``pps_turns.vectors.TurnVectors.scores`` gives (a turn's vector plus ``context`` times its
+    nearest turns of its channel within reach, re-normalised) for the candidates and those neighbours,
     from :data:`CONTEXT_PARTS`' dot products. A turn whose neighbours have no vector counts them as absent."""
     import math
 
@@ -177,14 +187,22 @@ def context_cosines(ids: list[int], rows: list[dict[str, Any]], context: float):
     else:
         out = []
         w = context
-        for j in sorted({i + d for i in ids for d in (-1, 0, 1)}):
-            r = at.get(j)
-            if r is None:
-                continue
+        by_channel: dict[Any, list[int]] = {}
+        for r in rows:  # ascending ids
+            by_channel.setdefault(r["c"], []).append(r["id"])
+        before: dict[int, int] = {}
+        after: dict[int, int] = {}
+        for held in by_channel.values():
+            for a, b in zip(held, held[1:], strict=False):
+                if b - a <= NEIGHBOUR_REACH:
+                    before[b], after[a] = a, b
+        scored = {i for i in ids if i in at}
+        scored |= {before[i] for i in scored if i in before} | {after[i] for i in scored if i in after}
+        for j in sorted(scored):
+            r = at[j]
             num, nsq = r["qd"], r["sq"]
-            p, nx = at.get(j - 1), at.get(j + 1)
-            p = p if p is not None and p["c"] == r["c"] else None
-            nx = nx if nx is not None and nx["c"] == r["c"] else None
+            p = at[before[j]] if j in before else None
+            nx = at[after[j]] if j in after else None
             if p is not None:
                 num += w * p["qd"]
                 nsq += w * w * p["sq"] + 2 * w * r["d1"]

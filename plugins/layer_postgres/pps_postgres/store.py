@@ -688,6 +688,14 @@ class PostgresStore:
         async with self.connection() as conn:
             return await bm25(conn, "messages", terms, n, channel, self.corpus_stats)
 
+    async def channel_neighbours(self, ids, reach):
+        if not ids:
+            return []
+        rows = await self.fetch("SELECT m.id AS a, p.id AS b FROM messages m JOIN messages p ON p.channel = m.channel "
+                                "AND p.id BETWEEN m.id - %s AND m.id + %s AND p.id <> m.id WHERE m.id = ANY(%s)",
+                                (reach, reach, [int(i) for i in ids]))
+        return [(r["a"], r["b"]) for r in rows]
+
     async def term_counts(self, terms, cap):
         from .textsearch import term_counts
 

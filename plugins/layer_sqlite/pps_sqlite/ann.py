@@ -198,9 +198,10 @@ class TurnANN:
 
         from .turnindex import context_scores, neighbourhood, rescore
 
+        around = neighbourhood(ids, context, self.channel_codes)  # the two nearest of each one's channel each side
         if self.dtype not in ("f16", "f32"):
-            return rescore(conn, self.model, ids, qvec, context)
-        want = np.asarray([i for i in neighbourhood(ids, context) if i > 0], dtype=np.uint64)
+            return rescore(conn, self.model, ids, qvec, context, around)
+        want = np.asarray([i for i in around if i > 0], dtype=np.uint64)
         if not len(want):
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         held = want[np.asarray(self.index.contains(want), dtype=bool)]

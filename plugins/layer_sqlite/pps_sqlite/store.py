@@ -218,6 +218,9 @@ class SQLiteStore:
 
         return await self._read(work)
 
+    async def channel_neighbours(self, ids, reach):
+        return await self._read(turnindex.channel_pairs, list(ids), reach) if ids else []
+
     async def lexical_summaries(self, query, n):
         return await self._read(summaries.search, query, n, 0)
 

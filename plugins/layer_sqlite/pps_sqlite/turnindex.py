@@ -48,49 +48,81 @@ def missing_upto(conn: sqlite3.Connection, model: str, limit: int, after: int = 
 
 def context_scores(ids, held, mat, chan, qvec, context: float):
     """Exact cosines of the context vectors (as :meth:`TurnVectors.context_matrix` makes them: the turn's vector
-    plus ``context`` times the turns next to it in the same channel) of ``ids`` and of the turns next to them.
+    plus ``context`` times its neighbours in its channel, ``pps_turns.vectors.channel_links``) of ``ids`` and of
+    their neighbours.
 
-    ``held``: the turn ids whose vectors are known (ascending: the candidates, their neighbours and the turns
-    two away, as far as they have vectors), ``mat`` their vectors (one row each), ``chan`` their channels (any
-    comparable codes, one each). Vectorised: a few hundred candidates take well under a millisecond."""
+    ``held``: the turn ids whose vectors are known (ascending: the candidates, the nearest turn of their channel
+    on each side and those turns' own, :func:`neighbourhood`, as far as they have vectors), ``mat`` their vectors (one row
+    each), ``chan`` their channels (any comparable codes, one each, 0 unknown). A held turn's neighbours are the
+    nearest held turns of its channel within reach, which are its true neighbours for the candidates and the
+    turns next to them. Vectorised: a few hundred candidates take well under a millisecond."""
     import numpy as np
 
     held = np.asarray(held, dtype=np.int64)
     cand = np.unique(np.asarray(ids, dtype=np.int64))
-    # a turn can rank high by its context (a neighbour close to the question) while its own vector does not:
-    # the candidates' neighbours are scored too (their vectors were read anyway)
-    want = np.unique(np.concatenate([cand - 1, cand, cand + 1])) if context else cand
-    at = np.searchsorted(held, want)
-    ok = at < len(held)
-    ok[ok] = held[at[ok]] == want[ok]
-    keep, at = want[ok], at[ok]
-    if not len(keep):
+    at_c = np.searchsorted(held, cand)
+    ok = at_c < len(held)
+    ok[ok] = held[at_c[ok]] == cand[ok]
+    at_c = at_c[ok]
+    if not len(at_c):
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
     mat = np.asarray(mat, dtype=np.float32)
     chan = np.asarray(chan)
-    out = mat[at]
-    if context:
-        out = out.copy()
-        for j in (-1, 1):
-            nb = np.searchsorted(held, keep + j)
-            hit = nb < len(held)
-            hit[hit] = held[nb[hit]] == keep[hit] + j
-            hit[hit] = chan[nb[hit]] == chan[at[hit]]
-            out[hit] += context * mat[nb[hit]]
-        out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-12
-    return keep, out @ np.asarray(qvec, dtype=np.float32)
+    if not context:
+        return held[at_c], mat[at_c] @ np.asarray(qvec, dtype=np.float32)
+    from pps_turns.vectors import channel_links
+
+    before, after = channel_links(held, chan)
+    # a turn can rank high by its context (a neighbour close to the question) while its own vector does not:
+    # the candidates' neighbours are scored too (their vectors were read anyway)
+    at = np.unique(np.concatenate([at_c, before[at_c][before[at_c] >= 0], after[at_c][after[at_c] >= 0]]))
+    out = mat[at].copy()
+    for rows in (before[at], after[at]):
+        hit = rows >= 0
+        out[hit] += context * mat[rows[hit]]
+    out /= np.linalg.norm(out, axis=1, keepdims=True) + 1e-12
+    return held[at], out @ np.asarray(qvec, dtype=np.float32)
 
 
-def neighbourhood(ids, context: float) -> list[int]:
-    """The ids :func:`context_scores` needs: the candidates, the turns next to them, and the turns next to those."""
-    return sorted({int(i) + d for i in ids for d in ((-2, -1, 0, 1, 2) if context else (0,))})
+def neighbourhood(ids, context: float, codes_by_id=None) -> list[int]:
+    """The ids :func:`context_scores` needs: the candidates, the nearest turn of their channel on each side, and
+    the nearest of those turns' on each side (``codes_by_id``: channel codes indexed by turn id, as the index
+    keeps them; without them, the two turns next to each candidate by id on each side)."""
+    if not context:
+        return sorted({int(i) for i in ids})
+    if codes_by_id is not None:  # the neighbours, and theirs (a neighbour's other one can be past the reach of ids)
+        from pps_turns.vectors import near_in_channel
+
+        return [int(i) for i in near_in_channel(codes_by_id, near_in_channel(codes_by_id, ids, 1), 1)]
+    return sorted({int(i) + d for i in ids for d in (-2, -1, 0, 1, 2)})
 
 
-def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
-    """:func:`context_scores` with the vectors read from ``message_vectors`` (5 rows per candidate)."""
+def channel_pairs(conn: sqlite3.Connection, ids, reach: int) -> list[tuple[int, int]]:
+    """(id, other) for each of ``ids`` and every turn of its channel at most ``reach`` ids away."""
+    ids = [int(i) for i in ids]
+    rows: list[tuple[int, int]] = []
+    for k in range(0, len(ids), 900):
+        chunk = ids[k:k + 900]
+        rows += (tuple(r) for r in conn.execute(
+            "SELECT m.id, p.id FROM messages m JOIN messages p INDEXED BY idx_messages_channel ON "
+            "p.channel = m.channel AND p.id BETWEEN m.id - ? AND m.id + ? AND p.id != m.id "
+            f"WHERE m.id IN ({','.join('?' * len(chunk))})", [reach, reach, *chunk]))
+    return rows
+
+
+def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float, want: list[int] | None = None):
+    """:func:`context_scores` with the vectors read from ``message_vectors`` (about 5 rows per candidate);
+    ``want``: the ids to read (:func:`neighbourhood`; without it, the two nearest of each candidate's channel on
+    each side are looked up here)."""
     import numpy as np
 
-    want = neighbourhood(ids, context)
+    if want is None:
+        from pps_turns.retrieval import NEIGHBOUR_REACH, links_from_rows
+
+        want = sorted({int(i) for i in ids})
+        for _hop in range(2 if context else 0):  # the neighbours, then theirs
+            links = links_from_rows(want, channel_pairs(conn, want, NEIGHBOUR_REACH), 1)
+            want = sorted({*want, *(j for before, after in links.values() for j in (*before, *after))})
     rows: list[tuple[int, bytes, str]] = []
     for k in range(0, len(want), 900):
         chunk = want[k:k + 900]
@@ -102,7 +134,7 @@ def rescore(conn: sqlite3.Connection, model: str, ids, qvec, context: float):
     rows.sort(key=lambda r: r[0])
     codes: dict[str, int] = {}
     return context_scores(ids, [r[0] for r in rows], np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]),
-                          [codes.setdefault(r[2], len(codes)) for r in rows], qvec, context)
+                          [codes.setdefault(r[2], len(codes) + 1) for r in rows], qvec, context)
 
 
 def write(conn: sqlite3.Connection, model: str, rows: list[tuple[int, bytes]]) -> None:

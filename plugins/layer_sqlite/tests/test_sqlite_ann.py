@@ -256,3 +256,26 @@ async def test_an_index_saved_in_another_shape_is_rebuilt_as_configured(make_mem
     await m2.call("raw_search", {"query": "garden", "limit": 1})
     assert raw2.backend.dense.ann.dtype == "f16" and len(raw2.backend.dense.ann) == 45
     assert '"dtype": "f16"' in ann.paths(raw2.backend.db.path)[1].read_text()
+
+
+def test_rescoring_gives_the_exact_context_of_interleaved_channels():
+    """Issue 26: the candidates of the index are rescored with the context the exact matrix gives every turn (its
+    nearest turns of its own channel), for the candidates and for the neighbours scored beside them, when five
+    channels are interleaved at random (a neighbour's other neighbour can be further than the reach from the
+    candidate)."""
+    rng = np.random.default_rng(1)
+    n = 3000
+    mat = rng.normal(size=(n, 8)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    chans = rng.integers(0, 5, n)
+    exact = turnindex.TurnVectors("m")
+    exact.add(list(range(1, n + 1)), [f"c{c}" for c in chans], [v.tobytes() for v in mat])
+    q = rng.normal(size=8).astype(np.float32)
+    ids, cos = exact.scores(q, 0.3)
+    truth = dict(zip(ids.tolist(), cos.tolist(), strict=True))
+    codes = np.concatenate([[0], chans + 1])  # by turn id, as the index keeps them
+    cand = rng.choice(np.arange(1, n + 1), 50, replace=False)
+    want = np.asarray(turnindex.neighbourhood(cand, 0.3, codes))
+    got, got_cos = turnindex.context_scores(cand, want, mat[want - 1], codes[want], q, 0.3)
+    assert set(cand.tolist()) < set(got.tolist())  # the candidates and their neighbours
+    assert max(abs(truth[int(i)] - float(c)) for i, c in zip(got, got_cos, strict=True)) < 1e-5

@@ -70,6 +70,26 @@ class FusionConfig:
 
 DEFAULT = FusionConfig()
 
+#: A turn's neighbours are the nearest turns *of its own channel*, at most this many turn ids away on each side:
+#: a conversation interleaved with others (a channel among years of channels, two sessions at once) keeps its
+#: neighbours, and the look-up stays bounded whatever the history's size. Used by the neighbour signal here and by
+#: every store's context vectors (``pps_turns.vectors.channel_links``).
+NEIGHBOUR_REACH = 16
+
+#: For each turn id: (previous turns of its channel, nearest first; next turns of its channel, nearest first).
+Links = Mapping[int, tuple[list[int], list[int]]]
+
+
+def links_from_rows(ids, rows, reach: int = 2) -> dict[int, tuple[list[int], list[int]]]:
+    """``rows``: (turn id, a same-channel turn id within NEIGHBOUR_REACH of it) pairs, as a store's join gives them;
+    the ``reach`` nearest on each side of every id in ``ids``."""
+    before: dict[int, list[int]] = {int(i): [] for i in ids}
+    after: dict[int, list[int]] = {int(i): [] for i in ids}
+    for i, j in rows:
+        if i in before and j != i:
+            (before if j < i else after)[i].append(j)
+    return {i: (sorted(before[i], reverse=True)[:reach], sorted(after[i])[:reach]) for i in before}
+
 
 @dataclass
 class Query:
@@ -150,9 +170,11 @@ def author_tokens(names) -> dict[str, str]:
 
 def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexical: dict[int, float],
               dense: dict[int, float], dense_floor: float, cfg: FusionConfig,
-              channel: str | None = None) -> list[tuple[int, float, dict]]:
+              channel: str | None = None, links: Links | None = None) -> list[tuple[int, float, dict]]:
     """Rank the union of the candidates by the weighted, normalised signals; best first. ``meta`` gives each
-    candidate's (author, created_at, channel, episode); episode is (channel, session_id or the day)."""
+    candidate's (author, created_at, channel, episode); episode is (channel, session_id or the day). ``links``: each
+    candidate's neighbours in its channel (the store's ``channel_neighbours``); without them a turn's neighbours
+    are the turns next to it by id, when they are of its channel."""
     ids = set(lexical) | set(dense)
     if not ids:
         return []
@@ -183,8 +205,13 @@ def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexica
     if cfg.neighbour:
         for i in ids:
             ch = meta[i][2]
-            near = [base[j] * w for j, w in ((i - 1, 1.0), (i + 1, 1.0), (i - 2, cfg.neighbour_far),
-                                              (i + 2, cfg.neighbour_far)) if w and j in base and meta[j][2] == ch]
+            if links is not None:
+                prev, nxt = links.get(i, ([], []))
+                around = [(j, 1.0 if k == 0 else cfg.neighbour_far) for side in (prev, nxt) for k, j in
+                          enumerate(side[:2])]
+            else:
+                around = [(i - 1, 1.0), (i + 1, 1.0), (i - 2, cfg.neighbour_far), (i + 2, cfg.neighbour_far)]
+            near = [base[j] * w for j, w in around if w and j in base and meta[j][2] == ch]
             scores[i] += cfg.neighbour * max(near, default=0.0)
     if cfg.episode:
         per: dict[Any, list[float]] = {}

@@ -259,7 +259,11 @@ class Retriever(_Embedding):
         found = {t["id"]: t for t in await self.store.turns_by_ids(ids)}
         meta = {i: (t["author_name"], t["created_at"], t["channel"],
                     (t["channel"], t["session_id"] or t["created_at"][:10])) for i, t in found.items()}
-        ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel)
+        links = None
+        neighbours = getattr(self.store, "channel_neighbours", None)
+        if cfg.neighbour and neighbours is not None:  # each turn's neighbours in its own channel
+            links = retrieval.links_from_rows(ids, await neighbours(ids, retrieval.NEIGHBOUR_REACH))
+        ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel, links)
         if calibrated:
             weights = await self.weights(q.terms)
             ranked = retrieval.calibrate(ranked, {i: t["content"] for i, t in found.items()}, q.terms, weights,

@@ -230,6 +230,13 @@ class TurnStore(Protocol):
         less than a tenth. (A store without it still works: the domain counts its ``lexical_turns``.)"""
         ...
 
+    async def channel_neighbours(self, ids: Sequence[int], reach: int) -> list[tuple[int, int]]:
+        """(id, other) pairs: for each of ``ids``, every turn of the same channel whose id is at most ``reach`` away
+        (``pps_turns.retrieval.links_from_rows`` keeps the nearest): the neighbour signal counts a turn's
+        neighbours in its own conversation, not the turns of other channels stored between them. (A store
+        without it still works: the turns next by id, when of the same channel, count instead.)"""
+        ...
+
     async def lexical_summaries(self, query: str, n: int) -> list[SummaryRow]:
         """The ``n`` best summaries for the words of ``query`` (any of them) by BM25, best first, each with
         ``score`` (higher is better)."""
@@ -258,8 +265,8 @@ class TurnStore(Protocol):
                                 channel: str | None = None) -> tuple[Sequence[int], Sequence[float]]:
         """(ids, cosines) of at least the ``n`` turns whose context vectors are nearest the unit vector
         ``qvec`` (a float32 numpy array); it may return more, or all. A turn's context vector is its own
-        vector plus ``context`` times those of the turns next to it in id order in the same channel,
-        re-normalised (:meth:`pps_turns.vectors.TurnVectors.context_matrix` computes it). Empty when the store
+        vector plus ``context`` times those of the nearest turn of its channel on each side within
+        ``retrieval.NEIGHBOUR_REACH`` ids, re-normalised (:meth:`pps_turns.vectors.TurnVectors.context_matrix` computes it). Empty when the store
         has no usable vectors yet (the search is then lexical). ``channel`` is a hint: the domain keeps only
         that channel's turns anyway.
 

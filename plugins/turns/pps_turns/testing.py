@@ -196,6 +196,28 @@ class TurnStoreContract:
         assert abs((await store.summary_similarities("m", _vec(0, 1), 5))[s["id"]] - 1.0) < 1e-5
         assert await store.drop_summary_vectors() == 1
 
+    async def test_a_turns_neighbours_are_those_of_its_own_channel(self, store: TurnStore) -> None:
+        """Issue 26: a conversation interleaved with another channel keeps its neighbours, for the neighbour
+        signal (``channel_neighbours``) and for the context vectors (``turn_similarities``); turns of the other
+        channel stored between them are nobody's neighbour here."""
+        import numpy as np
+
+        chans = ["a", "b", "a", "b", "b", "a"]  # a1 b1 a2 b2 b3 a3
+        _acks, new = await store.store([turn(f"t{k}", at=at(k + 1), channel=c) for k, c in enumerate(chans)])
+        ids = [t["id"] for t in new]
+        a1, b1, a2, b2, b3, a3 = ids
+        pairs = set(await store.channel_neighbours([a1, a2, b2], 16))
+        assert {(a1, a2), (a1, a3), (a2, a1), (a2, a3), (b2, b1), (b2, b3)} <= pairs
+        assert not {p for p in pairs if {p[0], p[1]} & {a1, a2, a3} and {p[0], p[1]} & {b1, b2, b3}}
+        assert set(await store.channel_neighbours([a1], 1)) == set()  # a2 is two ids away
+        # context vectors: a1 holds (1, 0), its neighbour in channel a holds (0, 1); the b turns between hold (0, -1)
+        await store.write_turn_vectors("m", new, [unit(1, 0), unit(0, -1), unit(0, 1), unit(0, -1), unit(0, -1),
+                                                  unit(1, 0)])
+        got, cos = await store.turn_similarities("m", _vec(0, 1), 6, 0.5)
+        score = dict(zip((int(i) for i in got), (float(c) for c in cos), strict=True))
+        expected = float(np.dot([1, 0.5], [0, 1]) / np.linalg.norm([1, 0.5]))  # a1 + 0.5 a2, not a1 + 0.5 b1
+        assert abs(score[a1] - expected) < 1e-4, score
+
     async def test_dense_candidates_rank_as_the_exact_context_scores(self, store: TurnStore) -> None:
         """However a store finds its dense candidates (a matrix, an index file, an index in the database), its best
         ten by context vector are the exact ones (:class:`pps_turns.vectors.TurnVectors`) on a small history."""
@@ -218,7 +240,9 @@ class TurnStoreContract:
             for context in (0.0, 0.3):
                 want_ids, want_cos = exact.scores(qvec, context)
                 want = [int(want_ids[k]) for k in np.argsort(-want_cos, kind="stable")[:10]]
-                ids, cos = await store.turn_similarities("m", qvec, 10, context)
+                # 30 candidates for the best 10 (the retriever asks 200): a turn can be near by its context alone,
+                # its own vector and its channel neighbours' each a little further than the best 20
+                ids, cos = await store.turn_similarities("m", qvec, 30, context)
                 got = dict(zip((int(i) for i in ids), (float(c) for c in cos), strict=True))
                 assert sorted(got, key=lambda i: -got[i])[:10] == want, (q, context)
                 for k in np.argsort(-want_cos)[:10]:

@@ -1,6 +1,9 @@
 """Turn vectors held as one numpy matrix, with each turn's context vector (its neighbours in the same channel
 blended in): the exact dense signal of the turn search, for any store that keeps its matrix in process.
 
+A turn's neighbours are the nearest turns of its own channel within ``retrieval.NEIGHBOUR_REACH`` ids on each
+side (``channel_links``), not the turns next to it by id: a conversation interleaved with others keeps them.
+
 A store fills it from its own vector table (``add``) and answers :meth:`pps_turns.TurnStore.turn_similarities`
 with :meth:`TurnVectors.scores`. The model key of a vector is ``f"{embedder.name}|{RECIPE}"``.
 """
@@ -16,6 +19,55 @@ EMBED_BATCH = 64
 
 def vector_text(t: dict[str, Any]) -> str:
     return f"{t['author_name']}: {t['content']}"
+
+
+def channel_links(ids, codes, reach: int | None = None):
+    """For rows of (turn id, channel code), ids ascending: the row of the previous and of the next turn of the
+    same channel at most ``reach`` ids away (-1: none). Code 0 is "unknown" and has no neighbours."""
+    import numpy as np
+
+    from .retrieval import NEIGHBOUR_REACH
+
+    reach = NEIGHBOUR_REACH if reach is None else reach
+    ids = np.asarray(ids, dtype=np.int64)
+    codes = np.asarray(codes)
+    n = len(ids)
+    prev = np.full(n, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    if n < 2:
+        return prev, nxt
+    order = np.lexsort((ids, codes))  # by channel, then id: a channel's turns are consecutive
+    sid, sc = ids[order], codes[order]
+    same = (sc[1:] == sc[:-1]) & (sid[1:] - sid[:-1] <= reach) & (sc[1:] != 0)
+    prev[order[1:][same]] = order[:-1][same]
+    nxt[order[:-1][same]] = order[1:][same]
+    return prev, nxt
+
+
+def near_in_channel(codes_by_id, ids, k: int = 2, reach: int | None = None):
+    """The ``k`` nearest turn ids of the same channel before and after each of ``ids``, within ``reach`` ids,
+    from an array of channel codes indexed by turn id (0: unknown or forgotten). Returns a sorted id array of
+    ``ids`` and those neighbours."""
+    import numpy as np
+
+    from .retrieval import NEIGHBOUR_REACH
+
+    reach = NEIGHBOUR_REACH if reach is None else reach
+    codes_by_id = np.asarray(codes_by_id)
+    ids = np.asarray(ids, dtype=np.int64)
+    ids = ids[(ids > 0) & (ids < len(codes_by_id))]
+    if not len(ids):
+        return ids
+    own = codes_by_id[ids]
+    out = [ids]
+    for sign in (-1, 1):
+        offs = sign * np.arange(1, reach + 1, dtype=np.int64)
+        around = ids[:, None] + offs[None, :]
+        inside = (around > 0) & (around < len(codes_by_id))
+        match = inside & (codes_by_id[np.clip(around, 0, len(codes_by_id) - 1)] == own[:, None]) & (own[:, None] != 0)
+        rank = np.cumsum(match, axis=1)
+        out.append(around[match & (rank <= k)])
+    return np.unique(np.concatenate(out))
 
 
 class TurnVectors:
@@ -66,17 +118,12 @@ class TurnVectors:
         if not weight:
             return self.matrix
         if weight not in self._context:
-            n = len(self.ids)
-            same_prev = np.array([i > 0 and self.channels[i - 1] == self.channels[i] for i in range(n)])
-            prev = np.zeros_like(self.matrix)
-            prev[1:] = self.matrix[:-1]
-            prev[~same_prev] = 0
-            nxt = np.zeros_like(self.matrix)
-            nxt[:-1] = self.matrix[1:]
-            same_next = np.zeros(n, dtype=bool)
-            same_next[:-1] = same_prev[1:]
-            nxt[~same_next] = 0
-            ctx = self.matrix + weight * (prev + nxt)
+            _names, codes = np.unique(np.asarray(self.channels, dtype=object).astype(str), return_inverse=True)
+            before, after = channel_links(self.ids, codes + 1)
+            ctx = self.matrix.copy()
+            for rows in (before, after):
+                hit = rows >= 0
+                ctx[hit] += weight * self.matrix[rows[hit]]
             ctx /= np.linalg.norm(ctx, axis=1, keepdims=True) + 1e-12
             self._context = {weight: ctx.astype(np.float32)}
         return self._context[weight]

@@ -169,3 +169,24 @@ async def test_recall_leaves_out_turns_that_are_no_match(make_memory):
     real = await m.call("ambient_recall", {"context": "what wood should the garden beds use?"})
     shown = [r["content"] for r in real["results"] if r["layer"] == "raw_capture"]
     assert shown[0].startswith("Brandi says") and "Good morning! Coffee?" not in shown
+
+
+async def test_a_buried_conversation_keeps_its_neighbours(make_memory):
+    """Issue 26: the turn after a strong hit in the same conversation inherits part of its score even when turns
+    of other channels were stored between them (a conversation buried among others); those foreign turns, between
+    the two by id, inherit nothing. The reply is stored after midnight (another episode) so that only the
+    neighbour signal can lift it."""
+    m = await make_memory(plugins=["sqlite"])
+    await _store(m, NEUTRAL * 3, day="2023-05-01")  # other days, other words: "painting" is a rare word
+    rows = [("chat", "Caroline", "I finally finished the lighthouse painting this morning.", "2023-05-08T23:58:00"),
+            ("mail:1", "Jon", "Painting class moved to Tuesday evening.", "2023-05-08T23:59:00"),
+            ("mail:2", "Jon", "The painting supplies arrived today.", "2023-05-08T23:59:10"),
+            ("mail:3", "Jon", "Painting the fence next weekend then.", "2023-05-08T23:59:20"),
+            ("chat", "Melanie", "That painting must have cost you weeks of evenings!",
+             "2023-05-09T00:01:00")]
+    ids = (await m.call("store_messages", {"messages": [
+        {"content": c, "author_name": a, "channel": ch, "created_at": t} for ch, a, c, t in rows]}))["ids"]
+    found = await m.call("raw_search", {"query": "How long did the lighthouse painting take?", "limit": 5,
+                                        "min_score": 0})
+    order = [r["id"] for r in found["results"]]
+    assert order[:2] == [ids[0], ids[4]], order  # the reply in the same channel, then the foreign turns

@@ -1,0 +1,153 @@
+"""Ablations of the fused turn search on buried LoCoMo, buried vs alone (issue 26).
+
+    .venv/bin/python bench/buried.py --home CACHE/lifetime-N-buried-locomo5_public [--variants default,neighbour0]
+                                     [--modes floor,fused,calib,chan] [--alone] [--alone-cache DIR]
+
+``--home``: an entity bench/lifetime.py built (``--locomo`` default: the public file buried in it). Each question of
+categories 1-4 is asked through the retriever with each variant of the fused config (``variants``) in each mode:
+``floor`` (calibrated, the default floor: what raw_search returns), ``calib`` (calibrated, no floor), ``fused``
+(the fused order before calibration), ``chan`` (floored, only the conversation's own channel: no foreign turn can
+compete). ``--alone``: the same for each conversation alone in an entity of its own (kept in ``--alone-cache``).
+Prints recall@10, MRR, where the results came from, results per question and p50 latency.
+"""
+import argparse
+import asyncio
+import dataclasses
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from locomo import aggregate, load, score, DEFAULT_FILE  # noqa
+
+from pps_core import Memory  # noqa
+from pps_turns import retrieval  # noqa
+
+
+def variants(names):
+    d = retrieval.DEFAULT
+    r = dataclasses.replace
+    allv = {
+        "default": d,
+        "neighbour0": r(d, neighbour=0.0),
+        "episode0": r(d, episode=0.0),
+        "context0": r(d, context=0.0),
+        "author0": r(d, author_boost=0.0),
+        "time0": r(d, time_boost=0.0),
+        "nonb_noep": r(d, neighbour=0.0, episode=0.0),
+        "nonb_noep_noctx": r(d, neighbour=0.0, episode=0.0, context=0.0),
+        "cand400": r(d, candidates=400),
+        "cand800": r(d, candidates=800),
+        "budget0": r(d, lexical_budget=0),
+        "nodense": r(d, use_dense=False),
+        "dfloor150": r(d, dense_floor_rank=150),
+        "dfloor150_c600": r(d, dense_floor_rank=150, candidates=600),
+        "c600": r(d, candidates=600),
+        "nobm25": r(d, use_bm25=False),
+    }
+    return {n: allv[n] for n in names}
+
+
+async def ask(raw, q, cfg, mode, chan=None):
+    if mode == "chan":
+        return await raw.retriever.search(q, 10, cfg=cfg, min_score=retrieval.FLOOR, channel=chan)
+    if mode == "nofloor_calib":
+        return await raw.retriever.search(q, 10, cfg=cfg)
+    if mode == "floor":
+        return await raw.retriever.search(q, 10, cfg=cfg, min_score=retrieval.FLOOR)
+    if mode == "calib":
+        return await raw.retriever.search(q, 10, cfg=cfg)
+    return await raw.retriever.search(q, 10, cfg=cfg, calibrated=False)
+
+
+async def run(memory, convs, cfgs, modes, own_channel, chan_of=lambda c: None):
+    raw = memory.require_layer("raw_capture")
+    await raw.retriever.search("warm up", 10)
+    out = {}
+    share = {}
+    lat = {}
+    for conv in convs:
+        for q in conv["questions"]:
+            if not q["evidence"]:
+                continue
+            for name, cfg in cfgs.items():
+                for mode in modes:
+                    key = f"{name}/{mode}"
+                    t0 = time.perf_counter()
+                    got = await ask(raw, q["question"], cfg, mode, chan_of(conv))
+                    lat.setdefault(key, []).append((time.perf_counter() - t0) * 1000)
+                    ranked = []
+                    sh = share.setdefault(key, {"own": 0, "other": 0, "syn": 0})
+                    for t in got:
+                        ch = t["channel"]
+                        mine = own_channel(conv, ch)
+                        ranked.append((t.get("metadata") or {}).get("dia_id") if mine else "")
+                        sh["own" if mine else "other" if ch.startswith("locomo") else "syn"] += 1
+                    out.setdefault(key, []).append((q["category"], score(ranked, q["evidence"])))
+    return out, share, lat
+
+
+def report(tag, out, share, lat):
+    for key, rows in out.items():
+        a = aggregate([s for _c, s in rows])
+        sh = share[key]
+        tot = max(1, sum(sh.values()))
+        ls = sorted(lat[key])
+        print(f"{tag:<7} {key:<28} r@10 {a['r@10']:.3f} mrr {a['mrr']:.3f}  own {sh['own']/tot:.0%} other "
+              f"{sh['other']/tot:.0%} syn {sh['syn']/tot:.0%} n/q {tot/len(rows):.1f}  p50 {ls[len(ls)//2]:.0f}ms",
+              flush=True)
+
+
+async def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--home", required=True, help="a bench/lifetime.py cache directory with LoCoMo buried in it")
+    ap.add_argument("--alone-cache", default=str(Path(tempfile.gettempdir()) / "pps-bench-alone"))
+    ap.add_argument("--variants", default="default")
+    ap.add_argument("--modes", default="floor")
+    ap.add_argument("--alone", action="store_true")
+    ap.add_argument("--no-buried", action="store_true")
+    ap.add_argument("--convs", type=int, default=5)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    convs = load(DEFAULT_FILE)[:args.convs]
+    cfgs = variants(args.variants.split(","))
+    modes = args.modes.split(",")
+    results = {}
+    if not args.no_buried:
+        home = Path(args.home)
+        async with Memory.for_entity("lifetime", home=home / "home", plugins=["sqlite", "embeddings"],
+                                     graphiti={"focal_entity": "Lyra"}, timezone="UTC") as memory:
+            out, share, lat = await run(memory, convs, cfgs, modes, lambda c, ch: ch == f"locomo:{c['id']}",
+                                        lambda c: f"locomo:{c['id']}")
+            report("buried", out, share, lat)
+            results["buried"] = {k: aggregate([s for _c, s in v])["r@10"] for k, v in out.items()}
+    if args.alone:
+        allout, allshare, alllat = {}, {}, {}
+        for conv in convs:
+            home = Path(args.alone_cache) / conv["id"]
+            fresh = not home.exists()
+            home.mkdir(parents=True, exist_ok=True)
+            async with Memory.for_entity(f"locomo-{conv['id']}", home=home, plugins=["sqlite", "embeddings"],
+                                         timezone="UTC") as memory:
+                if fresh:
+                    for k in range(0, len(conv["turns"]), 500):
+                        await memory.call("store_messages", {"messages": conv["turns"][k:k + 500]})
+                    await memory.require_layer("raw_capture").retriever.drain()
+                out, share, lat = await run(memory, [conv], cfgs, modes, lambda c, ch: True)
+            for k in out:
+                allout.setdefault(k, []).extend(out[k])
+                s = allshare.setdefault(k, {"own": 0, "other": 0, "syn": 0})
+                for kk in s:
+                    s[kk] += share[k][kk]
+                alllat.setdefault(k, []).extend(lat[k])
+        report("alone", allout, allshare, alllat)
+        results["alone"] = {k: aggregate([s for _c, s in v])["r@10"] for k, v in allout.items()}
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+
+
+asyncio.run(main())
