@@ -4,7 +4,7 @@ Turns: the store's BM25 candidates and its dense candidates (turn vectors, with 
 fused by :mod:`pps_turns.retrieval`. Vectors are computed here, in the background after turns are stored
 (capture never waits for the model), and by a search for what is still missing before it looks, up to
 :data:`QUERY_EMBED_MAX` turns (read your writes: a turn stored just before, even by a process that closed at
-once, is found by meaning; past the bound the answer says how many wait). The store keeps them
+once, is found by meaning; a larger backlog is not waited for and the answer says how many wait). The store keeps them
 (``write_turn_vectors``) and searches them (``turn_similarities``).
 Summaries: BM25 fused with summary vectors the same way, simpler (summaries are few).
 Without an embedder both searches are lexical.
@@ -40,8 +40,8 @@ DENSE_WEIGHT = 0.4
 DENSE_FLOOR = 0.25
 CANDIDATES = 50
 SUMMARY_EMBED_BATCH = 32
-#: A turn search embeds at most this many turns still without a vector before it looks (oldest first); the
-#: rest follow in the background, and the answer says how many wait (``vectors_pending``).
+#: A turn search embeds the turns still without a vector before it looks when they are at most this many; the
+#: a larger backlog follows in the background, unwaited, and the answer says how many wait (``vectors_pending``).
 QUERY_EMBED_MAX = 32
 
 
@@ -234,8 +234,13 @@ class Retriever(_Embedding):
         self.vectors_pending = 0
         if emb is not None:
             try:
-                if self.pending:  # read your writes: what is missing first (bounded), the rest in the background
-                    await self.ready(emb, QUERY_EMBED_MAX)
+                if self.pending:  # read your writes: a backlog within the bound is embedded first; a larger
+                    # one (an import, a history stored before the embedder) is left to the background, so the
+                    # search neither waits for it nor for the batch in flight, and says how many turns wait
+                    backlog, _ = await self.store.turns_missing_vectors(self.model(emb), QUERY_EMBED_MAX + 1,
+                                                                        self.floor)
+                    if len(backlog) <= QUERY_EMBED_MAX:
+                        await self.ready(emb, QUERY_EMBED_MAX)
                     if self.pending:
                         self.vectors_pending = await self.store.count_turns_missing_vectors(self.model(emb))
                         self._kick()

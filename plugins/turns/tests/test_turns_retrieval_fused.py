@@ -141,15 +141,17 @@ async def test_past_its_bound_a_search_says_how_many_turns_wait_for_vectors(make
     pytest.importorskip("pps_embeddings")
     from pps_turns import retriever
 
-    monkeypatch.setattr(retriever, "QUERY_EMBED_MAX", 4)  # a search embeds at most 4 turns before it looks
+    monkeypatch.setattr(retriever, "QUERY_EMBED_MAX", 4)  # a search embeds a backlog of at most 4 before it looks
     home = tmp_path / "e"
     m = await make_memory(entity="e", home=home, plugins=["sqlite"])
     await _store(m, DISTRACTORS + [PARAPHRASE])  # 9 turns, no embedder: none has a vector
     await m.close()
     m = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
     found = await m.call("raw_search", {"query": "Did she get a new dog?", "min_score": 0})
-    assert found["vectors_pending"] == 5, found
-    assert "5 turns" in found["note"] and "pps reindex" in found["note"]
+    # a backlog past the bound is not embedded on the query path (an import of 20,000 turns made every search
+    # wait for a background batch and 32 more: 2.4 s p95 in bench/explorer.py): the search looks at once
+    assert found["vectors_pending"] == 9, found
+    assert "9 turns" in found["note"] and "pps reindex" in found["note"]
     await m.require_layer("raw_capture").retriever.drain()  # the rest followed in the background
     found = await m.call("raw_search", {"query": "Did she get a new dog?", "min_score": 0})
     assert "vectors_pending" not in found and "note" not in found
