@@ -257,3 +257,74 @@ def test_a_cold_session_end_writes_the_recap_and_starts_no_server(tmp_path):
         owner = read_owner(home) or {}
         if owner.get("pid"):
             os.kill(owner["pid"], 15)
+
+
+def _wait_for_address(home: Path, timeout: float = 240) -> dict:
+    deadline = time.monotonic() + timeout
+    while not (read_owner(home) or {}).get("address"):
+        assert time.monotonic() < deadline, "the hooks' server did not start"
+        time.sleep(0.1)
+    return read_owner(home) or {}
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
+def _stop(home: Path) -> None:
+    """SIGTERM the server and wait until it has exited (not only let go of the stores)."""
+    owner = read_owner(home) or {}
+    if owner.get("pid"):
+        os.kill(owner["pid"], 15)
+        deadline = time.monotonic() + 120
+        while _running(owner["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def test_cold_hooks_answer_from_a_glance_while_the_server_warms_up(tmp_path):
+    """The default plugins (word-photos in ChromaDB, the graph, local embeddings): a cold SessionStart and a cold
+    UserPromptSubmit (Claude Code's own payloads, autostart on) answer from what opens at once (turns by their
+    words, crystals, the recap), say the answer is partial, and do not wait for the server they start; the next
+    hook finds that server warm, and the turns the cold hook did not store reach it then, once."""
+    pps(tmp_path, "init", "--entity", "lyra", "--timezone", "UTC")
+    home = tmp_path / "lyra"
+    import tomllib
+
+    plugins = tomllib.loads((home / "pps.toml").read_text())["plugins"]
+    assert {"chroma", "graphiti", "embeddings", "crystals", "recap"} <= set(plugins)
+    pps(tmp_path, "call", "--entity", "lyra", "store_message", json.dumps(
+        {"content": "The stainless fasteners on the boat corroded in the salt air.", "author_name": "Jeff",
+         "channel": "terminal:earlier"}))
+    pps(tmp_path, "call", "--entity", "lyra", "crystallize", json.dumps({"content": "Jeff is restoring a boat."}))
+    env = {"PPS_CLAUDE_CODE_AUTOSTART": "true", "PPS_CLAUDE_CODE_SERVER_START_S": "120",
+           "PPS_CLAUDE_CODE_TIMEOUT_S": "60"}
+    transcript = transcript_of(tmp_path, 44)
+    try:
+        start = run_hook(tmp_path, "SessionStart", payload("SessionStart", transcript, source="startup"), **env)
+        assert start.returncode == 0, start.stderr
+        context = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "fasteners on the boat corroded" in context and "restoring a boat" in context
+        assert "Partial: " in context and "Word-photos" in context.split("Partial: ")[1].splitlines()[0]
+        log = (home / "logs" / "hooks.log").read_text().splitlines()
+        assert "new_turns=0 via=glance" in log[-2] and "SessionStart: server started (pid " in log[-1], log[-2:]
+
+        _wait_for_address(home)  # warm: the next hook goes to it, and the session's turns arrive
+        again = run_hook(tmp_path, "SessionStart", payload("SessionStart", transcript, source="resume"), **env)
+        context = json.loads(again.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "Partial: " not in context and "comma inside quotes" in context
+        assert (home / "logs" / "hooks.log").read_text().splitlines()[-1].endswith("new_turns=12 via=server")
+        assert len([t for t in turns(tmp_path) if t["author_name"] == "Jeff"]) == 5 + 1  # each once
+        _stop(home)
+
+        prompt = payload("UserPromptSubmit", transcript, prompt="did the fasteners on the boat corrode?")
+        cold = run_hook(tmp_path, "UserPromptSubmit", prompt, "--recall", **env)
+        text = json.loads(cold.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "fasteners on the boat corroded" in text and "(partial: " in text, text
+        assert "via=glance" in (home / "logs" / "hooks.log").read_text().splitlines()[-2]
+    finally:
+        if read_owner(home) is not None:
+            _wait_for_address(home)
+        _stop(home)

@@ -307,3 +307,16 @@ class BrowsableTurnStore(TurnStore, Protocol):
         characters of created_at; turns dated before ``start`` minus turns summarized by summaries created
         before it; ``[(bucket, turns summarized)]`` by summaries created in the range, bucketed the same)."""
         ...
+
+
+@runtime_checkable
+class GlanceableStore(Protocol):
+    """A :class:`TurnStore` that can also be opened for reading only, cheaply, beside the process that owns it
+    (SQLite in WAL mode): the ``raw_capture`` and ``message_summaries`` layers on it then open at a glance
+    (:attr:`pps_core.Layer.glance`), so a cold Claude Code hook finds turns by their words while the owner starts.
+    A glance has no embedder: the turn and summary searches are lexical."""
+
+    async def open_glance(self) -> None:
+        """Open read-only (no schema change; every write fails). Raise when it cannot be read that way now (no
+        database yet, a schema this code does not read): the layers are then shown as warming up."""
+        ...
