@@ -75,18 +75,23 @@ def test_the_first_hooks_start_one_server_and_it_stops_when_idle(root, tmp_path)
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(root, **env))
                 for _ in range(3)]
     outs = [p.communicate(body, timeout=120) for p in together]
-    for out, _err in outs:
-        assert "comma inside quotes" in json.loads(out)["hookSpecificOutput"]["additionalContext"], out
-    owner = read_owner(root / "lyra")
+    for out, _err in outs:  # cold: each answers from a glance (the turns wait for the server)
+        assert "AMBIENT RECALL MANIFEST" in json.loads(out)["hookSpecificOutput"]["additionalContext"], out
+    owner = _wait_for_address(root / "lyra")
     assert owner and owner["address"].startswith("http://127.0.0.1:")
     server_log = (root / "lyra" / "logs" / "server.log").read_text()
     assert server_log.count(" serving lyra at ") == 1  # three hooks at once, one server
+    assert server_log.count("starting for entity lyra") == 1
     assert oct((root / "lyra" / "logs" / "server.log").stat().st_mode & 0o777) == "0o600"
     starts = [ln for ln in (root / "lyra" / "logs" / "hooks.log").read_text().splitlines() if " SessionStart " in ln]
-    assert sum(int(ln.split("new_turns=")[1].split()[0]) for ln in starts) == 12  # each turn read and sent once
+    assert len(starts) == 3 and "new_turns=0 via=glance" in starts[0], starts  # a late one may find it warm
+    again = run_hook(root, "SessionStart", json.loads(body), **env)  # warm: the turns go to the server
+    assert "comma inside quotes" in json.loads(again.stdout)["hookSpecificOutput"]["additionalContext"]
     stop = run_hook(root, "Stop", payload("Stop", transcript), **env)
     assert stop.returncode == 0 and stop.stdout == ""
     log = (root / "lyra" / "logs" / "hooks.log").read_text()
+    sent = [ln for ln in log.splitlines() if "via=server" in ln]
+    assert sum(int(ln.split("new_turns=")[1].split()[0]) for ln in sent) == 12  # each turn read and sent once
     assert log.splitlines()[-1].endswith("new_turns=0 via=server")
     assert len([t for t in turns(root) if t["author_name"] == "Jeff"]) == 5  # stored once, by the server
     recall = run_hook(root, "UserPromptSubmit", payload("UserPromptSubmit", transcript, prompt="semicolon export"),
@@ -181,6 +186,10 @@ def test_an_entity_that_needs_no_owner_gets_no_server(tmp_path):
     for _ in range(2):
         out = run_hook(tmp_path, "SessionStart", body, **env)
         assert "hookSpecificOutput" in json.loads(out.stdout), out.stdout
+        deadline = time.monotonic() + 120  # the server started after the first (cold) answer finds it needs none
+        while "needs no owner process" not in (tmp_path / "lyra" / "logs" / "server.log").read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
     log = (tmp_path / "lyra" / "logs" / "server.log").read_text()
     assert log.count("starting for entity lyra") == 1 and "needs no owner process" in log
     assert (tmp_path / "lyra" / "logs" / "hooks.log").read_text().splitlines()[-1].endswith("via=direct")
