@@ -112,6 +112,6 @@ __all__ = [
     "PromptMessage", "Ranker", "ResourceItem", "Resources", "SearchResult",
     "SectionConfig", "StartupItems", "StorageError", "StorePath", "SummarizableStore", "Summary", "SummaryBatch",
     "SummaryReceipt", "Text", "TooLarge", "Transport", "Unauthorized", "Unavailable", "UnknownOperation",
-    "UnreadSource", "WarmingLayer", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings", "now_utc",
-    "to_storage",
+    "UnreadSource", "WarmingLayer", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings",
+    "now_utc", "to_storage",
 ]
