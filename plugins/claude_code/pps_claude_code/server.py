@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
 import json
 import os
 import subprocess
@@ -87,15 +88,21 @@ COLD = "cold: no server runs"
 
 def _cannot_start(home: Path, cc) -> str | None:
     """Why the hooks may not start a server for this entity, or None."""
-    from pps_core.plugins import installed_plugins
-
     if not cc.autostart:
         return "autostart off"
     if _no_owner_marker(home).exists() and _no_owner_marker(home).read_text() == _toml_stamp(home):
         return "autostart off: the entity needs no owner process (no exclusive store)"
-    if "http" not in installed_plugins():
+    if not _http_installed():
         return "pps-http is not installed (needed to start a server)"
     return None
+
+
+@functools.cache
+def _http_installed() -> bool:
+    """Whether the ``http`` plugin is installed (read once a process: listing entry points costs a hook ~50 ms)."""
+    from pps_core.plugins import installed_plugins
+
+    return "http" in installed_plugins()
 
 
 def server_state(settings, cc) -> tuple[str | None, str]:
