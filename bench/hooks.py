@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -83,13 +84,18 @@ def main() -> int:
                                          "message": {"role": role, "content": [{"type": "text", "text": text}]}})
                              + "\n")
 
+    cpu: dict[float, float] = {}  # wall ms of a hook run -> its CPU ms
+
     def hook(event: str, extra_env: dict | None = None, *flags: str, **body) -> tuple[float, str]:
         data = {"session_id": session, "transcript_path": str(transcript), "hook_event_name": event, **body}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(" ".join([config[event][0]["hooks"][0]["command"], *flags]), shell=True,
                               input=json.dumps(data), capture_output=True, text=True,
                               env={**env, **(extra_env or {})}, timeout=600)
         took = (time.perf_counter() - started) * 1000
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the shell and the hook (not the detached server)
+        cpu[took] = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
         if "systemMessage" in done.stdout:
             raise RuntimeError(done.stdout)
         return took, done.stdout
@@ -184,7 +190,7 @@ def main() -> int:
     print(f"plugins: {plugins}; {args.runs} runs, cold {args.cold_runs}, waiting baseline {args.baseline_runs}")
     for line in loads:
         print(line)
-    print(f"{'measure':<52}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}   target")
+    print(f"{'measure':<52}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}{'cpu p50':>9}{'cpu p95':>9}   target")
     targets = {"ours: SessionStart, cold (glance)": "p95 < 2000", "ours: UserPromptSubmit, cold (glance)": "p95 < 2000",
                "ours: SessionStart, warm": "p95 < 500", "ours: capture (Stop), warm": "p95 < 300"}
     by = dict(rows)
@@ -193,7 +199,9 @@ def main() -> int:
         met = ""
         if target:
             met = "  met" if pct(values, 0.95) < float(target.split("<")[1]) else "  NOT met"
-        print(f"{name:<52}{statistics.median(values):>9.0f}{pct(values, 0.95):>9.0f}{max(values):>9.0f}   "
+        cpus = [cpu[v] for v in values if v in cpu]
+        cpu_cols = f"{statistics.median(cpus):>9.0f}{pct(cpus, 0.95):>9.0f}" if cpus else f"{'':>18}"
+        print(f"{name:<52}{statistics.median(values):>9.0f}{pct(values, 0.95):>9.0f}{max(values):>9.0f}{cpu_cols}   "
               f"{target}{met}")
     print()
     for label in ["idle"] + ([f"load+{args.load}"] if args.load else []):
