@@ -117,6 +117,8 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
 
         address, how = server_state(settings, cc)
         if address is None and (how == COLD or "starting" in how):
+            if how == COLD:  # started once the answer is out (see run), even if the glance fails
+                _START_AFTER.append(settings)
             return glance(event, payload, settings, cc, recall=recall, start=how == COLD, how=how)
     if event == "SessionEnd":
         if cc.recap_on_end and payload.get("transcript_path"):
@@ -164,8 +166,8 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
 def glance(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings, *, recall: bool,
            start: bool, how: str = "") -> dict[str, Any] | None:
     """A cold SessionStart or UserPromptSubmit: answer at once from the layers that open at a glance (read-only,
-    cheap: ``pps_core.Memory(glance=True)``), saying which are still warming up, while the server starts (after
-    the answer is out, when ``start``: see :func:`run`). Nothing is stored here: the transcript's new turns stay
+    cheap: ``pps_core.Memory(glance=True)``), saying which are still warming up; the server starts after the
+    answer is out when ``start`` (:func:`handle` queues it, :func:`run` starts it). Nothing is stored here: the transcript's new turns stay
     where the session's cursor is, and the next hook sends them to the warm server."""
     import asyncio
 
@@ -202,8 +204,6 @@ def glance(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
                        + (f" warming={','.join(warming)}" if warming else "")
                        + (" (turns wait for the server)" if payload.get("transcript_path") else "")
                        + ("" if start else f"; {how}"))
-    if start:
-        _START_AFTER.append(settings)
     return out
 
 
@@ -312,6 +312,7 @@ def run(event_name: str, entity: str | None, home: str | None, *, recall: bool =
         log(settings.home, f"{event}: gave up after {waited:g}s (PPS slow or stuck); nothing injected")
         record(settings.home, "error", event=event, message=reason)
         emit(_failure_notice(event, settings, session, reason, injecting=injecting))
+        _start_queued(event, cc)  # a stuck glance must not keep the server from starting
         os._exit(0)  # the stuck worker must not hold the host
     if "error" in result:
         log(settings.home, f"{event}: failed: {result['error']}")
@@ -319,9 +320,17 @@ def run(event_name: str, entity: str | None, home: str | None, *, recall: bool =
         emit(_failure_notice(event, settings, session, result["reason"], injecting=injecting))
     else:
         emit(result.get("out"))
-    while _START_AFTER:  # a glance answered: the server starts now, not competing with the answer for the CPU
-        from .server import start_detached
-
-        how = start_detached(_START_AFTER.pop(), cc)
-        log(settings.home, f"{event}: server {how}")
+    _start_queued(event, cc)  # a glance answered: the server starts now, not competing with it for the CPU
     return 0
+
+
+def _start_queued(event: str, cc: ClaudeCodeSettings) -> None:
+    from .server import start_detached
+
+    while _START_AFTER:
+        settings = _START_AFTER.pop()
+        try:
+            how = start_detached(settings, cc)
+        except Exception as exc:  # noqa: BLE001 - logged; the next hook tries again
+            how = f"not started: {type(exc).__name__}: {exc}"
+        log(settings.home, f"{event}: server {how}")
