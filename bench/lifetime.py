@@ -51,9 +51,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
+from pps_core import Memory  # noqa: E402,I001  (first: it sets numpy's BLAS to one thread, as in a server)
 
-from pps_core import Memory  # noqa: E402
+import numpy as np  # noqa: E402
 
 LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo5_public.json"
 CACHE = Path(os.environ.get("PPS_BENCH_CACHE") or Path.home() / ".cache" / "pps-bench")
@@ -530,9 +530,19 @@ async def measure(home: Path, plan: Plan, args) -> None:
     for q in qs[:5]:
         await memory.call("ambient_recall", {"context": q})
     emb = memory.embedder if not args.no_embedder else None
+    # the entity's embedder keeps a question's vector for a moment (the layers of one recall share it): each timed
+    # call below starts without it, so every call pays its own embedding as a new question would
+    forget_queries = getattr(memory.embedder, "clear", lambda: None)
+
+    def fresh(fn):
+        def call(x):
+            forget_queries()
+            return fn(x)
+
+        return call
 
     startup = await timed(lambda _x: memory.call("ambient_recall", {"context": "startup"}), range(args.runs))
-    search = await timed(lambda q: memory.call("raw_search", {"query": q, "limit": 10}), qs)
+    search = await timed(fresh(lambda q: memory.call("raw_search", {"query": q, "limit": 10})), qs)
     per_layer: dict[str, list[float]] = {}
 
     async def recall_once(q: str) -> None:
@@ -540,7 +550,14 @@ async def measure(home: Path, plan: Plan, args) -> None:
         for st in out["layers"]:
             per_layer.setdefault(st["layer"], []).append(st["latency_ms"])
 
-    recall = await timed(recall_once, qs)
+    recall = await timed(fresh(recall_once), qs)
+    names = [st["layer"] for st in (await memory.call("ambient_recall", {"context": qs[0]}))["layers"]]
+
+    async def one_after_another(q: str) -> None:  # the same layers' searches, each awaited before the next
+        for name in names:
+            await memory.search_layer(name, q, 5)
+
+    serial = await timed(fresh(one_after_another), qs)
     # dense signal alone through the layer (ANN + exact rescoring past the threshold): for recall@10 below
     dense_cfg = retrieval.FusionConfig(use_bm25=False, w_dense=1.0, author_boost=0.0, time_boost=0.0,
                                        neighbour=0.0, episode=0.0)
@@ -553,7 +570,7 @@ async def measure(home: Path, plan: Plan, args) -> None:
             ids, cos = await raw.backend.turn_similarities(raw.retriever.model(emb), qv, dense_cfg.candidates,
                                                            dense_cfg.context)
             dense_ours.append([int(ids[j]) for j in np.argsort(-np.asarray(cos), kind="stable")[:10]])
-        embed_ms = await timed(lambda q: asyncio.to_thread(emb.embed, [q]), qs)
+        embed_ms = await timed(fresh(lambda q: asyncio.to_thread(emb.embed, [q])), qs)
     # the dense candidates and their rescoring, same candidates: from the index's memory (the layer's) and from
     # SQLite's float32 rows (issue 19's way), same run
     dense_mem, dense_sql = [], []
@@ -582,6 +599,7 @@ async def measure(home: Path, plan: Plan, args) -> None:
                                             "channel": "discord:home"})
         params = {"context": "startup" if i % 2 == 0 else qs[i], "budget": 9000, "consumer_key": "bench-reader",
                   "channel": "terminal:a"}
+        forget_queries()
         t = time.perf_counter()
         out = await memory.call("ambient_recall", params)
         ms = (time.perf_counter() - t) * 1000
@@ -600,6 +618,20 @@ async def measure(home: Path, plan: Plan, args) -> None:
         for t in texts:
             await cap.call("store_message", {"content": t, "author_name": "Lyra", "channel": "terminal:a"})
         capture = len(texts) / (time.perf_counter() - t0)
+        # the bare INSERT below, on the layer's own writer thread and connection: what the hop from the event loop
+        # to that thread and back costs (the capture pays it once per call)
+        cdb = cap.require_layer("raw_capture").backend.db
+
+        def bare_insert(c: sqlite3.Connection, text: str) -> None:
+            c.execute("BEGIN IMMEDIATE")
+            c.execute("INSERT INTO messages (content, author_name, channel, created_at) VALUES (?, 'Lyra', "
+                      "'terminal:a', strftime('%Y-%m-%dT%H:%M:%fZ','now'))", (text,))
+            c.execute("COMMIT")
+
+        t0 = time.perf_counter()
+        for t in texts:
+            await cdb.run(bare_insert, cdb.conn, t)
+        capture_hop = len(texts) / (time.perf_counter() - t0)
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")  # as the layer's own connection
@@ -683,20 +715,23 @@ async def measure(home: Path, plan: Plan, args) -> None:
 
     line("startup package (ambient_recall startup)", startup, base_start, "p95 < 10")
     line("fused raw_search (top 10)", search, base_fts, "p95 < 50")
-    line("ambient_recall, all layers", recall, None, "p95 < 100")
+    line("ambient_recall, all layers", recall, serial, "p95 < 100")
     line("ambient_recall, budget 9000 + unread", budget, None, "-")
     print(f"{'  baseline: bare FTS5 MATCH (OR, rank, 10)':<46}{pct(base_fts, 50):>9.2f}{pct(base_fts, 95):>9.2f}")
     if qvecs:
         print(f"{'  baseline: brute-force cosine, all vectors':<46}{pct(bf, 50):>9.2f}{pct(bf, 95):>9.2f}")
         print(f"{'  baseline: query embedding alone':<46}{pct(embed_ms, 50):>9.2f}{pct(embed_ms, 95):>9.2f}")
     print(f"{'  baseline: plain SQL of the startup rows':<46}{pct(base_start, 50):>9.2f}{pct(base_start, 95):>9.2f}")
+    print(f"{'  baseline: the layers one after another':<46}{pct(serial, 50):>9.2f}{pct(serial, 95):>9.2f}")
     if dense_mem:
         print(f"{'  dense candidates + rescoring, from memory':<46}{pct(dense_mem, 50):>9.2f}{pct(dense_mem, 95):>9.2f}"
               f"{pct(dense_sql, 50):>14.2f}{pct(dense_mem, 50) / pct(dense_sql, 50):>8.2f}  (baseline: SQLite rows)")
     for name, ms in per_layer.items():
         print(f"{'  recall, layer ' + name:<46}{pct(ms, 50):>9.2f}{pct(ms, 95):>9.2f}")
     print(f"{'capture, one writer (turns/s)':<46}{capture:>9.0f}{'':>9}{capture_base:>14.0f}"
-          f"{capture / capture_base:>8.2f}{'>= 2000':>13}")
+          f"{capture / capture_base:>8.2f}{'>= 0.8':>13}")
+    print(f"{'  baseline: bare INSERT via the writer thread':<46}{capture_hop:>9.0f}{'':>9}{capture_base:>14.0f}"
+          f"{capture_hop / capture_base:>8.2f}")
     if ann_recall is not None:
         print(f"\ndense recall@10 (layer's dense signal vs exact brute force, tie-aware): {ann_recall:.3f} "
               f"(target >= 0.98); mean cosine of its top 10 is {np.mean(gap):.4f} below the exact top 10's "

@@ -5,7 +5,8 @@
 The same Zipfian corpus as bench/startup.py is stored through store_messages into an entity on each store
 (plugins sqlite+crystals, then postgres+crystals; PostgreSQL is a pgserver in a temp dir on this machine),
 the oldest summarized until 300 stay unsummarized, then: ambient_recall("startup"), a non-startup ambient_recall (lexical layers), raw_search, each p50/p95
-over ``--runs`` calls; capture through store_message one turn at a time (turns/s). SQLite is the baseline.
+over ``--runs`` calls; capture through store_message one turn at a time (turns/s), and by 8 concurrent writers (400 turns). SQLite is the
+baseline.
 """
 
 from __future__ import annotations
@@ -61,6 +62,15 @@ async def measure(store: str, home: Path, turns: int, runs: int, settings: dict)
         for _i in range(300):
             await m.call("store_message", {"content": sentence(rng), "author_name": "Jeff", "channel": "terminal:a"})
         out["store_message turns/s"] = 300 / (time.perf_counter() - started)
+
+        async def writer(k: int) -> None:
+            for _i in range(50):
+                await m.call("store_message", {"content": sentence(rng), "author_name": "Jeff",
+                                               "channel": f"terminal:{k}"})
+
+        started = time.perf_counter()
+        await asyncio.gather(*(writer(k) for k in range(8)))
+        out["store_message x8 turns/s"] = 400 / (time.perf_counter() - started)
     return out
 
 
@@ -85,7 +95,7 @@ async def main() -> int:
     for name in ("ambient_recall startup", "ambient_recall search", "raw_search"):
         (a50, a95), (b50, b95) = sq[name], pg[name]
         print(f"{name:<28} {a50:>10.1f} {a95:>8.1f} {b50:>13.1f} {b95:>8.1f} {b95 / a95:>9.1f}")
-    for name in ("bulk turns/s", "store_message turns/s"):
+    for name in ("bulk turns/s", "store_message turns/s", "store_message x8 turns/s"):
         print(f"{name:<28} {sq[name]:>10.0f} {'':>8} {pg[name]:>13.0f} {'':>8} {pg[name] / sq[name]:>9.2f}")
     return 0
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import os
 import time
 from _collections_abc import dict_items, dict_keys, dict_values
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -16,7 +17,7 @@ from zoneinfo import ZoneInfo
 import pluggy
 
 from .catalog import Catalog, Operation, to_jsonable
-from .embedding import Embedder
+from .embedding import Embedder, SharedQueries
 from .errors import ConfigError, PPSError, Unavailable, UnknownOperation, did_you_mean, storage_error
 from .events import Events
 from .layer import FailedLayer, Layer, WarmingLayer
@@ -28,6 +29,13 @@ from .ranking import Ranker
 from .settings import EntitySettings, load_settings
 
 log = logging.getLogger("pps")
+
+# numpy's BLAS runs on one thread in a process that serves an entity: its parallelism is the layers' (a recall
+# searches them at once), and OpenBLAS's own threads spin-wait for a core another layer holds: on 2 busy cores a
+# 4,000 x 384 matrix-vector product took 3.5-7.5 ms with two threads, 0.14 ms with one (bench/RESULTS.md,
+# issue 26). Read when numpy is first imported (plugins import it lazily, after this); a value set wins.
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 T = TypeVar("T")
 _IN_WRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_in_write", default=False)
 #: True while a read runs on a memory that opened only the layers of the operation's plugin.
@@ -477,10 +485,14 @@ class Memory:
 
     @property
     def embedder(self) -> Embedder | None:
-        if self.glance:  # no model at a glance: searches are lexical
+        """The entity's embedder (the ``pps_embedder`` hook), or None. One-text calls are shared between the layers
+        that ask at the same moment (:class:`~pps_core.embedding.SharedQueries`): a recall embeds its context once.
+        None at a glance (no model: searches are lexical)."""
+        if self.glance:
             return None
         if not self._embedder_loaded and self.pm is not None:  # before open(): None, not cached
-            self._embedder = self.pm.hook.pps_embedder(memory=self)
+            found = self.pm.hook.pps_embedder(memory=self)
+            self._embedder = SharedQueries(found) if found is not None else None
             self._embedder_loaded = True
         return self._embedder
 

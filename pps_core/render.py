@@ -157,6 +157,24 @@ def turn_day(r: SearchResult, tz: ZoneInfo) -> str:
     return render_day(r.timestamp, tz) if r.timestamp else "????-??-??"
 
 
+def turn_lines(items: Sequence[SearchResult], tz: ZoneInfo, max_chars: int | None, *,
+               labels: dict[str, str] | None = None) -> tuple[list[str], list[int], list[str]]:
+    """:func:`turn_item` (``with_day=False``) and :func:`turn_day` of every item, each timestamp read once: the
+    startup package renders every unsummarized turn at every session start."""
+    lines, chars, days = [], [], []
+    labels = labels or {}
+    for r in items:
+        if r.timestamp:
+            day, _sp, when = local(r.timestamp, tz).strftime("%Y-%m-%d %H:%M").rpartition(" ")
+        else:
+            day, when = "????-??-??", "?"
+        channel = r.channels[0] if r.channels else "?"
+        lines.append(f"[{when}] [{labels.get(channel, channel)}] {r.author or '?'}: {truncate(r.content, max_chars)}")
+        chars.append(shown_chars(r.content, max_chars))
+        days.append(day)
+    return lines, chars, days
+
+
 _LONG_ID = re.compile(r"[0-9A-Za-z_-]{12,}")
 
 

@@ -43,6 +43,18 @@ class StartupConfig(BaseModel):
 
 class RecallConfig(BaseModel):
     layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout for non-startup recall")
+    layer_budget_ms: dict[str, float] = Field(
+        default_factory=dict, description="layer -> its own time budget in a non-startup recall, in milliseconds "
+                                          "(over layer_timeout_s): the layers search at once, and one past its "
+                                          "budget is reported as a timeout while the others answer")
+
+    @field_validator("layer_budget_ms")
+    @classmethod
+    def _positive_budgets(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = [name for name, ms in v.items() if not ms > 0 or ms == float("inf")]
+        if bad:
+            raise ValueError(f"budgets must be positive finite milliseconds: {', '.join(sorted(bad))}")
+        return v
     layers: list[str] | None = Field(None, description="layers searched by non-startup recall; None = all")
     skip_in_text: list[str] = Field(default_factory=list, description="layers searched but not rendered")
     min_score: dict[str, float] = Field(default_factory=dict,

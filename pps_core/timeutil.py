@@ -77,7 +77,8 @@ def storage_or_none(value: str | None, tz: ZoneInfo, param: str) -> str | None:
 def local(value: str | datetime, tz: ZoneInfo) -> datetime:
     """In the entity's zone; a stored time the zone cannot render (an older version's edge-of-calendar row)
     stays in UTC rather than failing the read."""
-    dt = from_storage(value) if isinstance(value, str) else value
+    # a stored time carries its offset: converted once, straight to the zone (from_storage's UTC step is the same)
+    dt = datetime.fromisoformat(value.replace("Z", "+00:00")) if isinstance(value, str) else value
     try:
         return dt.astimezone(tz)
     except (OverflowError, ValueError):

@@ -55,6 +55,20 @@ async def test_an_erroring_and_a_slow_layer_never_fail_the_call(make_memory):
     assert "the kettle" in out["text"] and out["latency_ms"] < 2500
 
 
+async def test_a_layer_past_its_own_budget_is_reported_and_the_others_answer(make_memory):
+    """Issue 26: ``[recall] layer_budget_ms`` gives one layer a budget of its own (under the common timeout)."""
+    m = await make_memory(plugins=[], extra_plugins=scripted(
+        ScriptedLayer("docs", ["the kettle"]), ScriptedLayer("graph", ["kettle fact"], delay=1.5),
+        ScriptedLayer("anchors", ["kettle photo"], delay=0.3)), recall={"layer_budget_ms": {"graph": 200}})
+    out = await m.call("ambient_recall", {"context": "kettle"})
+    status = {s["layer"]: s for s in out["layers"]}
+    assert {k: v["status"] for k, v in status.items()} == {"docs": "ok", "graph": "timeout", "anchors": "ok"}
+    assert status["graph"]["detail"] == "no answer within 0.2s" and status["graph"]["latency_ms"] < 1000
+    assert {r["layer"] for r in out["results"]} == {"docs", "anchors"}
+    with pytest.raises(Exception, match="positive"):
+        await make_memory("other", plugins=[], recall={"layer_budget_ms": {"graph": 0}})
+
+
 async def test_recall_layers_can_be_restricted_by_config(make_memory):
     m = await make_memory(plugins=[], recall={"layers": ["crystals"]}, extra_plugins=scripted(
         ScriptedLayer("turns", ["kettle"]), ScriptedLayer("crystals", ["kettle crystal"])))

@@ -121,8 +121,11 @@ def _health_line(memory: Memory, health: dict[str, LayerHealth]) -> str:
     return render.health_line(unsummarized, uningested, other)
 
 
-async def _guarded(memory: Memory, name: str, coro: Coroutine[Any, Any, T]) -> tuple[T | None, LayerStatus]:
-    timeout = memory.settings.recall.layer_timeout_s
+async def _guarded(memory: Memory, name: str, coro: Coroutine[Any, Any, T],
+                   budget_ms: float | None = None) -> tuple[T | None, LayerStatus]:
+    """Await one layer's part, at most ``budget_ms`` (else ``[recall] layer_timeout_s``): a layer that fails or
+    overruns is reported in its status, never fails the call."""
+    timeout = budget_ms / 1000 if budget_ms is not None else memory.settings.recall.layer_timeout_s
     started = time.perf_counter()
     layer = memory.layer(name)
     if isinstance(layer, WarmingLayer):  # a glance: opened by the owner, not here (yet)
@@ -205,14 +208,14 @@ def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems, labe
             keep = [chosen.index(i) for i in keep[:sec.count]]
     if sec.order == "newest_first":
         items.reverse()
-    rendered = []
-    for r in items:
-        if sec.style == "turns":
-            rendered.append(render.turn_item(r, memory.tz, sec.max_chars, labels=labels, with_day=False))
-        elif sec.style == "summaries":
-            rendered.append(render.summary_item(r, memory.tz, sec.max_chars, labels=labels))
-        else:
-            rendered.append(render.document_item(r, sec.max_chars))
+    days = None
+    if sec.style == "turns":
+        lines, counts, days = render.turn_lines(items, memory.tz, sec.max_chars, labels=labels)
+        rendered = list(zip(lines, counts, strict=True))
+    elif sec.style == "summaries":
+        rendered = [render.summary_item(r, memory.tz, sec.max_chars, labels=labels) for r in items]
+    else:
+        rendered = [render.document_item(r, sec.max_chars) for r in items]
     if sec.style == "turns":
         header, joiner = "[unsummarized_turns]", "\n"
     elif sec.style == "summaries":
@@ -221,8 +224,7 @@ def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems, labe
         header, joiner = None, SEPARATOR
     return Block(name=sec.name, layer=sec.layer, header=header, items=[t for t, _ in rendered],
                  chars=[c for _, c in rendered], joiner=joiner, total=total, style=sec.style, keep=keep,
-                 quotas=bool(sec.quotas), section=sec, source=memory.layer(sec.layer), more=found.more,
-                 days=[render.turn_day(r, memory.tz) for r in items] if sec.style == "turns" else None)
+                 quotas=bool(sec.quotas), section=sec, source=memory.layer(sec.layer), more=found.more, days=days)
 
 
 def _channel_group(channel: str, quotas: dict[str, int]) -> str:
@@ -255,8 +257,10 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]
     names = memory.settings.recall.layers or list(memory.layers)
     names = [n for n in names if memory.layer(n) is not None]
     limit = p.limit_per_layer
+    budgets = memory.settings.recall.layer_budget_ms
+    # every layer searches at once (each waits on its own store or model off the event loop), each within its budget
     outcomes = await asyncio.gather(
-        *(_guarded(memory, n, memory.search_layer(n, p.context, limit)) for n in names))
+        *(_guarded(memory, n, memory.search_layer(n, p.context, limit), budgets.get(n)) for n in names))
     fused: list[tuple[float, int, SearchResult]] = []
     statuses: list[LayerStatus] = []
     floors = {**memory.settings.recall.min_score, **(p.min_score or {})}

@@ -119,7 +119,7 @@ def test_environment_variables_configure_it(tmp_path, monkeypatch):
             return memory.embedder
 
     e = asyncio.run(run())
-    assert isinstance(e, OpenAIEmbedder) and e.name == "openai:env-model" and e.dimension == 12
+    assert isinstance(e.inner, OpenAIEmbedder) and e.name == "openai:env-model" and e.dimension == 12  # under SharedQueries
     from pps_embeddings.settings import EmbeddingSettings
 
     assert "sk-env" not in repr(EmbeddingSettings()) and "sk-env" not in repr(e)

@@ -74,7 +74,7 @@ async def timeline(ctx: Ctx):
             values["page"] = pager(ctx, offset, 20, found["count"], None, "/timeline", q=q, channel=channel)
         return "timeline.html", values
     if not ctx.has("list_turns"):
-        values["err"] = "not available: this entity does not load the operation list_turns (plugin sqlite)"
+        values["err"] = "not available: this entity does not load the operation list_turns (plugin sqlite or postgres)"
         return "timeline.html", values
     day = ctx.arg("day") or await _newest_day(ctx)
     try:

@@ -31,6 +31,31 @@ log = logging.getLogger("pps.postgres")
 COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
 SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
                    "summary_type, created_at, rewrite")
+#: One multi-row capture: new turns in input order, skipping message ids stored or forgotten; summaries whose span
+#: strictly contains a new turn's time are flagged for rewrite ("backfill") and named in ``inside``.
+INSERT_BATCH = f"""
+WITH batch AS (
+    SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+                         %s::timestamptz[], %s::text[])
+        AS b(ord, message_id, digest, content, author_name, channel, session_id, created_at, metadata)
+), ins AS (
+    INSERT INTO messages (id, message_id, content, author_name, channel, session_id, created_at, metadata)
+    SELECT nextval(pg_get_serial_sequence('messages', 'id')), b.message_id, b.content, b.author_name, b.channel,
+           b.session_id, b.created_at, b.metadata
+    FROM batch b
+    WHERE b.message_id IS NULL OR NOT (EXISTS (SELECT 1 FROM messages m WHERE m.message_id = b.message_id)
+                                       OR EXISTS (SELECT 1 FROM forgotten_message_ids f WHERE f.digest = b.digest))
+    ORDER BY b.ord
+    ON CONFLICT (message_id) DO NOTHING
+    RETURNING {COLUMNS}
+), hits AS (
+    SELECT ins.id AS turn, s.id AS summary FROM ins JOIN message_summaries s
+    ON s.time_span_start < ins.created_at AND s.time_span_end > ins.created_at
+), flagged AS (
+    UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL AND id IN (SELECT summary FROM hits)
+)
+SELECT ins.*, ARRAY(SELECT h.summary FROM hits h WHERE h.turn = ins.id ORDER BY h.summary) AS inside FROM ins
+"""
 #: The advisory lock writers share and a poll takes exclusively (per schema: hashtext of this and the schema).
 CAPTURE_LOCK = "pps-capture:"
 
@@ -79,6 +104,9 @@ class PostgresStore:
         self.lock_key = CAPTURE_LOCK + self.schema
         self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
         self.matrix = TurnMatrix(self)
+        self._waiting: list[tuple[list[dict[str, Any]], Any]] = []  # captures waiting for the next group commit
+        self._writing = False
+        self._writer: Any = None
 
     @classmethod
     def for_memory(cls, memory) -> PostgresStore:
@@ -138,54 +166,120 @@ class PostgresStore:
     # -- turns ----------------------------------------------------------------------------------
 
     async def store(self, batch):
+        """Group commit: captures that arrive while one is being written join the next transaction together (one
+        WAL flush for all of them); each caller gets its own acks once that transaction committed, so an ack still
+        means durable. A group that fails is written again batch by batch, so one bad batch fails alone."""
+        import asyncio
+
+        done = asyncio.get_running_loop().create_future()
+        self._waiting.append((list(batch), done))
+        if not self._writing:  # the writer is a task of its own: a caller that goes away leaves the others served
+            self._writing = True
+            self._writer = asyncio.create_task(self._drain())
+        return await asyncio.shield(done)
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                group, self._waiting = self._waiting, []
+                await self._commit_group(group)
+        finally:
+            self._writing = False
+
+    async def _commit_group(self, group) -> None:
+        if len(group) > 1:
+            combined = [t for b, _f in group for t in b]
+            try:
+                acks, new = await self._store_now(combined)
+            except Exception:  # noqa: BLE001 - each batch is tried alone below, and fails alone
+                pass
+            else:
+                new_ids = {t["id"]: t for t in new}
+                at = 0
+                for b, fut in group:
+                    mine = acks[at:at + len(b)]
+                    at += len(b)
+                    fresh = [new_ids.pop(a["id"]) for a in mine if a.get("id") in new_ids]
+                    if not fut.done():
+                        fut.set_result((mine, fresh))
+                return
+        for b, fut in group:
+            try:
+                result = await self._store_now(b)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+                if not fut.done():
+                    fut.set_exception(exc)
+            else:
+                if not fut.done():
+                    fut.set_result(result)
+
+    async def _store_now(self, batch):
+        """One transaction of three statements, sent in one pipeline: the shared capture lock, then one multi-row
+        INSERT (``unnest`` of column arrays) that skips message ids already stored or forgotten, takes ids in
+        input order (volatile ``nextval`` runs after the ORDER BY) and flags the summaries each new turn falls
+        inside, all in one statement; then COMMIT (acknowledged once the WAL is flushed: ``synchronous_commit``).
+        Only a repeat needs one more query (the first row, for its ack)."""
+        first: dict[str, int] = {}  # message_id -> its first index in the batch
+        fresh: list[int] = []
+        for i, t in enumerate(batch):
+            mid = t.get("message_id")
+            if mid is not None:
+                if mid in first:
+                    continue
+                first[mid] = i
+            fresh.append(i)
+        cols: list[list[Any]] = [[] for _ in range(8)]
+        for i in fresh:
+            t = batch[i]
+            mid = t.get("message_id")
+            for col, value in zip(cols, (i, mid, None if mid is None else digest(mid), t["content"], t["author_name"],
+                                         t["channel"], t.get("session_id"), from_storage(t["created_at"])),
+                                  strict=True):
+                col.append(value)
+        metas = [json.dumps(batch[i].get("metadata") or {}, ensure_ascii=False) for i in fresh]
+        async with self.connection() as conn:
+            async with conn.pipeline(), conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", (self.lock_key,))
+                cur = await conn.execute(INSERT_BATCH, (*cols, metas))
+                rows = await cur.fetchall()
+                by_mid = {r["message_id"]: r for r in rows if r["message_id"] is not None}
+                plain = sorted((r for r in rows if r["message_id"] is None), key=lambda r: r["id"])
+                repeats = [m for m in first if m not in by_mid]
+                known: dict[str, dict[str, Any]] = {}
+                forgotten: set[str] = set()
+                if repeats:  # stored before (or by another server meanwhile), or forgotten
+                    found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = ANY(%s)",
+                                                      (repeats,))).fetchall()
+                    known = {r["message_id"]: r for r in found}
+                    gone = [digest(m) for m in repeats if m not in known]
+                    if gone:
+                        marks = await (await conn.execute(
+                            "SELECT digest FROM forgotten_message_ids WHERE digest = ANY(%s)", (gone,))).fetchall()
+                        forgotten = {r["digest"] for r in marks}
         acks: list[dict[str, Any]] = []
         new: list[dict[str, Any]] = []
-        async with self.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", (self.lock_key,))
-            for t in batch:
-                meta = t.get("metadata") or {}
-                if t.get("message_id") is not None:  # a repeat: looked up first, so it costs no id
-                    row = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = %s",
-                                                    (t["message_id"],))).fetchone()
-                    if row is not None:
-                        turn = row_to_turn(row)
-                        acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
-                        continue
-                    if await (await conn.execute("SELECT 1 FROM forgotten_message_ids WHERE digest = %s",
-                                                 (digest(t["message_id"]),))).fetchone():
-                        acks.append(forgotten_ack(t))
-                        continue
-                row = await (await conn.execute(
-                    "INSERT INTO messages (message_id, content, author_name, channel, session_id, created_at, "
-                    "metadata) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (message_id) DO NOTHING "
-                    f"RETURNING {COLUMNS}",
-                    (t.get("message_id"), t["content"], t["author_name"], t["channel"], t.get("session_id"),
-                     from_storage(t["created_at"]), json.dumps(meta, ensure_ascii=False)))).fetchone()
-                if row is None:  # stored meanwhile by another server: answer as the first did
-                    row = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = %s",
-                                                    (t["message_id"],))).fetchone()
-                    turn = row_to_turn(row)
-                    acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
-                    continue
+        plain_rows = iter(plain)
+        for i, t in enumerate(batch):
+            mid = t.get("message_id")
+            row = next(plain_rows) if mid is None else by_mid.get(mid) if first[mid] == i else None
+            if row is not None:
                 turn = row_to_turn(row)
                 new.append(turn)
                 ack = {k: turn[k] for k in ("id", "message_id", "created_at", "channel")}
-                inside = await self._flag_spans(conn, row["created_at"])
-                if inside:
-                    ack["inside_summaries"] = inside
+                if row["inside"]:
+                    ack["inside_summaries"] = list(row["inside"])
                 acks.append(ack)
+                continue
+            earlier = by_mid.get(mid) or known.get(mid)
+            if earlier is not None:  # a repeat: answered as the first was
+                turn = row_to_turn(earlier)
+                acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
+            elif digest(mid) in forgotten:
+                acks.append(forgotten_ack(t))
+            else:  # pragma: no cover - the row was stored and forgotten between the two statements
+                raise Conflict(f"store: message_id {mid!r} changed while it was stored; send it again",
+                               param="message_id")
         return acks, new
-
-    async def _flag_spans(self, conn, at) -> list[int]:
-        """As ``pps_sqlite.turns.flag_spans``: summaries whose span strictly contains ``at`` are flagged."""
-        rows = await (await conn.execute(
-            "SELECT id FROM message_summaries WHERE time_span_start < %s AND time_span_end > %s ORDER BY id",
-            (at, at))).fetchall()
-        ids = [r["id"] for r in rows]
-        if ids:
-            await conn.execute("UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL "
-                               "AND id = ANY(%s)", (ids,))
-        return ids
 
     async def lexical_search(self, query, limit, offset=0, channel=None):
         """tsvector BM25 of the query's words (a baseline for bench/locomo.py; the domain searches through
@@ -353,6 +447,79 @@ class PostgresStore:
             cur = await conn.execute("UPDATE messages SET ingested_at = now() WHERE ingested_at IS NULL "
                                      "AND id = ANY(%s)", (list(ids),))
             return cur.rowcount
+
+    # -- backup and restore (pps_turns.ArchivableTurnStore) ---------------------------------------
+
+    async def _version(self, conn) -> int:
+        return (await (await conn.execute("SELECT max(version) AS v FROM pps_schema_version")).fetchone())["v"] or 0
+
+    async def export_rows(self, dest):
+        """Every turn table as COPY text, from one snapshot (:mod:`.archive`)."""
+        from . import archive
+
+        async with self.connection() as conn:
+            return await archive.export(conn, self.schema, await self._version(conn), dest)
+
+    async def import_rows(self, home):
+        """The archive's rows into this (empty) schema, in one transaction checked table by table (:mod:`.archive`)."""
+        from . import archive
+
+        manifest = archive.read_manifest(home)
+        if manifest is None:
+            return None
+        async with self.connection() as conn:
+            loaded = await archive.load(conn, self.schema, await self._version(conn), self.lock_key, home, manifest)
+            for table in loaded:  # fresh statistics for the planner
+                await conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(table)))
+        self.matrix.forget()
+        archive.remove(home)
+        return loaded
+
+    # -- browsing (list_turns, turn_activity: pps_turns.BrowsableTurnStore) -----------------------
+
+    async def list_turns(self, *, since, until, channel, author, ids, newest_first, limit, offset):
+        clauses, args = [], []
+        if since:
+            clauses.append("created_at >= %s")
+            args.append(from_storage(since))
+        if until:
+            clauses.append("created_at < %s")
+            args.append(from_storage(until))
+        if channel:
+            clauses.append("(channel = %s OR left(channel, %s) = %s)")
+            args += [channel, len(channel) + 1, channel + ":"]
+        if author:
+            clauses.append("lower(author_name) = lower(%s)")
+            args.append(author)
+        if ids:
+            clauses.append("id = ANY(%s)")
+            args.append(list(ids))
+        where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+        order = "DESC" if newest_first else "ASC"
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")  # the total and the page agree
+            total = (await (await conn.execute(f"SELECT count(*) AS n FROM messages{where}", args)).fetchone())["n"]
+            rows = await (await conn.execute(f"SELECT {COLUMNS} FROM messages{where} ORDER BY created_at {order}, "
+                                             f"id {order} LIMIT %s OFFSET %s", [*args, limit, offset])).fetchall()
+        return total, [row_to_turn(r) for r in rows]
+
+    async def activity(self, start, end, width):
+        """As ``pps_sqlite``: buckets are the first ``width`` characters of the canonical UTC time."""
+        bucket = "left(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS'), %s)"
+        lo, hi, width = from_storage(start), from_storage(end), int(width)
+        async with self.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            turns = await (await conn.execute(
+                f"SELECT {bucket} AS b, channel, count(*) AS n FROM messages WHERE created_at >= %s "
+                "AND created_at < %s GROUP BY 1, 2", (width, lo, hi))).fetchall()
+            before = (await (await conn.execute(
+                "SELECT (SELECT count(*) FROM messages WHERE created_at < %s) - (SELECT COALESCE(sum(message_count), 0) "
+                "FROM message_summaries WHERE created_at < %s) AS n", (lo, lo))).fetchone())["n"]
+            summed = await (await conn.execute(
+                f"SELECT {bucket} AS b, sum(message_count) AS n FROM message_summaries WHERE created_at >= %s "
+                "AND created_at < %s GROUP BY 1", (width, lo, hi))).fetchall()
+        return ([(r["b"], r["channel"], r["n"]) for r in turns], int(before),
+                [(r["b"], int(r["n"])) for r in summed])
 
     # -- forgetting -----------------------------------------------------------------------------
 

@@ -1,10 +1,12 @@
-"""One SQLite connection per entity, used from one worker thread (WAL, busy timeout)."""
+"""One SQLite writer connection per entity, used from one worker thread, and a few reader connections on threads
+of their own (WAL, busy timeout): a search never waits behind a write, nor one layer's search behind another's."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import queue
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +21,10 @@ from pps_core.catalog import MAX_DEPTH
 from .schema import MIGRATIONS, migrate
 
 T = TypeVar("T")
+
+#: Reader connections (and threads) per database: WAL lets them read while the writer writes; a recall's turn and
+#: summary searches, a startup package and health run on them at once.
+READERS = 2
 
 
 class SQLiteSettings(PluginSettings, env_prefix="PPS_SQLITE_"):
@@ -43,12 +49,20 @@ def connect(path: Path, busy_timeout_ms: int = 10_000) -> sqlite3.Connection:
 
 
 class Database:
-    """Runs every statement on one worker thread, so the event loop never blocks on a lock."""
+    """Runs every write (and whatever needs the writer's state) on one worker thread (:meth:`run`), and reads on
+    :data:`READERS` threads with a connection each (:meth:`read`), so the event loop never blocks on a lock and
+    reads never wait for a write. A reader sees every write acknowledged before it started (WAL)."""
 
-    def __init__(self, path: Path, busy_timeout_ms: int = 10_000) -> None:
+    def __init__(self, path: Path, busy_timeout_ms: int = 10_000, readers: int = READERS) -> None:
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"pps-sqlite-{path.parent.name}")
+        self.readers = max(1, readers)
+        self._readers = ThreadPoolExecutor(max_workers=self.readers,
+                                           thread_name_prefix=f"pps-sqlite-read-{path.parent.name}")
+        #: Reader connections not in use (as many as reader threads: a read never waits for one).
+        self._idle: queue.SimpleQueue[sqlite3.Connection] = queue.SimpleQueue()
+        self._reader_conns: list[sqlite3.Connection] = []
         self.conn: sqlite3.Connection | None = None
         self.version = 0
         self._identity: tuple[int, int] | None = None
@@ -64,6 +78,11 @@ class Database:
         self.version = migrate(self.conn)
         st = os.stat(self.path)
         self._identity = (st.st_dev, st.st_ino)
+        for _ in range(self.readers):
+            reader = connect(self.path, self.busy_timeout_ms)
+            reader.execute("PRAGMA query_only = ON")
+            self._reader_conns.append(reader)
+            self._idle.put(reader)
 
     def check_file(self) -> None:
         """Unavailable if the file opened is no longer the one at ``path`` (deleted, or replaced by a copy).
@@ -120,6 +139,33 @@ class Database:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self._checked, fn, *args)
 
+    def connections(self) -> list[sqlite3.Connection]:
+        """The writer's connection and every reader's (tests trace or count the statements of all of them)."""
+        return ([self.conn] if self.conn is not None else []) + list(self._reader_conns)
+
+    def _read(self, fn: Callable[..., T], *args: Any) -> T:
+        self.check_file()
+        if self.conn is None:  # not open, or closed
+            raise Unavailable(f"the database {self.path} is not open")
+        conn = self._idle.get()
+        try:
+            conn.execute("BEGIN")  # one snapshot from its first SELECT on (a count and its page agree)
+            try:
+                out = fn(conn, *args)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return out
+        finally:
+            self._idle.put(conn)
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(conn, *args)`` on a reader thread, in one read transaction; ``fn`` must not write."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, self._read, fn, *args)
+
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run synchronously on the worker thread (for sync callers such as benchmarks)."""
         return self._pool.submit(self._checked, fn, *args).result()
@@ -135,6 +181,10 @@ class Database:
                 self.conn.close()
                 self.conn = None
 
+        await asyncio.to_thread(self._readers.shutdown, True)  # reads in flight finish first
+        readers, self._reader_conns = self._reader_conns, []
+        for conn in readers:
+            conn.close()
         try:
             await asyncio.get_running_loop().run_in_executor(self._pool, _close)
         finally:
@@ -159,7 +209,7 @@ class Tx:
 
 
 def loads(value: str | None) -> Any:
-    if not value:
+    if not value or value == "{}":  # most turns carry no metadata: no parse (the startup package reads hundreds)
         return {}
     try:
         found = json.loads(value)

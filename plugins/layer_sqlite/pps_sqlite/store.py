@@ -1,4 +1,5 @@
-"""``pps_turns.TurnStore`` on one SQLite file: every call runs on the database's worker thread.
+"""``pps_turns.TurnStore`` on one SQLite file: writes run on the database's worker thread, reads on its reader
+threads (``Database.read``), so a search neither waits for a write nor for another layer's search.
 
 The SQL lives in ``turns.py`` (turns, cursors, forgetting, browsing), ``summaries.py``, ``lexical.py`` (FTS5
 BM25, bounded over a long history), ``turnindex.py`` (turn vectors: the matrix and the HNSW index) and
@@ -7,6 +8,7 @@ BM25, bounded over a long history), ``turnindex.py`` (turn vectors: the matrix a
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,10 @@ class SQLiteStore:
                                          ann_dtype or SQLiteSettings.model_fields["ann_dtype"].default)
         self.summary_matrix = summaryindex.SummaryMatrix()
         self._df = lexical.DocFreq()
+        #: The turn vectors' matrix and index are read by searches (reader threads) and changed by writes (the
+        #: worker): one at a time. A search takes it before its first SELECT, so what it loads is never older
+        #: than a forget that already ran.
+        self._dense_lock = threading.Lock()
 
     @classmethod
     def for_memory(cls, memory: Any) -> SQLiteStore:
@@ -69,7 +75,19 @@ class SQLiteStore:
             return ()
 
     async def _run(self, fn, *args):
+        """``fn(conn, *args)`` on the writer's thread and connection."""
         return await self.db.run(fn, self.db.conn, *args)
+
+    async def _read(self, fn, *args):
+        """``fn(conn, *args)`` on a reader thread and connection (``fn`` only reads)."""
+        return await self.db.read(fn, *args)
+
+    def _dense(self, fn):
+        def locked(*args):
+            with self._dense_lock:
+                return fn(*args)
+
+        return locked
 
     async def open(self) -> None:
         await self.db.open()
@@ -89,35 +107,35 @@ class SQLiteStore:
         return await self._run(turns.store, batch)
 
     async def turns_by_ids(self, ids):
-        return await self._run(turns.by_ids, list(ids))
+        return await self._read(turns.by_ids, list(ids))
 
     async def lexical_search(self, query, limit, offset=0, channel=None):
         """FTS5's own ranking of content, author and channel (a baseline for bench/locomo.py; not the store
         interface: the domain searches through ``lexical_turns``)."""
-        return await self._run(turns.search, query, limit, offset, channel)
+        return await self._read(turns.search, query, limit, offset, channel)
 
     async def newest(self, limit):
-        return await self._run(turns.newest, limit)
+        return await self._read(turns.newest, limit)
 
     async def counts(self):
-        return await self._run(turns.counts)
+        return await self._read(turns.counts)
 
     async def unsummarized_page(self, limit, offset=0, *, oldest_first=False, channel=None):
         def work(conn):
             return (turns.unsummarized_count(conn, channel),
                     turns.unsummarized(conn, limit, offset, oldest_first=oldest_first, channel=channel))
 
-        return await self._run(work)
+        return await self._read(work)
 
     async def since(self, ts, limit, include_summaries):
         def work(conn):
             msgs, more = turns.since(conn, ts, limit)
             return msgs, more, summaries.overlapping(conn, ts) if include_summaries else []
 
-        return await self._run(work)
+        return await self._read(work)
 
     async def around(self, ts, before, after):
-        return await self._run(turns.around, ts, before, after)
+        return await self._read(turns.around, ts, before, after)
 
     async def context(self, wanted, per_summary):
         def work(conn):
@@ -126,38 +144,38 @@ class SQLiteStore:
             raw = turns.unsummarized(conn, n_raw) if n_raw != 0 else []
             return count, summaries.recent(conn, n_sums)[::-1] if n_sums else [], raw
 
-        return await self._run(work)
+        return await self._read(work)
 
     async def poll(self, consumer, channel, limit, *, newest_first_preview=False):
         return await self._run(lambda c: turns.poll(c, consumer, channel, limit,
                                                     newest_first_preview=newest_first_preview))
 
     async def pending_ingestion(self, limit):
-        return await self._run(turns.pending_ingestion, limit)
+        return await self._read(turns.pending_ingestion, limit)
 
     async def mark_ingested(self, ids):
         return await self._run(turns.mark_ingested, list(ids))
 
     async def author_names(self):
-        return await self._run(lexical.author_names)
+        return await self._read(lexical.author_names)
 
     # -- browsing -------------------------------------------------------------------------------
 
     async def list_turns(self, **query):
-        return await self._run(lambda c: turns.list_page(c, **query))
+        return await self._read(lambda c: turns.list_page(c, **query))
 
     async def activity(self, start, end, width):
-        return await self._run(turns.activity, start, end, width)
+        return await self._read(turns.activity, start, end, width)
 
     # -- forgetting -----------------------------------------------------------------------------
 
     async def in_range(self, channel, since, until):
-        return await self._run(turns.in_range, channel, since, until)
+        return await self._read(turns.in_range, channel, since, until)
 
     async def forget(self, ids, who, how):
         out = await self._run(turns.forget, list(ids), who, how)
         if out["forgotten"]:
-            await self._run(self.dense.forget, out["forgotten"])
+            await self._run(self._dense(self.dense.forget), out["forgotten"])
             self.summary_matrix.invalidate()
         return out
 
@@ -168,7 +186,7 @@ class SQLiteStore:
         return await self._run(turns.take_forget_token, token_digest, query_digest, now)
 
     async def forget_log(self, limit, offset=0):
-        return await self._run(turns.forget_log, limit, offset)
+        return await self._read(turns.forget_log, limit, offset)
 
     # -- summaries ------------------------------------------------------------------------------
 
@@ -178,46 +196,46 @@ class SQLiteStore:
                                                          summary_type=summary_type))
 
     async def recent_summaries(self, limit, offset=0):
-        return await self._run(summaries.recent, limit, offset)
+        return await self._read(summaries.recent, limit, offset)
 
     async def summaries_by_ids(self, ids):
         ids = list(ids)
-        return await self._run(summaryindex._by_ids, ids) if ids else []
+        return await self._read(summaryindex._by_ids, ids) if ids else []
 
     async def summary_stats(self):
-        return await self._run(summaries.stats)
+        return await self._read(summaries.stats)
 
     async def summary_count(self):
-        return await self._run(summaries.count)
+        return await self._read(summaries.count)
 
     async def needs_rewrite(self):
-        return await self._run(summaries.needs_rewrite)
+        return await self._read(summaries.needs_rewrite)
 
     # -- full text ------------------------------------------------------------------------------
 
     async def lexical_turns(self, terms, n, channel=None, budget=0):
-        return await self._run(lexical.bm25_bounded, terms, n, channel, budget, self._df)
+        return await self._read(lexical.bm25_bounded, terms, n, channel, budget, self._df)
 
     async def term_counts(self, terms, cap):
         def work(conn):
             total = conn.execute("SELECT n FROM counters WHERE name = 'messages'").fetchone()[0]
             return total, {t: self._df(conn, t, cap, total) for t in terms}
 
-        return await self._run(work)
+        return await self._read(work)
 
     async def lexical_summaries(self, query, n):
-        return await self._run(summaries.search, query, n, 0)
+        return await self._read(summaries.search, query, n, 0)
 
     # -- vectors --------------------------------------------------------------------------------
 
     async def turns_missing_vectors(self, model, limit, after):
-        return await self._run(turnindex.missing_upto, model, limit, after)
+        return await self._read(turnindex.missing_upto, model, limit, after)
 
     async def write_turn_vectors(self, model, batch, vectors):
-        await self._run(self.dense.write, model, batch, vectors)
+        await self._run(self._dense(self.dense.write), model, batch, vectors)
 
     async def count_turns_missing_vectors(self, model):
-        return await self._run(_count_missing_turns, model)
+        return await self._read(_count_missing_turns, model)
 
     async def drop_turn_vectors(self):
         def work(conn):
@@ -225,16 +243,16 @@ class SQLiteStore:
             self.dense.drop(conn)  # the HNSW files go too; rebuilt by repair_turn_index
             return dropped
 
-        return await self._run(work)
+        return await self._run(self._dense(work))
 
     async def turn_similarities(self, model, qvec, n, context, channel=None):
-        return await self._run(self.dense.similarities, model, qvec, n, context)
+        return await self._read(self._dense(self.dense.similarities), model, qvec, n, context)
 
     async def repair_turn_index(self, model):
-        return await self._run(self.dense.repair_ann, model)
+        return await self._run(self._dense(self.dense.repair_ann), model)
 
     async def summaries_missing_vectors(self, model, limit, after):
-        rows, top = await self._run(summaryindex._missing_upto, model, limit, after)
+        rows, top = await self._read(summaryindex._missing_upto, model, limit, after)
         return [(r[0], r[1]) for r in rows], top
 
     async def write_summary_vectors(self, model, ids, vectors):
@@ -242,7 +260,7 @@ class SQLiteStore:
         self.summary_matrix.invalidate()
 
     async def count_summaries_missing_vectors(self, model):
-        return await self._run(_count_missing_summaries, model)
+        return await self._read(_count_missing_summaries, model)
 
     async def drop_summary_vectors(self):
         dropped = await self._run(_drop, "summary_vectors")
@@ -250,4 +268,4 @@ class SQLiteStore:
         return dropped
 
     async def summary_similarities(self, model, qvec, n):
-        return await self._run(self.summary_matrix.similarities, model, qvec, n)
+        return await self._read(self.summary_matrix.similarities, model, qvec, n)

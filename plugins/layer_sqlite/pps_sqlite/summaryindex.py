@@ -2,13 +2,14 @@
 
 Summaries are few (one per ~50 turns); the turn domain (``pps_turns.retriever.SummarySearch``) computes missing
 vectors at the next search and fuses the cosines with BM25. Functions taking ``conn`` run on the database's
-worker thread.
+worker thread (writes) or a reader thread (reads).
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from typing import Any
 
 from . import summaries
@@ -42,30 +43,43 @@ def _load(conn: sqlite3.Connection, model: str) -> list[tuple[int, bytes]]:
 
 
 class SummaryMatrix:
-    """Summary vectors of one model as one numpy matrix (summaries are few), reloaded after a write."""
+    """Summary vectors of one model as one numpy matrix (summaries are few), reloaded after a write.
+
+    Searches on several reader threads share it: a matrix loaded while a write invalidated it is used by that
+    search only, never kept (the write's generation differs), so no search keeps an older matrix."""
 
     def __init__(self) -> None:
         self.model: str | None = None
         self.ids = None
         self.matrix = None
+        self._lock = threading.Lock()
+        self._generation = 0
 
     def invalidate(self) -> None:
-        self.ids = None
+        with self._lock:
+            self.ids = None
+            self._generation += 1
 
     def similarities(self, conn: sqlite3.Connection, model: str, qvec, n: int) -> dict[int, float]:
         import numpy as np
 
-        if self.ids is None or self.model != model:
+        with self._lock:
+            ids, matrix, generation = self.ids, self.matrix, self._generation
+            if self.model != model:
+                ids = None
+        if ids is None:  # loaded after the generation was read: at least as new as the last invalidation
             rows = _load(conn, model)
-            self.model = model
-            self.ids = np.asarray([r[0] for r in rows], dtype=np.int64)
-            self.matrix = (np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows
-                           else np.empty((0, 0), dtype=np.float32))
-        if not len(self.ids):
+            ids = np.asarray([r[0] for r in rows], dtype=np.int64)
+            matrix = (np.stack([np.frombuffer(r[1], dtype=np.float32) for r in rows]) if rows
+                      else np.empty((0, 0), dtype=np.float32))
+            with self._lock:
+                if self._generation == generation:
+                    self.model, self.ids, self.matrix = model, ids, matrix
+        if not len(ids):
             return {}
-        sims = self.matrix @ np.asarray(qvec, dtype=np.float32)
+        sims = matrix @ np.asarray(qvec, dtype=np.float32)
         top = np.argsort(-sims)[:n]
-        return {int(self.ids[i]): float(sims[i]) for i in top}
+        return {int(ids[i]): float(sims[i]) for i in top}
 
 
 def _by_ids(conn: sqlite3.Connection, ids: list[int]) -> list[dict[str, Any]]:

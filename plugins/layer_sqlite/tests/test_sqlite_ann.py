@@ -138,12 +138,13 @@ async def test_embedding_new_turns_does_not_rescan_history(make_memory, pps_home
     m = await filled(make_memory, 0, home=pps_home / "floor")  # a new process: every turn already has its vector
     raw = m.require_layer("raw_capture")
     assert raw.retriever.floor == 30
-    conn = raw.backend.db.conn
     seen: list[str] = []
-    conn.set_trace_callback(seen.append)
+    for c in raw.backend.db.connections():  # the writer's and the readers'
+        c.set_trace_callback(seen.append)
     await m.call("store_message", {"content": "one more about the violin", "author_name": "Jeff", "channel": "x"})
     await raw.retriever.drain()
-    conn.set_trace_callback(None)
+    for c in raw.backend.db.connections():
+        c.set_trace_callback(None)
     looks = [s for s in seen if "NOT EXISTS" in s]
     assert looks and all("WHERE id > 30 " in s or "WHERE id > 31 " in s for s in looks), looks
     assert raw.retriever.floor == 31
@@ -213,9 +214,11 @@ async def test_candidates_are_rescored_from_memory_not_from_sqlite_rows(make_mem
     await m.call("raw_search", {"query": "kitten", "limit": 3})
     conn = raw.backend.db.conn
     seen: list[str] = []
-    conn.set_trace_callback(seen.append)
+    for c in raw.backend.db.connections():  # the writer's and the readers'
+        c.set_trace_callback(seen.append)
     found = await m.call("raw_search", {"query": "music practice at home", "limit": 10})
-    conn.set_trace_callback(None)
+    for c in raw.backend.db.connections():
+        c.set_trace_callback(None)
     assert found["results"] and found["results"][0]["scores"]["dense"]
     assert not [s for s in seen if "message_vectors" in s and " IN (" in s], seen  # (catching up reads new ones)
     q = m.embedder.embed(["music practice at home"])[0]

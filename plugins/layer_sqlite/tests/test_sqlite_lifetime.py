@@ -46,10 +46,23 @@ async def startup_calls(m) -> None:
 
 
 def traced(m) -> tuple[sqlite3.Connection, list[str]]:
-    conn = m.layer("raw_capture").backend.db.conn
+    """Every statement of the writer's and the readers' connections; the writer's connection (for EXPLAIN)."""
+    db = m.layer("raw_capture").backend.db
     seen: list[str] = []
-    conn.set_trace_callback(seen.append)
-    return conn, seen
+    for c in db.connections():
+        c.set_trace_callback(seen.append)
+    return db.conn, seen
+
+
+def untraced(m) -> None:
+    for c in m.layer("raw_capture").backend.db.connections():
+        c.set_trace_callback(None)
+
+
+def progress(m, handler) -> None:
+    """``handler`` every 100 SQLite VM instructions on every connection of the database (None: no more)."""
+    for c in m.layer("raw_capture").backend.db.connections():
+        c.set_progress_handler(handler, 100)
 
 
 async def test_startup_statements_are_planned_on_indexes(make_memory):
@@ -62,7 +75,7 @@ async def test_startup_statements_are_planned_on_indexes(make_memory):
     await m.call("ambient_recall", {"context": "startup", "consumer_key": "reader", "channel": "terminal"})
     await m.call("summary_stats")
     await m.call("get_turns_since_summary", {"channel": "discord", "limit": 5})
-    conn.set_trace_callback(None)
+    untraced(m)
     statements = [s for s in dict.fromkeys(seen) if re.match(r"\s*(SELECT|UPDATE|DELETE|WITH)\b", s, re.I)]
     assert len(statements) >= 4, statements
     scans = []
@@ -85,7 +98,6 @@ async def test_startup_work_does_not_grow_with_history(make_memory):
     await m.call("poll_channels", {"consumer_key": "reader", "channel": "terminal"})
 
     async def cost() -> int:
-        conn = m.layer("raw_capture").backend.db.conn
         ticks = [0]
 
         def tick():
@@ -93,11 +105,11 @@ async def test_startup_work_does_not_grow_with_history(make_memory):
             return 0
 
         await startup_calls(m)  # warm: prepared statements, caches
-        conn.set_progress_handler(tick, 100)
+        progress(m, tick)
         try:
             await startup_calls(m)
         finally:
-            conn.set_progress_handler(None, 100)
+            progress(m, None)
         return ticks[0] * 100
 
     small = await cost()
@@ -202,11 +214,9 @@ async def test_summary_search_does_not_recheck_every_summary_for_a_vector(make_m
     await grow(m, 4_300, keep_unsummarized=10)  # 86 summaries, embedded at the first search
     index = m.layer("raw_capture").domain.summary_search
     await m.call("search_summaries", {"query": "turns onwards"})
-    conn = m.layer("raw_capture").backend.db.conn
-    seen: list[str] = []
-    conn.set_trace_callback(seen.append)
+    _conn, seen = traced(m)
     await m.call("search_summaries", {"query": "turns onwards"})
-    conn.set_trace_callback(None)
+    untraced(m)
     looks = [s for s in seen if "NOT EXISTS" in s]
     assert looks and all(f"s.id > {index.floor[1]}" in s for s in looks), looks
     assert index.floor[1] == (await m.call("summary_stats"))["summary_count"]
@@ -215,7 +225,6 @@ async def test_summary_search_does_not_recheck_every_summary_for_a_vector(make_m
 async def test_capture_work_does_not_grow_with_summaries(make_memory):
     """Storing a turn checks whether it lands inside a summary's span: from the span index, not a scan."""
     m = await make_memory(plugins=["sqlite"])
-    conn = m.layer("raw_capture").backend.db.conn
 
     async def cost() -> int:
         ticks = [0]
@@ -224,13 +233,13 @@ async def test_capture_work_does_not_grow_with_summaries(make_memory):
             ticks[0] += 1
             return 0
 
-        conn.set_progress_handler(tick, 100)
+        progress(m, tick)
         try:
             for i in range(10):
                 await m.call("store_message", {"content": f"a new turn {i} about the violin", "author_name": "Lyra",
                                                "channel": "terminal"})
         finally:
-            conn.set_progress_handler(None, 100)
+            progress(m, None)
         return ticks[0] * 100
 
     await grow(m, 600)

@@ -106,7 +106,7 @@ def _recap_beside_server(settings, params: dict) -> dict:
                                                                          p.model or rs.model),
                          tz=ZoneInfo(settings.timezone), chunk_tokens=rs.chunk_tokens,
                          merge_threshold=rs.merge_threshold, progress=tick,
-                         start=store.readable_from(settings.home, path))
+                         start=store.readable_from(settings, path))
     finally:
         bar.close()
     return _answer(recap, path, budget, _save(settings, p.write, recap, path))

@@ -27,6 +27,15 @@ MIGRATIONS = [
         saved_at timestamptz NOT NULL DEFAULT now()
     );
     """,
+    # 2: how far each session log reached when turns were forgotten (paths and byte sizes, never content), shared by
+    # every server: one row per forget, merged when read.
+    """
+    CREATE TABLE recap_forget_marks (
+        id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        at double precision NOT NULL,
+        logs jsonb NOT NULL
+    );
+    """,
 ]
 
 
@@ -102,6 +111,49 @@ def load(dsn: str, schema: str) -> tuple[str, dict[str, Any]] | None:
         return None
     meta = row[1] if isinstance(row[1], dict) else json.loads(row[1])
     return row[0].strip(), meta
+
+
+def _lock(conn) -> None:
+    """Saving a recap and forgetting exclude each other across every server of the entity (this transaction)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-recap:' || current_schema()))")
+
+
+def _marks(conn) -> dict[str, Any]:
+    at, logs = 0.0, {}
+    for when, reached in conn.execute("SELECT at, logs FROM recap_forget_marks ORDER BY id").fetchall():
+        at = max(at, float(when))
+        for name, size in (reached if isinstance(reached, dict) else json.loads(reached)).items():
+            if isinstance(size, int):
+                logs[name] = max(logs.get(name, 0), size)
+    return {"at": at, "logs": logs} if at else {}
+
+
+def marks(dsn: str, schema: str) -> dict[str, Any]:
+    """``{"at", "logs"}`` merged over every forget (as ``_recap_forgotten.json`` holds them), or {} when none."""
+    with _connection(dsn, schema) as conn:
+        return _marks(conn)
+
+
+def forget(dsn: str, schema: str, at: float, logs: dict[str, int]) -> int:
+    """Record how far the logs reached and delete the recap, in one transaction (then rewrite the table, as
+    :func:`remove`); how many recaps went."""
+    with _connection(dsn, schema) as conn:
+        _lock(conn)
+        conn.execute("INSERT INTO recap_forget_marks (at, logs) VALUES (%s, %s::jsonb)", (at, json.dumps(logs)))
+    return remove(dsn, schema)
+
+
+def save_unless(dsn: str, schema: str, text: str, meta: dict[str, Any], refuse) -> bool:
+    """Save the recap unless ``refuse(marks)`` says a forget since made it stale, under the lock :func:`forget`
+    takes; whether it was saved."""
+    with _connection(dsn, schema) as conn:
+        _lock(conn)
+        if refuse(_marks(conn)):
+            return False
+        conn.execute(f"INSERT INTO {TABLE} (slot, text, meta) VALUES ('last', %s, %s::jsonb) ON CONFLICT (slot) "
+                     "DO UPDATE SET text = excluded.text, meta = excluded.meta, saved_at = now()",
+                     (text, json.dumps(meta, default=str)))
+    return True
 
 
 def save(dsn: str, schema: str, text: str, meta: dict[str, Any]) -> None:

@@ -110,7 +110,7 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
     embedder = memory.embedder if embed else None
     return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,
                     tz=memory.tz, chunk_tokens=rs.chunk_tokens, merge_threshold=rs.merge_threshold,
-                    progress=progress, start=store.readable_from(memory.home, path))
+                    progress=progress, start=store.readable_from(memory.settings, path))
 
 
 async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:

@@ -14,7 +14,9 @@ log may start, and :func:`save` refuses a recap begun before a forget that ended
 With ``[recap] store = "postgres"`` the recap and its sidecar are one row of the entity's PostgreSQL schema
 instead (:mod:`.pgstore`): every server of the entity reads and writes the same one, and :func:`forget` deletes
 it. :func:`load`, :func:`save`, :func:`forget` and :func:`is_stale` take the entity's settings to pick the store
-(a bare home is the files). How far the logs reached at a forget stays in the home: the logs are that machine's.
+(a bare home is the files). How far the logs reached at a forget is shared too (``recap_forget_marks``), so a forget
+through one server stops every server from recapping what its logs held then; a save and a forget exclude each
+other across servers (an advisory lock).
 """
 
 from __future__ import annotations
@@ -121,7 +123,7 @@ def _locked(home: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _forgotten(home: Path) -> dict:
+def _forgotten_file(home: Path) -> dict:
     try:
         state = json.loads((Path(home) / FORGOTTEN_FILE).read_text())
     except (OSError, ValueError):
@@ -129,11 +131,30 @@ def _forgotten(home: Path) -> dict:
     return state if isinstance(state, dict) and isinstance(state.get("logs"), dict) else {}
 
 
-def readable_from(home: Path, log: Path) -> int:
-    """The byte offset from which ``log`` may be recapped: what it held when turns were last forgotten may hold
-    them, so only what was written after is read. A log unknown then is unreadable if it has not changed since
-    (it existed then, as far as anyone can tell), readable whole if it changed after."""
-    state = _forgotten(home)
+def _merge(*states: dict) -> dict:
+    at, logs = 0.0, {}
+    for state in states:
+        if not state:
+            continue
+        at = max(at, float(state.get("at") or 0))
+        for name, size in state.get("logs", {}).items():
+            if isinstance(size, int):
+                logs[name] = max(logs.get(name, 0), size)
+    return {"at": at, "logs": logs} if at or logs else {}
+
+
+def _forgotten(where: Any) -> dict:
+    """The forget marks: ``_recap_forgotten.json`` in the home, merged with the shared ones in PostgreSQL when the
+    recap is kept there (a forget through any server then reaches every server's recaps)."""
+    home, pg = _where(where)
+    if pg is None:
+        return _forgotten_file(home)
+    from . import pgstore
+
+    return _merge(_forgotten_file(home), pgstore.marks(*pg))
+
+
+def _readable(state: dict, log: Path) -> int:
     if not state:
         return 0
     try:
@@ -146,33 +167,42 @@ def readable_from(home: Path, log: Path) -> int:
     return st.st_size if st.st_mtime <= float(state.get("at") or 0) else 0
 
 
+def readable_from(where: Any, log: Path) -> int:
+    """The byte offset from which ``log`` may be recapped: what it held when turns were last forgotten may hold
+    them, so only what was written after is read. A log unknown then is unreadable if it has not changed since
+    (it existed then, as far as anyone can tell), readable whole if it changed after. ``where``: the entity's
+    settings (the shared marks too when the recap is in PostgreSQL), or a home (its file)."""
+    return _readable(_forgotten(where), log)
+
+
 def forget(settings) -> bool:
     """Turns were forgotten: the recap (and its sidecar) goes, and every session log is marked as read up to
-    here. True when a recap was removed. Never logs content."""
+    here (in the home, or for every server in PostgreSQL when the recap is kept there). True when a recap was
+    removed. Never logs content."""
     home = Path(settings.home)
     from pps_core.atomic import atomic_write
 
+    _home, pg = _where(settings)
     with _locked(home):
-        state = _forgotten(home)
+        state = _forgotten_file(home) if pg is None else {}
         logs: dict[str, int] = {k: v for k, v in state.get("logs", {}).items() if isinstance(v, int)}
         known = [str(p) for p in candidate_logs(settings)]
-        meta = (load(settings) or ("", {}))[1] if _where(settings)[1] is not None else load_meta(home)
+        meta = (load(settings) or ("", {}))[1] if pg is not None else load_meta(home)
         source = (meta or {}).get("source")
         if isinstance(source, str):
             known.append(source)
         for name in known:
             with contextlib.suppress(OSError):
                 logs[name] = max(logs.get(name, 0), os.stat(name).st_size)
-        atomic_write(home / FORGOTTEN_FILE, json.dumps({"at": time.time(), "logs": logs}, indent=2))
         removed = (home / RECAP_FILE).exists()
         for name in (RECAP_FILE, META_FILE):
             (home / name).unlink(missing_ok=True)
-        _home, pg = _where(settings)
-        if pg is not None:
-            from . import pgstore
+        if pg is None:
+            atomic_write(home / FORGOTTEN_FILE, json.dumps({"at": time.time(), "logs": logs}, indent=2))
+            return removed
+        from . import pgstore
 
-            removed = bool(pgstore.remove(*pg)) or removed
-        return removed
+        return bool(pgstore.forget(*pg, time.time(), logs)) or removed
 
 
 def load_meta(home: Path) -> dict | None:
@@ -191,18 +221,22 @@ def save(where: Any, text: str, source: Path | None, stats: dict, start: int = 0
 
     home, pg = _where(where)
     with _locked(home):
-        if source is not None and readable_from(home, source) > start:
+        if pg is None and source is not None and readable_from(home, source) > start:
             return None
         meta: dict = {"generated": time.time(), "stats": stats}
         if source is not None:
             st = Path(source).stat()
             meta.update(source=str(Path(source).resolve()), source_size=st.st_size, source_mtime=st.st_mtime,
                         source_start=start)
-        if pg is not None:
+        if pg is not None:  # checked against the shared marks under the lock a forget takes, on any server
             from . import pgstore
 
-            pgstore.save(*pg, text, meta)
-            return f"postgres {pg[1]}.recaps"
+            local = _forgotten_file(home)
+
+            def stale(shared: dict) -> bool:
+                return source is not None and _readable(_merge(local, shared), source) > start
+
+            return f"postgres {pg[1]}.recaps" if pgstore.save_unless(*pg, text, meta, stale) else None
         atomic_write(Path(home) / META_FILE, json.dumps(meta, indent=2, default=str))
         atomic_write(Path(home) / RECAP_FILE, text + "\n")
     return Path(home) / RECAP_FILE

@@ -40,3 +40,31 @@ async def test_one_recap_for_every_server_and_forget_deletes_it(make_memory, pos
     with psycopg.connect(section["dsn"]) as conn:
         assert conn.execute(f'SELECT count(*) FROM "{section["schema"]}".recaps').fetchone() == (0,)
     assert out["text"].splitlines()[1] not in (await a.call("ambient_recall", {"context": "startup"}))["text"]
+
+
+async def test_a_forget_through_one_server_marks_the_logs_for_every_server(
+        make_memory, postgres_section, tmp_path):  # noqa: F811
+    """The per-log forget marks are shared with the recap (issue 25): a forget through server b stops server a
+    (its own home) from recapping what its log held then; neither home keeps a marks file."""
+    from pps_recap import store
+
+    section = postgres_section("lyra")
+    recap = {"store": "postgres", "startup_regenerate": False}
+    a = await make_memory("lyra", home=tmp_path / "a" / "lyra", plugins=["postgres", "recap"], postgres=section,
+                          recap=recap)
+    b = await make_memory("lyra", home=tmp_path / "b" / "lyra", plugins=["postgres", "recap"], postgres=section,
+                          recap=recap)
+    log = a.home / "session.jsonl"
+    shutil.copy(FIXTURE, log)
+    assert (await a.call("session_recap", {"log": str(log), "summarizer": "extractive"}))["text"]
+    await b.call("store_message", {"content": "a turn to forget", "author_name": "Jeff", "channel": "terminal:x"})
+    turn = (await b.call("get_turns_since_summary", {}))["turns"][0]
+    await b.call("forget_turns", {"ids": [turn["id"]]})
+    assert store.readable_from(a.settings, log) == log.stat().st_size
+    again = await a.call("session_recap", {"log": str(log), "summarizer": "extractive"})
+    assert again["text"] == "" and again["written"] is None  # nothing said since the forget
+    for home in (a.home, b.home):
+        assert not (home / store.FORGOTTEN_FILE).exists()
+    with open(log, "a") as fh:  # what the log gains afterwards may be recapped
+        fh.write(FIXTURE.read_text().splitlines()[-1] + "\n")
+    assert store.readable_from(a.settings, log) < log.stat().st_size

@@ -23,6 +23,7 @@ from typing import Any
 from .lineage import turn_copies
 from .service import TurnDomain, build, for_memory, operations
 from .store import (
+    ArchivableTurnStore,
     BrowsableTurnStore,
     GlanceableStore,
     TurnStore,
@@ -31,8 +32,9 @@ from .store import (
     message_id_digest,
 )
 
-__all__ = ["BrowsableTurnStore", "GlanceableStore", "TurnDomain", "TurnStore", "build", "context_plan", "for_memory",
-           "forgotten_ack", "message_id_digest", "operations", "operations_for_memory", "turn_copies"]
+__all__ = ["ArchivableTurnStore", "BrowsableTurnStore", "GlanceableStore", "TurnDomain", "TurnStore", "build",
+           "context_plan", "for_memory", "forgotten_ack", "message_id_digest", "operations", "operations_for_memory",
+           "turn_copies"]
 
 
 def _domain_of(memory: Any) -> TurnDomain:

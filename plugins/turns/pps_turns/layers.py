@@ -4,6 +4,7 @@ its searches) for the kernel's recall, startup package and health."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pps_core import (
@@ -19,7 +20,7 @@ from pps_core import (
 )
 
 from . import retrieval
-from .store import GlanceableStore
+from .store import ArchivableTurnStore, GlanceableStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from .service import TurnDomain
@@ -98,6 +99,18 @@ class RawCaptureLayer(Layer):
     async def reindex(self, progress, full: bool = False) -> dict[str, Any] | None:
         """Turn vectors: those missing, e.g. turns stored before an embedder was loaded (every one with ``full``)."""
         return await self.retriever.reindex(progress, full)
+
+    async def snapshot(self, dest: Path) -> list[str] | None:
+        """``pps backup`` of a store that is not files in the home (:class:`~pps_turns.store.ArchivableTurnStore`,
+        e.g. PostgreSQL): its rows, written under ``dest``; both turn layers' data (one store)."""
+        if not isinstance(self.backend, ArchivableTurnStore):
+            return None  # files in the home (SQLite): copied as they are
+        return await self.backend.export_rows(Path(dest))
+
+    async def after_restore(self, manifest: dict[str, Any]) -> None:
+        """``pps restore``: the archive's rows go back into the (empty) store, checked table by table."""
+        if isinstance(self.backend, ArchivableTurnStore):
+            await self.backend.import_rows(Path(self.memory.home))
 
     async def search(self, query: str, limit: int, offset: int = 0, channel: str | None = None,
                      min_score: float | None = None) -> list[SearchResult]:

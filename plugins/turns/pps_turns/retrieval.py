@@ -234,7 +234,12 @@ def same_word(term: str, word: str) -> bool:
 def matched_terms(terms: list[str], text: str) -> list[str]:
     """The ``terms`` that ``text`` holds (or an inflection of), in the order of ``terms``."""
     words = set(tokens(text))
-    return [t for t in terms if t in words or any(same_word(t, w) for w in words)]
+    # an inflection shares the term's first three letters (same_word: the shorter word, 4+ letters, less its last
+    # one, starts the longer): only those words are compared (every candidate of every search comes here)
+    heads: dict[str, list[str]] = {}
+    for w in words:
+        heads.setdefault(w[:3], []).append(w)
+    return [t for t in terms if t in words or any(same_word(t, w) for w in heads.get(t[:3], ()))]
 
 
 def idf(n_docs: int, df: int) -> float:

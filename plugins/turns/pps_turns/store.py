@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 Turn = dict[str, Any]
@@ -306,6 +307,26 @@ class BrowsableTurnStore(TurnStore, Protocol):
         """(``[(bucket, channel, turns)]`` for start <= created_at < end, where a bucket is the first ``width``
         characters of created_at; turns dated before ``start`` minus turns summarized by summaries created
         before it; ``[(bucket, turns summarized)]`` by summaries created in the range, bucketed the same)."""
+        ...
+
+
+@runtime_checkable
+class ArchivableTurnStore(TurnStore, Protocol):
+    """A :class:`TurnStore` whose data is not files in the entity's home (a database server): ``pps backup``
+    asks it for its rows and ``pps restore`` gives them back (through the ``raw_capture`` layer's
+    :meth:`~pps_core.Layer.snapshot` and :meth:`~pps_core.Layer.after_restore`). A store in the home (SQLite) needs
+    neither: its files are copied."""
+
+    async def export_rows(self, dest: Path) -> list[str]:
+        """Write every row of the store (turns, summaries, read cursors, vectors, the forget log and tombstones) under
+        ``dest``, from one consistent snapshot; the home-relative paths written."""
+        ...
+
+    async def import_rows(self, home: Path) -> dict[str, int] | None:
+        """After ``pps restore``: load what :meth:`export_rows` wrote (now under ``home``) into this store, which must
+        hold no turns (else ``Conflict``, nothing loaded), in one transaction checked by the rows of each table
+        (a damaged archive loads nothing: ``InvalidParams`` naming ``file``); then remove those files from the home.
+        The rows loaded per table, or None when the archive has none."""
         ...
 
 

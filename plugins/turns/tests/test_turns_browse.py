@@ -1,8 +1,11 @@
-"""list_turns (the explorer's timeline) and turn_activity (its plots): filters, pages, days in the entity's zone."""
+"""list_turns (the explorer's timeline) and turn_activity (its plots): filters, pages, days in the entity's zone,
+on every store that browses (pps_turns.BrowsableTurnStore: SQLite and PostgreSQL; the in-memory example does not)."""
 
 import pytest
 
 from pps_core.errors import InvalidParams
+
+pytestmark = pytest.mark.backends("sqlite", "postgres")
 
 
 def _turn(i, channel, author, at):

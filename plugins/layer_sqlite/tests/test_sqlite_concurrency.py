@@ -1,0 +1,93 @@
+"""Issue 26: the layers of one recall do not wait on each other, nor on a write (reader connections, WAL).
+
+Before, every statement of the store ran on the one worker thread of its one connection: a recall's turn search
+and its summary search took turns there, and both waited behind a write that waited for another process's lock.
+"""
+
+import asyncio
+import subprocess
+import sys
+import threading
+
+from pps_sqlite.db import READERS
+
+HOLD_LOCK = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
+conn.execute("BEGIN IMMEDIATE")  # another process's writer: holds the write lock until told
+print("locked", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+async def filled(make_memory, **settings):
+    m = await make_memory(plugins=["sqlite"], **settings)
+    await m.call("store_messages", {"messages": [
+        {"content": f"turn {i}: we tuned the violin in the garden", "author_name": "Lyra" if i % 2 else "Jeff",
+         "channel": "terminal"} for i in range(60)]})
+    await m.call("store_summary", {"summary_text": "Lyra and Jeff tuned the violin in the garden", "start_id": 1,
+                                   "end_id": 50})
+    return m
+
+
+async def test_recall_answers_while_a_write_waits_for_another_process(make_memory):
+    """A capture waiting (in SQLite's busy handler, native code) for a lock another process holds does not hold
+    up a search or the startup package: they read on connections of their own."""
+    m = await filled(make_memory, sqlite={"busy_timeout_ms": 60_000}, recall={"layer_timeout_s": 5})
+    db = m.layer("raw_capture").backend.db
+    other = subprocess.Popen([sys.executable, "-I", "-c", HOLD_LOCK, str(db.path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert other.stdout.readline().strip() == "locked"
+        write = asyncio.create_task(m.call("store_message", {"content": "the violin again", "author_name": "Jeff",
+                                                             "channel": "terminal"}))
+        await asyncio.sleep(0.3)
+        assert not write.done()  # it waits for the other process
+        out = await m.call("ambient_recall", {"context": "violin garden"})
+        status = {s["layer"]: s["status"] for s in out["layers"]}
+        assert status == {"raw_capture": "ok", "message_summaries": "ok"}, out["layers"]
+        assert {r["layer"] for r in out["results"]} == {"raw_capture", "message_summaries"}
+        startup = await m.call("ambient_recall", {"context": "startup"})
+        assert all(s["status"] == "ok" for s in startup["layers"]), startup["layers"]
+        assert not write.done()
+    finally:
+        other.stdin.write("\n")
+        other.stdin.close()
+        other.wait(30)
+    ack = await asyncio.wait_for(write, 30)  # the lock released: the write goes through, acknowledged
+    assert ack["stored"] and (await m.call("summary_stats"))["total_messages"] == 61
+
+
+async def test_a_recalls_turn_and_summary_searches_read_at_the_same_time(make_memory):
+    """Each connection's first full-text statement (both searches start with one) waits, inside SQLite (its trace
+    callback), until one on another connection has started too: served one after another, they would never meet."""
+    assert READERS >= 2
+    m = await filled(make_memory)
+    db = m.layer("raw_capture").backend.db
+    meet = threading.Barrier(2)
+    met: list[bool] = []
+    waited: set[int] = set()
+
+    def tracer(conn_id: int):
+        def trace(sql: str) -> None:
+            if "MATCH" not in sql or conn_id in waited or meet.broken:
+                return
+            waited.add(conn_id)
+            try:
+                meet.wait(timeout=2)  # under the layers' timeout (3 s): the recall ends after it
+                met.append(True)
+            except threading.BrokenBarrierError:
+                pass
+
+        return trace
+
+    for k, conn in enumerate(db.connections()):
+        conn.set_trace_callback(tracer(k))
+    try:
+        out = await m.call("ambient_recall", {"context": "violin garden"})
+    finally:
+        for conn in db.connections():
+            conn.set_trace_callback(None)
+    assert met == [True, True], "the two searches' statements never ran at the same time"
+    assert {r["layer"] for r in out["results"]} == {"raw_capture", "message_summaries"}
