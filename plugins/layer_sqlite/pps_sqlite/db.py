@@ -110,14 +110,18 @@ class Database:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._pool, self._open)
 
+    def _connect_readonly(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False, timeout=self.busy_timeout_ms / 1000)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        return conn
+
     def _open_readonly(self) -> None:
         if not self.path.is_file():
             raise Unavailable(f"no database at {self.path} yet")
-        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
-                               check_same_thread=False, timeout=self.busy_timeout_ms / 1000)
+        conn = self._connect_readonly()
         try:
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version != len(MIGRATIONS):  # the owner migrates it; reading an older shape here could mislead
                 raise Unavailable(f"database schema v{version}, this PPS reads v{len(MIGRATIONS)}: the owner "
@@ -128,6 +132,10 @@ class Database:
         self.conn, self.version, self.readonly = conn, version, True
         st = os.stat(self.path)
         self._identity = (st.st_dev, st.st_ino)
+        for _ in range(self.readers):  # the readers read-only too
+            reader = self._connect_readonly()
+            self._reader_conns.append(reader)
+            self._idle.put(reader)
 
     async def open_readonly(self) -> None:
         """Open for reading only (``mode=ro``: no schema change, no write can succeed), beside the process that
