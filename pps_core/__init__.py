@@ -23,7 +23,7 @@ _EXPORTS: dict[str, str] = {
     "Unauthorized": "errors", "Unavailable": "errors", "UnknownOperation": "errors",
     "Events": "events",
     "hookimpl": "hookspecs",
-    "FailedLayer": "layer", "Layer": "layer",
+    "FailedLayer": "layer", "Layer": "layer", "WarmingLayer": "layer",
     "ForgottenTurns": "lineage", "TurnCopy": "lineage",
     "ChatModel": "chat",
     "Memory": "memory",
@@ -84,7 +84,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from .events import Events
     from .hookspecs import hookimpl
-    from .layer import FailedLayer, Layer
+    from .layer import FailedLayer, Layer, WarmingLayer
     from .lineage import ForgottenTurns, TurnCopy
     from .memory import Memory
     from .models import (
@@ -114,6 +114,6 @@ __all__ = [
     "PromptMessage", "Ranker", "ResourceItem", "Resources", "SearchResult",
     "SectionConfig", "StartupItems", "StorageError", "StorePath", "SummarizableStore", "Summary", "SummaryBatch",
     "SummaryReceipt", "Text", "TooLarge", "Transport", "Unauthorized", "Unavailable", "UnknownOperation",
-    "UnreadSource", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings", "now_utc",
-    "to_storage",
+    "UnreadSource", "WarmingLayer", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings",
+    "now_utc", "to_storage",
 ]

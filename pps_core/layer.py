@@ -33,6 +33,12 @@ class Layer(abc.ABC):
     #: Home-relative paths this layer derives from its source of truth (an index): backups skip them and
     #: :meth:`reindex` rebuilds them after a restore.
     derived_paths: tuple[str, ...] = ()
+    #: Whether this layer answers reads *at a glance*: :meth:`open_glance` opens it cheaply (no model, no heavy
+    #: library, nothing started in the background) and for reading only, beside the process that owns the entity
+    #: (its store takes other readers: SQLite in WAL mode, plain files). A short-lived reader that must answer at
+    #: once while the owner starts (a cold Claude Code hook) opens a ``Memory(settings, glance=True)``: only these
+    #: layers open; every other one is a :class:`WarmingLayer`, shown as still warming up. A glance never writes.
+    glance: bool = False
 
     def __init__(self) -> None:
         self._latencies: list[float] = []
@@ -42,6 +48,12 @@ class Layer(abc.ABC):
 
     async def close(self) -> None:  # noqa: B027 - optional
         """Release stores. Called once, at shutdown."""
+
+    async def open_glance(self) -> None:
+        """Open for reading only, beside the entity's owner (see :attr:`glance`); called instead of :meth:`open`,
+        and :meth:`close` is called after. Raise when the store cannot be read that way now (it does not exist
+        yet, its schema is older than this code): the layer is then shown as warming up."""
+        raise NotImplementedError(f"layer {self.name!r} does not open at a glance")
 
     @abc.abstractmethod
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
@@ -163,3 +175,20 @@ class FailedLayer(Layer):
 
     async def health(self) -> LayerHealth:
         return LayerHealth(layer=self.name, available=False, detail=self.reason)
+
+
+class WarmingLayer(FailedLayer):
+    """Stands in, in a glance (``Memory(glance=True)``), for a layer that is not opened at a glance: it keeps the
+    real layer's title and startup sections (so the package names what is missing) and is reported as warming
+    up, not as broken."""
+
+    def __init__(self, layer: Layer, reason: str = "") -> None:
+        super().__init__(layer.name, reason or "warming up: it opens in the process that owns the entity")
+        self.title = layer.title or layer.name
+        self.layer = layer
+
+    def default_sections(self) -> list[SectionConfig]:
+        try:
+            return self.layer.default_sections()
+        except Exception:  # an unopened layer that needs its store for this: no section, still warming
+            return []

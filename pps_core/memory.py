@@ -21,7 +21,7 @@ from .chat import ChatModel, chat_model
 from .embedding import Embedder, SharedQueries
 from .errors import ConfigError, PPSError, Unavailable, UnknownOperation, did_you_mean, storage_error
 from .events import Events
-from .layer import FailedLayer, Layer
+from .layer import FailedLayer, Layer, WarmingLayer
 from .lineage import Lineage, undeclared_observers
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
@@ -154,18 +154,27 @@ class Memory:
     (all of them if that plugin has none, or if the read reaches further: it then runs again with every layer
     open); a write, every layer (its events and forgetting reach other plugins). So a SQLite read never
     imports the graph database.
+
+    With ``glance=True`` (a reader that must answer at once while another process owns the entity, or is starting
+    to: a cold Claude Code hook) only the layers that declare :attr:`~pps_core.layer.Layer.glance` open, through
+    ``open_glance`` (read-only, cheap); every other layer is a :class:`~pps_core.layer.WarmingLayer`. No owner lock
+    is taken, no embedder is loaded, no ``memory_opened`` event fires (nothing starts in the background), and
+    only read-only operations run: a write is refused as Unavailable.
     """
 
     def __init__(self, settings: EntitySettings, *, extra_plugins: Sequence[Any] = (), own: bool = True,
-                 plugin_manager: pluggy.PluginManager | None = None, lazy: bool = False) -> None:
+                 plugin_manager: pluggy.PluginManager | None = None, lazy: bool = False,
+                 glance: bool = False) -> None:
         self.settings = settings
         #: Built by the caller for these settings (``pps serve`` builds one per process start), else at open.
         self._given_pm = plugin_manager
         self.home: Path = Path(settings.home)
         self.tz = ZoneInfo(settings.timezone)
         self._extra_plugins = list(extra_plugins)
-        self._own = own
-        self._lazy = lazy
+        self._own = own and not glance
+        self._lazy = lazy and not glance
+        #: Opened at a glance (see the class docstring): read-only, the heavy layers warming elsewhere.
+        self.glance = glance
         self.lock = OwnerLock(self.home)
         self.pm: pluggy.PluginManager | None = None
         self.layers: LayerMap = LayerMap()
@@ -208,7 +217,9 @@ class Memory:
                     self.lock.acquire()
                 except OSError as exc:
                     raise (storage_error(exc) or exc) from exc
-            if self._lazy:
+            if self.glance:
+                await self._open_glance(built)
+            elif self._lazy:
                 self.layers.deferred = {layer.name: layer for layer in built}
             else:
                 await self._open_layers(built)
@@ -219,7 +230,8 @@ class Memory:
             self.lock.release()
             raise
         self.opened = True
-        self.events.memory_opened()
+        if not self.glance:  # a glance starts nothing in the background
+            self.events.memory_opened()
         return self
 
     def load_catalog(self) -> pluggy.PluginManager:
@@ -291,6 +303,29 @@ class Memory:
                 layer = FailedLayer(layer.name, f"{type(exc).__name__}: {exc}")
             dict.__setitem__(self.layers, layer.name, layer)
 
+    async def _open_glance(self, built: list[Layer]) -> None:
+        """Open the layers that open at a glance; the others wait for the owner (:class:`WarmingLayer`)."""
+        for layer in built:
+            if not layer.glance:
+                dict.__setitem__(self.layers, layer.name, WarmingLayer(layer))
+                continue
+            try:
+                await layer.open_glance()
+            except Exception as exc:  # not readable this way now: the owner opens it
+                log.info("layer %s did not open at a glance: %s", layer.name, exc)
+                try:
+                    await layer.close()
+                except Exception:
+                    pass
+                dict.__setitem__(self.layers, layer.name,
+                                 WarmingLayer(layer, f"warming up: {type(exc).__name__}: {exc}"))
+                continue
+            dict.__setitem__(self.layers, layer.name, layer)
+
+    def warming(self) -> list[Layer]:
+        """The layers of a glance still warming up (opened by the owner, not here), in plugin order."""
+        return [layer for layer in dict.values(self.layers) if isinstance(layer, WarmingLayer)]
+
     def _collect_rankers(self, pm: pluggy.PluginManager) -> None:
         for batch in pm.hook.pps_rankers(memory=self):
             for ranker in batch or []:
@@ -304,7 +339,7 @@ class Memory:
                     raise ConfigError(f"rankers.{layer}: no ranker named {name!r} (loaded: {known})")
 
     async def close(self) -> None:
-        if self.opened:
+        if self.opened and not self.glance:
             self.events.memory_closing()
         await self._close_layers()
         self.lock.release()
@@ -312,6 +347,8 @@ class Memory:
 
     async def _close_layers(self) -> None:
         for layer in reversed(list(dict.values(self.layers))):  # never-opened (deferred) layers need no closing
+            if isinstance(layer, WarmingLayer):  # never opened here
+                continue
             try:
                 await layer.close()
             except Exception as exc:  # closing must go on for the other layers
@@ -345,6 +382,9 @@ class Memory:
         validated = None
         try:
             validated = op.validate(params)
+            if self.glance and not op.read_only:
+                raise Unavailable(f"{name} writes: this process only glances at entity "
+                                  f"{self.settings.entity!r} (read-only) while its owner starts; call it there")
             await self._open_deferred(self._scope(op))
             if op.read_only:
                 result = await self._read(op, validated)
@@ -452,7 +492,10 @@ class Memory:
     @property
     def embedder(self) -> Embedder | None:
         """The entity's embedder (the ``pps_embedder`` hook), or None. One-text calls are shared between the layers
-        that ask at the same moment (:class:`~pps_core.embedding.SharedQueries`): a recall embeds its context once."""
+        that ask at the same moment (:class:`~pps_core.embedding.SharedQueries`): a recall embeds its context once.
+        None at a glance (no model: searches are lexical)."""
+        if self.glance:
+            return None
         if not self._embedder_loaded and self.pm is not None:  # before open(): None, not cached
             found = self.pm.hook.pps_embedder(memory=self)
             self._embedder = SharedQueries(found) if found is not None else None

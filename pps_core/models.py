@@ -116,7 +116,8 @@ class LayerStatus(BaseModel):
     """How one layer fared in a cross-layer call."""
 
     layer: str
-    status: Literal["ok", "error", "timeout", "unavailable"]
+    #: ``warming``: not opened in this process yet (a glance: see ``Layer.glance``); it answers from a later call.
+    status: Literal["ok", "error", "timeout", "unavailable", "warming"]
     detail: str = ""
     count: int = 0
     latency_ms: float = 0.0

@@ -14,8 +14,12 @@ from ..render import SEPARATOR, Block
 def assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus], budget: int | None,
               with_manifest: bool) -> tuple[str, list[int], list[dict[str, Any]], list[int]]:
     """(text, items shown per block, what was left out, characters each block emitted)."""
-    problems = [f"{s.layer}: {s.status} ({s.detail})" for s in statuses if s.status != "ok"]
+    problems = [f"{s.layer}: {s.status} ({s.detail})" for s in statuses if s.status not in ("ok", "warming")]
     problem_lines = [f"Unavailable: {p}" for p in problems]
+    warming = list(dict.fromkeys(s.detail or s.layer for s in statuses if s.status == "warming"))
+    if warming:  # a glance (a cold start): say plainly what this answer is missing
+        problem_lines.insert(0, f"Partial: {', '.join(warming)} still warming up (opening in the process that owns "
+                                "the entity); this answer is from the layers that open at once")
     shown = [len(b.items) for b in blocks]
 
     def compose(counts: list[int], left: list[dict[str, Any]]) -> str:

@@ -15,7 +15,7 @@ from .. import render
 from ..catalog import Operation
 from ..contracts import UnreadSource
 from ..hookspecs import hookimpl
-from ..layer import FailedLayer, Layer
+from ..layer import FailedLayer, Layer, WarmingLayer
 from ..models import LayerHealth, LayerStatus, Pointer, SearchResult, SectionConfig, StartupItems
 from ..render import SEPARATOR, Block
 from ..timeutil import now_utc
@@ -80,6 +80,9 @@ async def ambient_recall(memory: Memory, p: AmbientRecallParams) -> dict[str, An
         blocks, statuses, results, labels = await _search_blocks(memory, p, seen)
     if unread is not None:
         blocks = [_unread_block(memory, unread[0], unread[1], labels)] + blocks
+    named = {s.layer for s in statuses}
+    statuses += [LayerStatus(layer=w.name, status="warming", detail=w.title) for w in memory.warming()
+                 if w.name not in named]  # a glance: every layer it could not open, sectioned or not
 
     text, shown, left_out, emitted = assemble(header, blocks, statuses, p.budget, st.manifest)
     return {
@@ -122,6 +125,9 @@ async def _guarded(memory: Memory, name: str, coro: Coroutine[Any, Any, T],
     timeout = budget_ms / 1000 if budget_ms is not None else memory.settings.recall.layer_timeout_s
     started = time.perf_counter()
     layer = memory.layer(name)
+    if isinstance(layer, WarmingLayer):  # a glance: opened by the owner, not here (yet)
+        coro.close()
+        return None, LayerStatus(layer=name, status="warming", detail=layer.title)
     if isinstance(layer, FailedLayer):
         coro.close()
         return None, LayerStatus(layer=name, status="unavailable", detail=layer.reason)

@@ -35,6 +35,10 @@ class ClaudeCodeSettings(PluginSettings):
     server_idle_s: float = Field(3600.0, ge=0, description="the started server stops after this long idle (0 = never)")
     server_start_s: float = Field(17.0, gt=0, description="how long SessionStart may wait for a server starting "
                                                           "cold (Claude Code waits 20 s)")
+    glance: bool = Field(True, description="when no server answers yet, SessionStart and UserPromptSubmit answer at "
+                                           "once from the layers that open at a glance (turns by their words, "
+                                           "crystals, the recap), say which are still warming up, and start the "
+                                           "server after answering; false: they wait for it (up to server_start_s)")
 
 
 def cc_settings(settings) -> ClaudeCodeSettings:

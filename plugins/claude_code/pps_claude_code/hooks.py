@@ -35,6 +35,8 @@ from .sessions import state_path as _state_path
 _BATCH = 200
 #: Events whose job is to put memory into the conversation: a failure there is shown to the user.
 INJECTING = ("SessionStart", "PreCompact")
+#: Events the user waits on: when no server answers yet they answer from a glance (``[claude_code] glance``).
+GLANCING = ("SessionStart", "UserPromptSubmit")
 
 
 def _read_state(path: Path) -> dict[str, Any]:
@@ -110,6 +112,14 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
 
     session = str(payload.get("session_id") or "unknown")
     channel = f"terminal:{session}"
+    if event in GLANCING and cc.glance:
+        from .server import COLD, server_state
+
+        address, how = server_state(settings, cc)
+        if address is None and (how == COLD or "starting" in how):
+            if how == COLD:  # started once the answer is out (see run), even if the glance fails
+                _START_AFTER.append(settings)
+            return glance(event, payload, settings, cc, recall=recall, start=how == COLD, how=how)
     if event == "SessionEnd":
         if cc.recap_on_end and payload.get("transcript_path"):
             _spawn_recap(settings, str(payload["transcript_path"]))  # reads the transcript, not the stores
@@ -151,6 +161,54 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
     log(settings.home, f"{event} session={session} new_turns={stored} via={mode}"
                        + (f" server={how}" if how == "started" else ""))
     return out
+
+
+def glance(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings, *, recall: bool,
+           start: bool, how: str = "") -> dict[str, Any] | None:
+    """A cold SessionStart or UserPromptSubmit: answer at once from the layers that open at a glance (read-only,
+    cheap: ``pps_core.Memory(glance=True)``), saying which are still warming up; the server starts after the
+    answer is out when ``start`` (:func:`handle` queues it, :func:`run` starts it). Nothing is stored here: the transcript's new turns stay
+    where the session's cursor is, and the next hook sends them to the warm server."""
+    import asyncio
+
+    from pps_core.memory import Memory
+
+    session = str(payload.get("session_id") or "unknown")
+    channel = f"terminal:{session}"
+    prompt = str(payload.get("prompt") or "")[:20_000]
+    wanted = event == "SessionStart" or ((recall or cc.prompt_recall) and prompt.strip())
+    out: dict[str, Any] | None = None
+    warming: list[str] = []
+    if wanted:
+        params = ({"context": "startup", "budget": cc.startup_budget, "channel": channel} if event == "SessionStart"
+                  else {"context": prompt, "limit_per_layer": cc.prompt_recall_limit, "channel": channel})
+
+        async def recall_once() -> dict[str, Any]:
+            async with Memory(settings, glance=True) as memory:
+                return await memory.call("ambient_recall", params)
+
+        answer = asyncio.run(recall_once())
+        warming = [s["layer"] for s in answer.get("layers") or [] if s.get("status") == "warming"]
+        if event == "SessionStart":
+            text = answer.get("text", "")
+            out = context_output(event, text)
+            record(settings.home, "injection", event=event, source=payload.get("source"), chars=len(text))
+        else:
+            text = relevant_memories(answer, prompt, cc.prompt_recall_min_score, cc.prompt_recall_budget,
+                                     warming=[s.get("detail") or s["layer"] for s in answer.get("layers") or []
+                                              if s.get("status") == "warming"])
+            if text:
+                out = context_output(event, text)
+                record(settings.home, "injection", event=event, chars=len(text))
+    log(settings.home, f"{event} session={session} new_turns=0 via=glance"
+                       + (f" warming={','.join(warming)}" if warming else "")
+                       + (" (turns wait for the server)" if payload.get("transcript_path") else "")
+                       + ("" if start else f"; {how}"))
+    return out
+
+
+#: Settings of entities whose server a glance asked to start once its answer is out (see :func:`run`).
+_START_AFTER: list[Any] = []
 
 
 def _spawn_recap(settings, transcript: str) -> None:
@@ -254,6 +312,7 @@ def run(event_name: str, entity: str | None, home: str | None, *, recall: bool =
         log(settings.home, f"{event}: gave up after {waited:g}s (PPS slow or stuck); nothing injected")
         record(settings.home, "error", event=event, message=reason)
         emit(_failure_notice(event, settings, session, reason, injecting=injecting))
+        _start_queued(event, cc)  # a stuck glance must not keep the server from starting
         os._exit(0)  # the stuck worker must not hold the host
     if "error" in result:
         log(settings.home, f"{event}: failed: {result['error']}")
@@ -261,4 +320,17 @@ def run(event_name: str, entity: str | None, home: str | None, *, recall: bool =
         emit(_failure_notice(event, settings, session, result["reason"], injecting=injecting))
     else:
         emit(result.get("out"))
+    _start_queued(event, cc)  # a glance answered: the server starts now, not competing with it for the CPU
     return 0
+
+
+def _start_queued(event: str, cc: ClaudeCodeSettings) -> None:
+    from .server import start_detached
+
+    while _START_AFTER:
+        settings = _START_AFTER.pop()
+        try:
+            how = start_detached(settings, cc)
+        except Exception as exc:  # noqa: BLE001 - logged; the next hook tries again
+            how = f"not started: {type(exc).__name__}: {exc}"
+        log(settings.home, f"{event}: server {how}")

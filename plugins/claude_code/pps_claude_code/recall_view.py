@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 
-def relevant_memories(answer: dict[str, Any], prompt: str, min_score: dict[str, float], budget: int) -> str:
+def relevant_memories(answer: dict[str, Any], prompt: str, min_score: dict[str, float], budget: int,
+                      warming: list[str] | None = None) -> str:
     """Only the memories relevant to the prompt, from ambient_recall's ranked results: nothing archived,
     nothing under a floor, not the prompt itself, no clock, manifest or reminders. Empty when nothing
     qualifies. ``min_score``: per-layer floors on the layer's own score (on top of the layer's floor: recall
-    already leaves out what scores under it, e.g. a turn that shares nothing with the prompt)."""
+    already leaves out what scores under it, e.g. a turn that shares nothing with the prompt). ``warming``: the
+    layers a cold start could not search yet (a glance), named in a last line so the reader knows it is partial."""
     lines: list[str] = []
     used = 0
     for r in answer.get("results") or []:
@@ -32,4 +34,5 @@ def relevant_memories(answer: dict[str, Any], prompt: str, min_score: dict[str, 
         used += len(line) + 1
     if not lines:
         return ""
-    return "Memories relevant to this prompt (PPS):\n" + "\n".join(lines)
+    note = (f"\n(partial: {', '.join(warming)} still warming up; searched by words only)" if warming else "")
+    return "Memories relevant to this prompt (PPS):\n" + "\n".join(lines) + note

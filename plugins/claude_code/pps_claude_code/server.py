@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
 import json
 import os
 import subprocess
@@ -34,18 +35,14 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
     and let go of it (killed, crashed, stopped) will never answer, so the hook starts another at once instead of
     waiting out its budget for a dead pid."""
     from pps_core.forward import server_address
-    from pps_core.plugins import installed_plugins
 
     home = Path(settings.home)
     found = _running(home, deadline)
     if found is not None:
         return found
-    if not cc.autostart:
-        return None, "autostart off"
-    if _no_owner_marker(home).exists() and _no_owner_marker(home).read_text() == _toml_stamp(home):
-        return None, "autostart off: the entity needs no owner process (no exclusive store)"
-    if "http" not in installed_plugins():
-        return None, "pps-http is not installed (needed to start a server)"
+    why = _cannot_start(home, cc)
+    if why:
+        return None, why
     lock_path = home / "hooks" / "claude-code" / "server.lock"
     private_dirs(lock_path.parent)
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -80,6 +77,70 @@ def ensure_server(settings, cc, deadline: float) -> tuple[str | None, str]:
                 return None, f"the server exited at once (code {child.returncode}); see {server_log(home)}"
             time.sleep(POLL_S)
         return None, f"the server is still starting (pid {child.pid})"
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+#: ``server_state``'s answer when nobody owns the entity and the hooks may start its server.
+COLD = "cold: no server runs"
+
+
+def _cannot_start(home: Path, cc) -> str | None:
+    """Why the hooks may not start a server for this entity, or None."""
+    if not cc.autostart:
+        return "autostart off"
+    if _no_owner_marker(home).exists() and _no_owner_marker(home).read_text() == _toml_stamp(home):
+        return "autostart off: the entity needs no owner process (no exclusive store)"
+    if not _http_installed():
+        return "pps-http is not installed (needed to start a server)"
+    return None
+
+
+@functools.cache
+def _http_installed() -> bool:
+    """Whether the ``http`` plugin is installed (read once a process: listing entry points costs a hook ~50 ms)."""
+    from pps_core.plugins import installed_plugins
+
+    return "http" in installed_plugins()
+
+
+def server_state(settings, cc) -> tuple[str | None, str]:
+    """Like :func:`ensure_server`, without waiting or starting anything: (the address, ``running``) when a server
+    answers now; (None, :data:`COLD`) when nobody owns the entity and the hooks may start its server (see
+    :func:`start_detached`); (None, ``... still starting``) while the one the hooks started opens its stores;
+    else (None, why there is none)."""
+    home = Path(settings.home)
+    found = _running(home, time.monotonic())
+    if found is not None:
+        return found
+    earlier = _spawned_pid(home)
+    if earlier and _alive(earlier) and not _gone(home, earlier):
+        return None, f"the server (pid {earlier}) is still starting"
+    return None, _cannot_start(home, cc) or COLD
+
+
+def start_detached(settings, cc) -> str:
+    """Start the entity's server and return at once (a cold hook answers from a glance; the next one finds the
+    server warm): ``started (pid N)``, or why none was started (one is starting, autostart is off, ...)."""
+    home = Path(settings.home)
+    why = _cannot_start(home, cc)
+    if why:
+        return why
+    lock_path = home / "hooks" / "claude-code" / "server.lock"
+    private_dirs(lock_path.parent)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return "another hook is starting the server"
+        address, how = server_state(settings, cc)
+        if how != COLD:
+            return address and "running" or how
+        child = spawn(settings)
+        replace_private(_pid_file(home), str(child.pid))
+        return f"started (pid {child.pid})"
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)

@@ -75,18 +75,23 @@ def test_the_first_hooks_start_one_server_and_it_stops_when_idle(root, tmp_path)
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(root, **env))
                 for _ in range(3)]
     outs = [p.communicate(body, timeout=120) for p in together]
-    for out, _err in outs:
-        assert "comma inside quotes" in json.loads(out)["hookSpecificOutput"]["additionalContext"], out
-    owner = read_owner(root / "lyra")
+    for out, _err in outs:  # cold: each answers from a glance (the turns wait for the server)
+        assert "AMBIENT RECALL MANIFEST" in json.loads(out)["hookSpecificOutput"]["additionalContext"], out
+    owner = _wait_for_address(root / "lyra")
     assert owner and owner["address"].startswith("http://127.0.0.1:")
     server_log = (root / "lyra" / "logs" / "server.log").read_text()
     assert server_log.count(" serving lyra at ") == 1  # three hooks at once, one server
+    assert server_log.count("starting for entity lyra") == 1
     assert oct((root / "lyra" / "logs" / "server.log").stat().st_mode & 0o777) == "0o600"
     starts = [ln for ln in (root / "lyra" / "logs" / "hooks.log").read_text().splitlines() if " SessionStart " in ln]
-    assert sum(int(ln.split("new_turns=")[1].split()[0]) for ln in starts) == 12  # each turn read and sent once
+    assert len(starts) == 3 and "new_turns=0 via=glance" in starts[0], starts  # a late one may find it warm
+    again = run_hook(root, "SessionStart", json.loads(body), **env)  # warm: the turns go to the server
+    assert "comma inside quotes" in json.loads(again.stdout)["hookSpecificOutput"]["additionalContext"]
     stop = run_hook(root, "Stop", payload("Stop", transcript), **env)
     assert stop.returncode == 0 and stop.stdout == ""
     log = (root / "lyra" / "logs" / "hooks.log").read_text()
+    sent = [ln for ln in log.splitlines() if "via=server" in ln]
+    assert sum(int(ln.split("new_turns=")[1].split()[0]) for ln in sent) == 12  # each turn read and sent once
     assert log.splitlines()[-1].endswith("new_turns=0 via=server")
     assert len([t for t in turns(root) if t["author_name"] == "Jeff"]) == 5  # stored once, by the server
     recall = run_hook(root, "UserPromptSubmit", payload("UserPromptSubmit", transcript, prompt="semicolon export"),
@@ -181,6 +186,10 @@ def test_an_entity_that_needs_no_owner_gets_no_server(tmp_path):
     for _ in range(2):
         out = run_hook(tmp_path, "SessionStart", body, **env)
         assert "hookSpecificOutput" in json.loads(out.stdout), out.stdout
+        deadline = time.monotonic() + 120  # the server started after the first (cold) answer finds it needs none
+        while "needs no owner process" not in (tmp_path / "lyra" / "logs" / "server.log").read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
     log = (tmp_path / "lyra" / "logs" / "server.log").read_text()
     assert log.count("starting for entity lyra") == 1 and "needs no owner process" in log
     assert (tmp_path / "lyra" / "logs" / "hooks.log").read_text().splitlines()[-1].endswith("via=direct")
@@ -257,3 +266,74 @@ def test_a_cold_session_end_writes_the_recap_and_starts_no_server(tmp_path):
         owner = read_owner(home) or {}
         if owner.get("pid"):
             os.kill(owner["pid"], 15)
+
+
+def _wait_for_address(home: Path, timeout: float = 240) -> dict:
+    deadline = time.monotonic() + timeout
+    while not (read_owner(home) or {}).get("address"):
+        assert time.monotonic() < deadline, "the hooks' server did not start"
+        time.sleep(0.1)
+    return read_owner(home) or {}
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_bytes().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
+def _stop(home: Path) -> None:
+    """SIGTERM the server and wait until it has exited (not only let go of the stores)."""
+    owner = read_owner(home) or {}
+    if owner.get("pid"):
+        os.kill(owner["pid"], 15)
+        deadline = time.monotonic() + 120
+        while _running(owner["pid"]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+
+
+def test_cold_hooks_answer_from_a_glance_while_the_server_warms_up(tmp_path):
+    """The default plugins (word-photos in ChromaDB, the graph, local embeddings): a cold SessionStart and a cold
+    UserPromptSubmit (Claude Code's own payloads, autostart on) answer from what opens at once (turns by their
+    words, crystals, the recap), say the answer is partial, and do not wait for the server they start; the next
+    hook finds that server warm, and the turns the cold hook did not store reach it then, once."""
+    pps(tmp_path, "init", "--entity", "lyra", "--timezone", "UTC")
+    home = tmp_path / "lyra"
+    import tomllib
+
+    plugins = tomllib.loads((home / "pps.toml").read_text())["plugins"]
+    assert {"chroma", "graphiti", "embeddings", "crystals", "recap"} <= set(plugins)
+    pps(tmp_path, "call", "--entity", "lyra", "store_message", json.dumps(
+        {"content": "The stainless fasteners on the boat corroded in the salt air.", "author_name": "Jeff",
+         "channel": "terminal:earlier"}))
+    pps(tmp_path, "call", "--entity", "lyra", "crystallize", json.dumps({"content": "Jeff is restoring a boat."}))
+    env = {"PPS_CLAUDE_CODE_AUTOSTART": "true", "PPS_CLAUDE_CODE_SERVER_START_S": "120",
+           "PPS_CLAUDE_CODE_TIMEOUT_S": "60"}
+    transcript = transcript_of(tmp_path, 44)
+    try:
+        start = run_hook(tmp_path, "SessionStart", payload("SessionStart", transcript, source="startup"), **env)
+        assert start.returncode == 0, start.stderr
+        context = json.loads(start.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "fasteners on the boat corroded" in context and "restoring a boat" in context
+        assert "Partial: " in context and "Word-photos" in context.split("Partial: ")[1].splitlines()[0]
+        log = (home / "logs" / "hooks.log").read_text().splitlines()
+        assert "new_turns=0 via=glance" in log[-2] and "SessionStart: server started (pid " in log[-1], log[-2:]
+
+        _wait_for_address(home)  # warm: the next hook goes to it, and the session's turns arrive
+        again = run_hook(tmp_path, "SessionStart", payload("SessionStart", transcript, source="resume"), **env)
+        context = json.loads(again.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "Partial: " not in context and "comma inside quotes" in context
+        assert (home / "logs" / "hooks.log").read_text().splitlines()[-1].endswith("new_turns=12 via=server")
+        assert len([t for t in turns(tmp_path) if t["author_name"] == "Jeff"]) == 5 + 1  # each once
+        _stop(home)
+
+        prompt = payload("UserPromptSubmit", transcript, prompt="did the fasteners on the boat corrode?")
+        cold = run_hook(tmp_path, "UserPromptSubmit", prompt, "--recall", **env)
+        text = json.loads(cold.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "fasteners on the boat corroded" in text and "(partial: " in text, text
+        assert "via=glance" in (home / "logs" / "hooks.log").read_text().splitlines()[-2]
+    finally:
+        if read_owner(home) is not None:
+            _wait_for_address(home)
+        _stop(home)

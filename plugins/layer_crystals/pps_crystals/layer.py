@@ -47,6 +47,8 @@ def crystal_name(number: int) -> str:
 class CrystalLayer(Layer):
     name = "crystallization"
     title = "Crystals"
+    #: Plain files read under a file lock: any process can read them beside the owner, at once.
+    glance = True
 
     def default_sections(self) -> list[SectionConfig]:
         """reference/002: the three newest crystals, second in the package (after the last session)."""
@@ -67,6 +69,9 @@ class CrystalLayer(Layer):
     async def open(self) -> None:
         for d in (self.dir, self.archive):
             d.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    async def open_glance(self) -> None:
+        """Read-only: nothing to open (the folders are read as they are; none yet reads as no crystals)."""
 
     @contextmanager
     def locked(self) -> Iterator[None]:

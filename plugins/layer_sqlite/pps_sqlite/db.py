@@ -18,7 +18,7 @@ from pydantic import Field
 from pps_core import PluginSettings, StorePath, Unavailable
 from pps_core.catalog import MAX_DEPTH
 
-from .schema import migrate
+from .schema import MIGRATIONS, migrate
 
 T = TypeVar("T")
 
@@ -66,6 +66,8 @@ class Database:
         self.conn: sqlite3.Connection | None = None
         self.version = 0
         self._identity: tuple[int, int] | None = None
+        #: Opened by :meth:`open_readonly` (a glance).
+        self.readonly = False
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -108,6 +110,39 @@ class Database:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._pool, self._open)
 
+    def _connect_readonly(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None,
+                               check_same_thread=False, timeout=self.busy_timeout_ms / 1000)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+        return conn
+
+    def _open_readonly(self) -> None:
+        if not self.path.is_file():
+            raise Unavailable(f"no database at {self.path} yet")
+        conn = self._connect_readonly()
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version != len(MIGRATIONS):  # the owner migrates it; reading an older shape here could mislead
+                raise Unavailable(f"database schema v{version}, this PPS reads v{len(MIGRATIONS)}: the owner "
+                                  "migrates it as it opens")
+        except BaseException:
+            conn.close()
+            raise
+        self.conn, self.version, self.readonly = conn, version, True
+        st = os.stat(self.path)
+        self._identity = (st.st_dev, st.st_ino)
+        for _ in range(self.readers):  # the readers read-only too
+            reader = self._connect_readonly()
+            self._reader_conns.append(reader)
+            self._idle.put(reader)
+
+    async def open_readonly(self) -> None:
+        """Open for reading only (``mode=ro``: no schema change, no write can succeed), beside the process that
+        owns the file (WAL admits readers while it writes): a glance (``pps_core.Layer.glance``)."""
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._pool, self._open_readonly)
+
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._pool, self._checked, fn, *args)
@@ -147,7 +182,8 @@ class Database:
         def _close():
             if self.conn is not None:
                 try:
-                    self.conn.execute("PRAGMA optimize")
+                    if not self.readonly:
+                        self.conn.execute("PRAGMA optimize")
                 except sqlite3.Error:
                     pass
                 self.conn.close()

@@ -36,7 +36,7 @@ def _count_missing_summaries(conn, model: str) -> int:
 class SQLiteStore:
     """:class:`pps_turns.TurnStore` (and ``BrowsableTurnStore``) on ``<home>/pps.db``."""
 
-    exclusive = True  # an embedded file: one process at a time
+    exclusive = True  # an embedded file: one process at a time (to write; readers may glance: open_glance)
 
     def __init__(self, db: Database, home: Path | None = None, ann_threshold: int | None = None,
                  ann_dtype: str | None = None) -> None:
@@ -91,6 +91,11 @@ class SQLiteStore:
 
     async def open(self) -> None:
         await self.db.open()
+
+    async def open_glance(self) -> None:
+        """``pps_turns.GlanceableStore``: read-only beside the owner; the turn-vector index is not loaded (a
+        glance searches by words), so nothing but SQLite is touched."""
+        await self.db.open_readonly()
 
     async def close(self) -> None:
         await self.dense.close()

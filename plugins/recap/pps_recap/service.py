@@ -163,6 +163,13 @@ class RecapLayer(Layer):
     def __init__(self, memory: Memory) -> None:
         super().__init__()
         self.memory = memory
+        #: A recap in the home is one file: read at a glance beside the owner (one in PostgreSQL waits for it).
+        self.glance = store.recap_settings(memory.settings).store != "postgres"
+        self._glancing = False
+
+    async def open_glance(self) -> None:
+        """Read-only: the saved recap is read, none is made (making one writes)."""
+        self._glancing = True
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         return []  # a recap is procedural state for the next instance, not searchable memory (reference/004)
@@ -170,7 +177,7 @@ class RecapLayer(Layer):
     def _load_or_make(self) -> tuple[str, dict] | None:
         settings = self.memory.settings
         saved = store.load(settings)
-        if saved is not None or not store.recap_settings(self.memory.settings).startup_regenerate:
+        if saved is not None or self._glancing or not store.recap_settings(self.memory.settings).startup_regenerate:
             return saved
         newest = store.newest_log(self.memory.settings)
         if newest is None:

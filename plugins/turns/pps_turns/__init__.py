@@ -25,14 +25,16 @@ from .service import TurnDomain, build, for_memory, operations
 from .store import (
     ArchivableTurnStore,
     BrowsableTurnStore,
+    GlanceableStore,
     TurnStore,
     context_plan,
     forgotten_ack,
     message_id_digest,
 )
 
-__all__ = ["ArchivableTurnStore", "BrowsableTurnStore", "TurnDomain", "TurnStore", "build", "context_plan", "for_memory", "forgotten_ack",
-           "message_id_digest", "operations", "operations_for_memory", "turn_copies"]
+__all__ = ["ArchivableTurnStore", "BrowsableTurnStore", "GlanceableStore", "TurnDomain", "TurnStore", "build",
+           "context_plan", "for_memory", "forgotten_ack", "message_id_digest", "operations", "operations_for_memory",
+           "turn_copies"]
 
 
 def _domain_of(memory: Any) -> TurnDomain:

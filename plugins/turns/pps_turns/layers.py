@@ -20,7 +20,7 @@ from pps_core import (
 )
 
 from . import retrieval
-from .store import ArchivableTurnStore
+from .store import ArchivableTurnStore, GlanceableStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from .service import TurnDomain
@@ -90,10 +90,17 @@ class RawCaptureLayer(Layer):
         self.retriever = domain.retriever
         self.exclusive = bool(getattr(domain.store, "exclusive", True))
         self.derived_paths = tuple(getattr(domain.store, "derived_paths", ()))  # e.g. a turn-vector index file
+        #: A store readable beside its owner (:class:`~pps_turns.store.GlanceableStore`) opens at a glance.
+        self.glance = isinstance(domain.store, GlanceableStore)
         self.opened = False
 
     async def open(self) -> None:
         await self.backend.open()
+        self.opened = True
+
+    async def open_glance(self) -> None:
+        """Read-only beside the owner, searched by words (a glance loads no embedder)."""
+        await self.backend.open_glance()
         self.opened = True
 
     async def close(self) -> None:
@@ -218,6 +225,12 @@ class SummariesLayer(Layer):
         self.memory = domain.memory
         self.backend = domain.store
         self.exclusive = bool(getattr(domain.store, "exclusive", True))
+        self.glance = isinstance(domain.store, GlanceableStore)
+
+    async def open_glance(self) -> None:
+        """Nothing of its own: the store is opened (read-only) by ``raw_capture``'s glance, before this one."""
+        if not self.domain.raw.opened:  # that glance did not open it: this one warms up too
+            raise RuntimeError("the turn store did not open at a glance")
 
     async def reindex(self, progress, full: bool = False) -> dict[str, Any] | None:
         """Summary vectors: those missing (every one with ``full``)."""

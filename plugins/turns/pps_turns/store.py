@@ -341,3 +341,16 @@ class ArchivableTurnStore(TurnStore, Protocol):
         (a damaged archive loads nothing: ``InvalidParams`` naming ``file``); then remove those files from the home.
         The rows loaded per table, or None when the archive has none."""
         ...
+
+
+@runtime_checkable
+class GlanceableStore(Protocol):
+    """A :class:`TurnStore` that can also be opened for reading only, cheaply, beside the process that owns it
+    (SQLite in WAL mode): the ``raw_capture`` and ``message_summaries`` layers on it then open at a glance
+    (:attr:`pps_core.Layer.glance`), so a cold Claude Code hook finds turns by their words while the owner starts.
+    A glance has no embedder: the turn and summary searches are lexical."""
+
+    async def open_glance(self) -> None:
+        """Open read-only (no schema change; every write fails). Raise when it cannot be read that way now (no
+        database yet, a schema this code does not read): the layers are then shown as warming up."""
+        ...
