@@ -12,15 +12,19 @@ from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtur
 FIXTURE = Path(__file__).parent / "fixtures" / "claude_code_session.jsonl"
 
 
-async def test_one_recap_for_every_server_and_forget_deletes_it(make_memory, postgres_section, tmp_path):  # noqa: F811
+async def _two_servers(make_memory, postgres_section, tmp_path):  # noqa: F811
+    """One entity's recap in PostgreSQL, served from two homes; the session log sits in server a's home."""
     section = postgres_section("lyra")
     recap = {"store": "postgres", "startup_regenerate": False}
-    a = await make_memory("lyra", home=tmp_path / "a" / "lyra", plugins=["postgres", "recap"], postgres=section,
-                          recap=recap)
-    b = await make_memory("lyra", home=tmp_path / "b" / "lyra", plugins=["postgres", "recap"], postgres=section,
-                          recap=recap)
+    a, b = [await make_memory("lyra", home=tmp_path / side / "lyra", plugins=["postgres", "recap"],
+                              postgres=section, recap=recap) for side in ("a", "b")]
     log = a.home / "session.jsonl"
     shutil.copy(FIXTURE, log)
+    return section, a, b, log
+
+
+async def test_one_recap_for_every_server_and_forget_deletes_it(make_memory, postgres_section, tmp_path):  # noqa: F811
+    section, a, b, log = await _two_servers(make_memory, postgres_section, tmp_path)
     out = await a.call("session_recap", {"log": str(log), "summarizer": "extractive"})
     assert out["written"] == f"postgres {section['schema']}.recaps" and out["text"]
     startup = await b.call("ambient_recall", {"context": "startup"})
@@ -48,14 +52,7 @@ async def test_a_forget_through_one_server_marks_the_logs_for_every_server(
     (its own home) from recapping what its log held then; neither home keeps a marks file."""
     from pps_recap import store
 
-    section = postgres_section("lyra")
-    recap = {"store": "postgres", "startup_regenerate": False}
-    a = await make_memory("lyra", home=tmp_path / "a" / "lyra", plugins=["postgres", "recap"], postgres=section,
-                          recap=recap)
-    b = await make_memory("lyra", home=tmp_path / "b" / "lyra", plugins=["postgres", "recap"], postgres=section,
-                          recap=recap)
-    log = a.home / "session.jsonl"
-    shutil.copy(FIXTURE, log)
+    section, a, b, log = await _two_servers(make_memory, postgres_section, tmp_path)
     assert (await a.call("session_recap", {"log": str(log), "summarizer": "extractive"}))["text"]
     await b.call("store_message", {"content": "a turn to forget", "author_name": "Jeff", "channel": "terminal:x"})
     turn = (await b.call("get_turns_since_summary", {}))["turns"][0]
