@@ -1,6 +1,6 @@
 """A lifetime of turns: recall at 200,000 and 1,000,000 turns (issues 19, 26).
 
-    .venv/bin/python bench/lifetime.py [--turns 200000] [--runs 100] [--no-graph] [--rebuild]
+    .venv/bin/python bench/lifetime.py [--turns 200000] [--runs 100] [--no-graph] [--rebuild] [--ann-dtype f16|i8]
                                        [--locomo FILE|none] [--pool synthetic|with-locomo] [--locomo-only]
 
 Builds an entity once and caches it under ~/.cache/pps-bench/lifetime-<turns>/ (PPS_BENCH_CACHE moves
@@ -265,8 +265,15 @@ def stage_done(home: Path, name: str, info) -> None:
     (home / "stages.json").write_text(json.dumps(s, indent=1))
 
 
+#: ``[sqlite] ann_dtype`` for every entity this run opens (``--ann-dtype``; None: the setting's default, or the dtype
+#: the cached entity's index was built with, so measuring never rebuilds it beside)
+ANN_DTYPE: str | None = None
+
+
 def entity(home: Path, plugins: list[str]) -> Memory:
-    return Memory.for_entity("lifetime", home=home / "home", plugins=plugins, graphiti={"focal_entity": "Lyra"}, timezone="UTC")
+    sqlite = {"ann_dtype": ANN_DTYPE} if ANN_DTYPE else {}
+    return Memory.for_entity("lifetime", home=home / "home", plugins=plugins, graphiti={"focal_entity": "Lyra"},
+                             sqlite=sqlite, timezone="UTC")
 
 
 def db_path(home: Path) -> Path:
@@ -402,7 +409,8 @@ async def build(home: Path, n: int, graph: bool, embedder: bool = True, pool: st
             held = len(dense.ann) if dense.ann is not None else 0
         seconds = time.perf_counter() - started
         stage_done(home, "ann", {"seconds": round(seconds, 1), "vectors": held,
-                                 "per_second": round(held / seconds) if held else None})
+                                 "per_second": round(held / seconds) if held else None,
+                                 "dtype": dense.ann_dtype or "default", "load_average": os.getloadavg()[0]})
     if graph and embedder and "graph" not in done:
         from graph import populate_graph
 
@@ -832,6 +840,9 @@ async def main() -> None:
                     help="also score each buried question with the other conversations' turns taken out")
     ap.add_argument("--locomo-raw-only", action="store_true",
                     help="buried LoCoMo with the sqlite and embeddings plugins only (no chroma, crystals)")
+    ap.add_argument("--ann-dtype", choices=("f16", "i8"), default=None,
+                    help="[sqlite] ann_dtype of the turn vector index (default: the setting's default, or what the "
+                         "cached entity was built with)")
     args = ap.parse_args()
     if str(args.locomo).lower() == "none" or args.no_embedder:
         args.locomo = None
@@ -842,6 +853,9 @@ async def main() -> None:
     home = CACHE / f"lifetime-{args.turns}{tag}"
     if args.rebuild and home.exists():
         shutil.rmtree(home)
+    global ANN_DTYPE
+    built = stages(home).get("ann", {}).get("dtype")
+    ANN_DTYPE = args.ann_dtype or (built if built in ("f16", "i8") else None)
     t0 = time.perf_counter()
     plan, _vecs = await build(home, args.turns, not args.no_graph, not args.no_embedder, args.pool, args.locomo)
     print(f"entity ready in {time.perf_counter() - t0:.0f}s at {home}", file=sys.stderr)
