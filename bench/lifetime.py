@@ -17,7 +17,8 @@ it; --rebuild starts over; an interrupted build resumes at the stage it reached)
   of the file takes slots inside the N turns, on a channel of its own (``locomo:<sample id>``), each session
   where its own date falls among the synthetic turns, its turns in order with 0-2 turns of other channels
   between them; its turns are embedded for real by the layer's own background job;
-- the turn vector index (HNSW) is built on the layer's background thread and timed (stage ``ann``);
+- the turn vector index (HNSW) is built on the layer's background thread and timed (stage ``ann``); meanwhile a
+  ``raw_search`` and a captured turn every 5 s, timed (recorded in stages.json; the turns go again after);
 - summaries of 50 turns covering all but the newest 300 (``store_summary``), text from the turns they
   cover, vectors the same way; word-photos (1 per 1,000 turns, ``anchor_save``, embedded for real),
   crystals (1 per 5,000), graph facts (1 per 100 turns, entities = facts / 4, embedded for real;
@@ -400,17 +401,50 @@ async def build(home: Path, n: int, graph: bool, embedder: bool = True, pool: st
     if embedder and "ann" not in done:
         # the turn vector index (HNSW past [sqlite] ann_threshold): built on the layer's own background thread
         # while a search is served, as in use; timed here, saved at close
+        # While it builds, a search and a captured turn every few seconds, timed: the build must block neither.
         started = time.perf_counter()
+        search_ms: list[float] = []
+        capture_ms: list[float] = []
+        loads: list[float] = []
         async with entity(home, ["sqlite", "embeddings"]) as memory:
             dense = memory.require_layer("raw_capture").backend.dense
             await memory.call("raw_search", {"query": "warm up", "limit": 10})
-            await asyncio.to_thread(dense.wait_ann)
+            waiter = asyncio.ensure_future(asyncio.to_thread(dense.wait_ann))
+            asked = questions(1000)
+            while not waiter.done():
+                q = asked[len(search_ms) % len(asked)]
+                t = time.perf_counter()
+                await memory.call("raw_search", {"query": q, "limit": 10})
+                search_ms.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                await memory.call("store_message", {"content": f"while the index builds: {q}", "author_name": "Jeff",
+                                                    "channel": "terminal:a"})
+                capture_ms.append((time.perf_counter() - t) * 1000)
+                loads.append(os.getloadavg()[0])
+                await asyncio.wait([waiter], timeout=5)
+            await waiter
             await memory.call("raw_search", {"query": "warm up", "limit": 10})
             held = len(dense.ann) if dense.ann is not None else 0
         seconds = time.perf_counter() - started
+        # the turns captured meanwhile go again (as measure() does; their vector rows stay, so the saved index,
+        # which may end on one of them, still matches the database when it is loaded)
+        conn = sqlite3.connect(db_path(home), isolation_level=None)
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("DELETE FROM messages WHERE id > ?", (n,))
+        conn.execute("COMMIT")
+        conn.close()
         stage_done(home, "ann", {"seconds": round(seconds, 1), "vectors": held,
                                  "per_second": round(held / seconds) if held else None,
-                                 "dtype": dense.ann_dtype or "default", "load_average": os.getloadavg()[0]})
+                                 "dtype": dense.ann_dtype or "default",
+                                 "load_average": round(sum(loads) / len(loads), 2) if loads else os.getloadavg()[0],
+                                 "meanwhile": {"searches": len(search_ms), "search_p50_ms": round(pct(search_ms, 50), 1),
+                                               "search_p95_ms": round(pct(search_ms, 95), 1),
+                                               "search_max_ms": round(max(search_ms, default=0), 1),
+                                               "capture_p50_ms": round(pct(capture_ms, 50), 1),
+                                               "capture_p95_ms": round(pct(capture_ms, 95), 1),
+                                               "capture_max_ms": round(max(capture_ms, default=0), 1)}})
+        print(f"ann: {held:,} vectors in {seconds:.0f}s; meanwhile {json.dumps(stages(home)['ann']['meanwhile'])}",
+              file=sys.stderr)
     if graph and embedder and "graph" not in done:
         from graph import populate_graph
 
