@@ -40,7 +40,6 @@ def test_the_kuzu_schema_indexes_and_return_clauses_are_graphitis():
     from graphiti_core.models.nodes.node_db_queries import get_entity_node_return_query
     from graphiti_core.search import search_utils
     from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF, NODE_HYBRID_SEARCH_RRF
-
     from pps_graphiti import records
 
     assert records.SCHEMA_QUERIES == SCHEMA_QUERIES
@@ -58,7 +57,6 @@ def test_graphitis_driver_on_our_database_has_every_attribute_of_its_own(tmp_pat
     import warnings
 
     from graphiti_core.driver.kuzu_driver import KuzuDriver
-
     from pps_graphiti.graph import KuzuHandle
     from pps_graphiti.graphiti_driver import SharedKuzuDriver
 
@@ -137,7 +135,9 @@ def default_entity(tmp_path_factory):
     ["call", "-e", "light", "ambient_recall", '{"context": "startup"}'],
     ["call", "-e", "light", "ambient_recall", '{"context": "morning coffee"}'],
     ["health", "-e", "light"],
-], ids=["texture_search", "startup", "recall", "health"])
+    ["call", "-e", "light", "texture_explore", '{"entity_name": "Jeff"}'],
+    ["call", "-e", "light", "texture_facts"],
+], ids=["texture_search", "startup", "recall", "health", "explore", "facts"])
 def test_a_serverless_read_of_the_graph_imports_neither_graphiti_nor_openai(default_entity, argv):
     root, env = default_entity
     code = ("import sys\nfrom pps_core.cli import main\n"
@@ -147,5 +147,5 @@ def test_a_serverless_read_of_the_graph_imports_neither_graphiti_nor_openai(defa
     ran = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=300,
                          env=env, stdin=subprocess.DEVNULL, cwd=root)
     assert "HEAVY [] 0 True" in ran.stdout, (ran.stdout[-2000:], ran.stderr[-2000:])
-    if "texture_search" in argv:
-        assert "Jeff brews coffee every morning" in ran.stdout  # the search ran and found the fact
+    if "texture_search" in argv or "texture_explore" in argv or "texture_facts" in argv:
+        assert "Jeff brews coffee every morning" in ran.stdout  # the read ran and found the fact
