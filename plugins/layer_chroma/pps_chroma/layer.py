@@ -305,6 +305,7 @@ class AnchorLayer(Layer):
         text = render(title, content, when or now_utc(), tags or [], location)
         stem = slugify(title)
         with self._lock:
+            self._start()  # an index that cannot start refuses the save (503), as a layer that did not open did
             for n in range(1, 10_000):
                 path = self.dir / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
                 if atomic_create(path, text):
