@@ -91,3 +91,46 @@ async def test_a_recalls_turn_and_summary_searches_read_at_the_same_time(make_me
             conn.set_trace_callback(None)
     assert met == [True, True], "the two searches' statements never ran at the same time"
     assert {r["layer"] for r in out["results"]} == {"raw_capture", "message_summaries"}
+
+
+async def test_a_lone_capture_writes_without_a_thread_hop_and_checkpoints_off_the_loop(make_memory, monkeypatch):
+    """Issue 26: a one-turn capture paid the hop from the event loop to the writer thread and back, most of its cost
+    beside a bare INSERT. With the writer idle and the lock free it writes on the loop's thread, in its one
+    transaction; the WAL's checkpoint (an fsync) never runs there, but on the writer thread every few writes."""
+    from pps_sqlite import db as dbmod
+
+    monkeypatch.setattr(dbmod, "CHECKPOINT_EVERY", 20)
+    m = await make_memory(plugins=["sqlite"])
+    db = m.layer("raw_capture").backend.db
+    loop_thread = threading.get_ident()
+    seen: list[tuple[str, bool]] = []
+    db.conn.set_trace_callback(lambda sql: seen.append((sql, threading.get_ident() == loop_thread)))
+    for i in range(50):
+        await m.call("store_message", {"content": f"turn {i}", "author_name": "Jeff", "channel": "terminal"})
+    await asyncio.gather(*db._checkpoints)
+    inserts = [on_loop for sql, on_loop in seen if sql == "BEGIN IMMEDIATE"]  # one transaction per turn
+    assert len(inserts) == 50 and all(inserts)
+    checkpoints = [on_loop for sql, on_loop in seen if "wal_checkpoint" in sql]
+    assert len(checkpoints) == 2 and not any(checkpoints)
+    assert (await m.call("summary_stats"))["total_messages"] == 50
+
+
+async def test_a_capture_queued_behind_the_writer_thread_keeps_its_place(make_memory):
+    """A write given to the writer thread first (here one that takes a while) is not overtaken by a capture that
+    could have written inline: the capture goes after it, on the same thread."""
+    m = await make_memory(plugins=["sqlite"])
+    db = m.layer("raw_capture").backend.db
+    order: list[str] = []
+
+    def slow(conn):
+        import time
+
+        time.sleep(0.2)
+        order.append("slow")
+
+    first = asyncio.create_task(db.run(slow, db.conn))
+    await asyncio.sleep(0.05)  # running on the writer thread now
+    ack = await m.call("store_message", {"content": "after the slow one", "author_name": "Jeff", "channel": "t"})
+    order.append("capture")
+    await first
+    assert order == ["slow", "capture"] and ack["stored"]
