@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import logging
+import os
 import queue
 import sqlite3
 import threading
