@@ -126,7 +126,8 @@ class Retriever(_Embedding):
         self.invalidate()
         if new_turns:
             self.pending = True
-            self._kick()
+            if self.embedder() is not None:  # without one there is nothing to drain: no task per capture
+                self._kick()
 
     def _kick(self) -> None:
         if self._task is None or self._task.done():
