@@ -206,10 +206,11 @@ class Database:
         ``fn`` must write in one transaction of its own (``with Tx(conn)``) and touch nothing but the database:
         when another connection holds the lock its ``BEGIN IMMEDIATE`` fails at once, nothing was written, and it
         runs again on the writer thread. Inline, the WAL is not checkpointed (that is an fsync); one checkpoint
-        follows every :data:`CHECKPOINT_EVERY` inline writes on the writer thread."""
+        follows every :data:`CHECKPOINT_EVERY` inline writes on the writer thread. After an inline write the loop
+        runs its other ready tasks once (``sleep(0)``), as it did while a write waited for the thread."""
         if self.conn is None or self.readonly or not self._writer.acquire(blocking=False):
             return await self.run(fn, self.conn, *args)
-        busy = False
+        busy, done, out = False, False, None
         try:
             if self._queued or self.conn is None:
                 busy = True  # a job is waiting for the writer thread: go after it, in order
@@ -230,9 +231,12 @@ class Database:
                     if self._inline_writes >= CHECKPOINT_EVERY:
                         self._inline_writes = 0
                         self._checkpoint_later()
-                    return out
+                    done = True
         finally:
             self._writer.release()
+        if done:
+            await asyncio.sleep(0)  # the loop to the others: writes in a row must not starve another request
+            return out  # type: ignore[return-value]
         assert busy
         return await self.run(fn, self.conn, *args)
 
