@@ -28,8 +28,9 @@ T = TypeVar("T")
 #: summary searches, a startup package and health run on them at once.
 READERS = 2
 #: A write done on the event loop's thread (:meth:`Database.write`) never checkpoints the WAL there (the copy into
-#: the database and its fsync); after this many of them one checkpoint runs on the writer thread instead, about
-#: as often as SQLite's own (1,000 pages) with a turn's few pages per write.
+#: the database and its fsync); after this many of them one passive checkpoint runs on a connection and thread of
+#: its own instead (the writer goes on meanwhile), about as often as SQLite's own (1,000 pages) with a turn's few
+#: pages per write.
 CHECKPOINT_EVERY = 100
 
 log = logging.getLogger("pps.sqlite")
@@ -91,7 +92,10 @@ class Database:
         self._mode = "thread"
         self._inline_writes = 0
         self._autocheckpoint = 1000  # SQLite's default; read from the connection as it opens
-        self._checkpoints: set[asyncio.Task] = set()
+        self._checkpoints: set[asyncio.Future[None]] = set()
+        #: Checkpoints after inline writes: a thread and connection of their own (:meth:`_checkpoint`).
+        self._ckpt_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"pps-sqlite-ckpt-{path.parent.name}")
+        self._ckpt_conn: sqlite3.Connection | None = None
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -205,8 +209,8 @@ class Database:
 
         ``fn`` must write in one transaction of its own (``with Tx(conn)``) and touch nothing but the database:
         when another connection holds the lock its ``BEGIN IMMEDIATE`` fails at once, nothing was written, and it
-        runs again on the writer thread. Inline, the WAL is not checkpointed (that is an fsync); one checkpoint
-        follows every :data:`CHECKPOINT_EVERY` inline writes on the writer thread. After an inline write the loop
+        runs again on the writer thread. Inline, the WAL is not checkpointed (that is an fsync); one passive
+        checkpoint follows every :data:`CHECKPOINT_EVERY` inline writes, on a thread and connection of its own. After an inline write the loop
         runs its other ready tasks once (``sleep(0)``), as it did while a write waited for the thread."""
         if self.conn is None or self.readonly or not self._writer.acquire(blocking=False):
             return await self.run(fn, self.conn, *args)
@@ -240,15 +244,21 @@ class Database:
         assert busy
         return await self.run(fn, self.conn, *args)
 
-    def _checkpoint_later(self) -> None:
-        def checkpoint(conn: sqlite3.Connection) -> None:
-            conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    def _checkpoint(self) -> None:
+        """A passive checkpoint on a connection of its own (its own thread): SQLite lets it copy the WAL into the
+        database while the writer goes on appending, so no write waits for it."""
+        if self._ckpt_conn is None:
+            self._ckpt_conn = connect(self.path, self.busy_timeout_ms)
+        self._ckpt_conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
-        task = asyncio.get_running_loop().create_task(self.run(checkpoint, self.conn))
+    def _checkpoint_later(self) -> None:
+        if self._checkpoints:  # one at a time
+            return
+        task = asyncio.wrap_future(self._ckpt_pool.submit(self._checkpoint))
         self._checkpoints.add(task)
         task.add_done_callback(self._checkpoint_done)
 
-    def _checkpoint_done(self, task: asyncio.Task) -> None:
+    def _checkpoint_done(self, task: asyncio.Future[None]) -> None:
         self._checkpoints.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.warning("WAL checkpoint failed: %s", task.exception())
@@ -304,6 +314,15 @@ class Database:
 
         if self._checkpoints:  # checkpoints after inline writes run first
             await asyncio.gather(*self._checkpoints, return_exceptions=True)
+
+        def _close_checkpointer() -> None:
+            if self._ckpt_conn is not None:
+                self._ckpt_conn.close()
+                self._ckpt_conn = None
+
+        if self._ckpt_conn is not None:
+            await asyncio.get_running_loop().run_in_executor(self._ckpt_pool, _close_checkpointer)
+        self._ckpt_pool.shutdown(wait=True)
         await asyncio.to_thread(self._readers.shutdown, True)  # reads in flight finish first
         readers, self._reader_conns = self._reader_conns, []
         for conn in readers:
