@@ -53,11 +53,29 @@ def foreign_of(ids: list[str]) -> dict[str, str]:
 async def dump(path: Path) -> list[dict]:
     from pps_turns import retrieval
 
-    from pps_core import Memory
-
     convs = {c["id"]: c for c in locomo.load(path)}
     foreign = foreign_of(list(convs))
     rows: list[dict] = []
+    seen: list[tuple[dict[int, float], float]] = []
+    dense_top = retrieval.dense_top
+
+    def keep(*args, **kwargs):
+        out = dense_top(*args, **kwargs)
+        seen.append(out)
+        return out
+
+    retrieval.dense_top = keep  # to record each query's dense candidates; restored below
+    try:
+        return await _dump(convs, foreign, rows, seen)
+    finally:
+        retrieval.dense_top = dense_top
+
+
+async def _dump(convs, foreign, rows, seen) -> list[dict]:
+    from pps_turns import retrieval
+
+    from pps_core import Memory
+
     for cid, conv in convs.items():
         with tempfile.TemporaryDirectory(prefix="pps-calibrate-") as home:
             memory = Memory.for_entity(f"cal-{cid}", home=home, plugins=["sqlite", "embeddings"], timezone="UTC")
@@ -72,7 +90,10 @@ async def dump(path: Path) -> list[dict]:
                 for kind, q in asked:
                     row = {"entity": cid, "kind": kind, "category": q["category"], "evidence": q["evidence"]}
                     for mode, cfg in (("fused", retrieval.DEFAULT), ("lexical", lexical_cfg)):
+                        seen.clear()
                         got = await raw.retriever.search(q["question"], CANDIDATES, cfg=cfg)
+                        if mode == "fused":  # the query's dense candidates' cosines, best first (features to try)
+                            row["cosines"] = [round(c, 4) for c in sorted(seen[-1][0].values(), reverse=True)]
                         row[mode] = [{"dia": (t["metadata"] or {}).get("dia_id"),
                                       "x": {**t["signals"]["features"], "dense": t["signals"]["dense"] or 0.0}}
                                      for t in got]
