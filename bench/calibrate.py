@@ -10,8 +10,9 @@ features are fitted on the TRAIN conversations only: with the vectors (fused), l
 models for summaries and forget_search. Printed: the coefficients to paste into retrieval.py, and on the
 HELD-OUT conversations the log loss and Brier score, a reliability table (predicted vs observed), recall@10
 ranked by the fused score and by the calibrated score, and per floor the own-conversation recall@10 kept and
-the foreign results that clear it. The floor printed is the highest whose own recall@10 on TRAIN stays within
-TOLERANCE of the unfloored fused ranking.
+the foreign results that clear it (the standout rule of retrieval.calibrate applied: it needs the dump's
+``cosines``, written since issue 23; older dumps apply only the model). The floor printed is the highest whose own
+recall@10 on TRAIN stays within TOLERANCE of the unfloored fused ranking.
 """
 
 from __future__ import annotations
@@ -164,19 +165,29 @@ def losses(rows, mode, feats, bias, weights) -> tuple[float, float, list[tuple[f
 
 def ranked(r: dict, mode: str, by: str, feats, bias, weights) -> list[tuple[str, float]]:
     """A question's candidates best first, with their probability; ``by`` "fused" keeps the fused order.
-    The calibrated order applies retrieval.calibrate's rule: a turn holding no word of the query and not close in
-    meaning (cosine under MEANING) never outranks one holding its rarest word."""
-    from pps_turns.retrieval import MEANING
+    The calibrated order applies retrieval.calibrate's rules: a turn holding no word of the query and not close in
+    meaning (cosine under MEANING) never outranks one holding its rarest word; one that stands out by meaning
+    (STANDOUT_LEAD, STANDOUT_COSINE; from the dump's cosines) scores at least STANDOUT."""
+    from pps_turns import retrieval as rt
 
     cands = r[mode]
+    best = rt.top_two(r.get("cosines") or [])
+
+    def standout(x: dict) -> bool:
+        cos = x.get("dense", 0.0)
+        return (mode == "fused" and not x.get("coverage") and cos >= rt.STANDOUT_COSINE
+                and rt.lead(cos, best) >= rt.STANDOUT_LEAD)
+
     scored = [(c["dia"], prob(bias, weights, feats, c["x"]), c["x"].get("fused", 0.0)) for c in cands]
     if by == "fused":
         scored.sort(key=lambda t: -t[2])
         return [(d, p) for d, p, _f in scored]
+    scored = [(d, max(p, rt.STANDOUT) if standout(c["x"]) else p, f)
+              for (d, p, f), c in zip(scored, cands, strict=True)]
     cap = min((p for (_d, p, _f), c in zip(scored, cands, strict=True) if c["x"].get("rare")), default=None)
     if cap is not None:
-        scored = [(d, min(p, cap * 0.999) if not c["x"].get("coverage") and c["x"].get("dense", 0.0) < MEANING
-                   else p, f) for (d, p, f), c in zip(scored, cands, strict=True)]
+        scored = [(d, min(p, cap * 0.999) if not c["x"].get("coverage") and not standout(c["x"])
+                   and c["x"].get("dense", 0.0) < rt.MEANING else p, f) for (d, p, f), c in zip(scored, cands, strict=True)]
     scored.sort(key=lambda t: (-t[1], -t[2]))
     return [(d, p) for d, p, _f in scored]
 

@@ -240,3 +240,22 @@ async def test_a_store_with_nothing_of_that_meaning_answers_nothing(make_memory,
     assert found["results"] == [], found
     anyway = await m.call("raw_search", {"query": "metal fasteners corrosion", "min_score": 0})
     assert anyway["results"] and not any(r["scores"].get("standout") for r in anyway["results"])
+
+
+def test_the_lead_of_the_best_cosine_and_the_dense_scale_of_a_small_store():
+    import numpy as np
+
+    # the one turn of a store leads an unrelated turn's cosine, and tops its scale (was: the scale's bottom, 0)
+    assert retrieval.top_two([0.36]) == (0.36, retrieval.UNRELATED_COSINE)
+    assert retrieval.lead(0.36, retrieval.top_two([0.36])) == pytest.approx(0.36)
+    dense, floor = retrieval.dense_top((np.array([7]), np.array([0.36])), 200, 50)
+    assert dense == {7: pytest.approx(0.36)} and floor == retrieval.UNRELATED_COSINE
+    # only the best leads, by its margin over the second; a tie leads nothing; nothing leads below an unrelated turn
+    best = retrieval.top_two([0.3, 0.54, 0.38])
+    assert retrieval.lead(0.54, best) == pytest.approx(0.16) and retrieval.lead(0.38, best) == 0.0
+    assert retrieval.lead(0.5, retrieval.top_two([0.5, 0.5, 0.1])) == 0.0
+    assert retrieval.lead(-0.1, retrieval.top_two([-0.1, -0.3])) == 0.0
+    # with 50 candidates or more the scale still starts at the 50th
+    cos = np.linspace(0.9, 0.2, 60)
+    _dense, floor = retrieval.dense_top((np.arange(60), cos), 200, 50)
+    assert floor == pytest.approx(cos[49])
