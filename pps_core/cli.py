@@ -205,6 +205,18 @@ def _private_dirs(path: Path) -> None:
         folder.mkdir(mode=0o700, exist_ok=True)
 
 
+def _init_hints(plugins: list[str]) -> list[str]:
+    """The chosen plugins' commented settings examples (``pps_init_hints``), each block after a blank line; a
+    line that is not a comment is made one, so the file loads as written."""
+    from .plugins import build_plugin_manager
+
+    lines: list[str] = []
+    for block in build_plugin_manager(plugins).hook.pps_init_hints():
+        if block:
+            lines += [""] + [ln if ln.lstrip().startswith("#") else f"# {ln}" for ln in map(str, block)]
+    return lines
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     from . import auth
     from .plugins import default_plugins
@@ -223,8 +235,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         values = {k: v for k, v in values.items() if v is not None}
         validate_values(values, home)  # a typo is refused before anything is written
         lines = [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in values.items()]
-        lines += ["", "# [llm]  an OpenAI-compatible endpoint, optional:",
-                  '# base_url = "http://127.0.0.1:11434/v1"', '# model = "llama3.1"', ""]
+        lines += _init_hints(plugins) + [""]
         from .atomic import atomic_write
 
         _private_dirs(home)

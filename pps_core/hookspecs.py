@@ -77,6 +77,16 @@ def pps_register_commands(cli: CommandRegistry) -> None:
 
 
 @hookspec
+def pps_init_hints() -> list[str]:
+    """Return lines ``pps init`` appends to a new entity's pps.toml: a commented example of this plugin's own
+    settings section (``# [llm]`` ...), so a user sees what can be set without reading the docs.
+
+    Called with the plugins the new entity loads, in their order; each line should start with ``#`` (the hint
+    is a comment: the file must load as written). Cheap: no store is open.
+    """
+
+
+@hookspec
 def pps_layers(memory: Memory) -> list[Layer]:
     """Return the memory layers this plugin stores and searches.
 

@@ -203,7 +203,8 @@ class Memory:
     async def open(self) -> Memory:
         if self.opened:
             return self
-        self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not self.glance:  # a glance creates nothing, not even the entity's folder
+            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
             pm = self.load_catalog()  # before any store opens: a wrong name or parameter costs no store
             silent = undeclared_observers(pm)

@@ -58,7 +58,12 @@ def test_init_refuses_a_bad_value_before_writing_anything(tmp_path):
 
 
 def test_unknown_plugin_in_config_is_a_startup_error(tmp_path):
-    run(["init", "--entity", "typo", "--plugins", "sqlite,chorma"], tmp_path)
+    refused = run(["init", "--entity", "typo", "--plugins", "sqlite,chorma"], tmp_path)
+    assert refused.returncode == 2 and "no plugin named 'chorma' (installed: " in refused.stderr
+    assert not (tmp_path / "root" / "typo" / "pps.toml").exists()  # refused before anything is written
+    run(["init", "--entity", "typo", "--plugins", "sqlite"], tmp_path)
+    toml = tmp_path / "root" / "typo" / "pps.toml"
+    toml.write_text(toml.read_text().replace('"sqlite"', '"sqlite", "chorma"'))  # edited by hand
     out = run(["health", "-e", "typo"], tmp_path)
     assert out.returncode == 2 and "no plugin named 'chorma' (installed: " in out.stderr
 
@@ -98,3 +103,16 @@ def test_a_misspelled_entity_is_an_error_not_a_new_memory(tmp_path):
     assert out.returncode == 2
     assert "no entity 'lyar'" in out.stderr and "pps init --entity lyar" in out.stderr and "lyra" in out.stderr
     assert not (tmp_path / "root" / "lyar").exists()
+
+
+def test_init_writes_the_settings_hints_of_the_chosen_plugins_only(tmp_path):
+    """`pps init` writes each chosen plugin's commented settings hint (``pps_init_hints``): the `[llm]` example
+    comes from the llm plugin, so an entity without it gets none (the kernel knows no plugin's section)."""
+    run(["init", "--entity", "bare", "--plugins", "sqlite,crystals"], tmp_path)
+    bare = (tmp_path / "root" / "bare" / "pps.toml").read_text()
+    assert "[llm]" not in bare and "base_url" not in bare
+    run(["init", "--entity", "talks", "--plugins", "sqlite,llm"], tmp_path)
+    talks = (tmp_path / "root" / "talks" / "pps.toml").read_text()
+    assert "# [llm]" in talks and '# base_url = "http://127.0.0.1:11434/v1"' in talks
+    checked = run(["plugins", "-e", "talks"], tmp_path)  # the hint is a comment: the file still loads
+    assert checked.returncode == 0, checked.stderr

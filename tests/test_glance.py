@@ -69,7 +69,7 @@ async def test_a_glance_at_an_entity_without_a_database_yet_says_the_turns_are_w
         text = (await glance.call("ambient_recall", {"context": "startup"}))["text"]
         assert "Partial: Raw capture, Summaries still warming up" in text or \
                "Partial: Summaries, Raw capture still warming up" in text
-    assert not (pps_home / "fresh" / "pps.db").exists()  # a glance creates nothing
+    assert not (pps_home / "fresh").exists()  # a glance creates nothing: no database, not even the folder
 
 
 async def test_the_sqlite_glance_cannot_write(make_memory, pps_home):

@@ -38,6 +38,12 @@ async def notes_list(memory: Memory, p: NotesList) -> dict[str, Any]:
 
 
 @hookimpl
+def pps_init_hints() -> list[str]:
+    """What `pps init` writes into a new entity's pps.toml for this plugin (commented out)."""
+    return ["# [notes]", '# file = "notes.json"   # under the entity\'s home', "# startup_count = 5"]
+
+
+@hookimpl
 def pps_layers(memory: Memory) -> list[Layer]:
     settings = memory.settings.plugin_settings(NotesSettings, "notes")
     return [NotesLayer(memory.home, settings)]

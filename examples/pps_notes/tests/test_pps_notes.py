@@ -67,3 +67,16 @@ async def test_notes_survive_a_restart(make_memory: MakeMemory) -> None:
     again = await make_memory(plugins=["notes"])
     found = await again.call("ambient_recall", {"context": "where is the spare key?"})
     assert any("blue pot" in r["content"] for r in found["results"])
+
+
+async def test_hook_pps_init_hints(tmp_path):
+    """A third party's settings hint lands in the pps.toml `pps init` writes, as a comment, and loads."""
+    from pps_core.testing.server import pps, pps_env
+
+    root = tmp_path / "root"
+    made = pps(root, "init", "--entity", "n", "--plugins", "sqlite,notes", check=False, env=pps_env(root))
+    assert made.returncode == 0, made.stderr
+    toml = (root / "n" / "pps.toml").read_text()
+    assert "# [notes]" in toml and "# startup_count = 5" in toml and "[llm]" not in toml
+    listed = pps(root, "plugins", "-e", "n", check=False, env=pps_env(root))
+    assert listed.returncode == 0 and "notes" in listed.stdout, listed.stderr

@@ -65,6 +65,7 @@ class CrystalLayer(Layer):
         self.trash = self.dir / "deleted"
         self._cache: dict[Path, tuple[tuple[int, int], str, list[str]]] = {}
         self._thread_lock = threading.Lock()
+        self._glancing = False
 
     async def open(self) -> None:
         for d in (self.dir, self.archive):
@@ -72,6 +73,7 @@ class CrystalLayer(Layer):
 
     async def open_glance(self) -> None:
         """Read-only: nothing to open (the folders are read as they are; none yet reads as no crystals)."""
+        self._glancing = True
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -82,6 +84,9 @@ class CrystalLayer(Layer):
         holder dies, so a crash never leaves the folder locked.
         """
         with self._thread_lock:
+            if self._glancing and not self.dir.is_dir():  # a glance only reads: no folder is no crystals yet,
+                yield  # and it creates nothing (not the folder, not its lock)
+                return
             self.dir.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
             try:

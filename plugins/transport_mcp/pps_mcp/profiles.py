@@ -6,7 +6,9 @@
 - ``"essential"``: the operations their plugins mark ``essential`` (``pps_core.Operation``): what a model
   needs in a session whose memory is captured and injected by hooks (search, save a crystal or
   word-photo, read one, walk the turns and summaries the startup package points to), each with the first
-  sentence of its description; under 8,000 characters of tool list with the default plugins
+  sentence of its description and its parameters without JSON Schema ``title`` annotations (pydantic's
+  ``"title": "Query"`` beside every field repeats the name; types, limits, defaults and descriptions stay);
+  under 8,000 characters of tool list with the default plugins
   (``bench/mcp_tools.py`` measures it);
 - a list of operation names: exactly those.
 
@@ -77,13 +79,31 @@ def concise(description: str) -> str:
     return found.group(1) if found else description.strip()
 
 
+def untitled(schema: object) -> object:
+    """A JSON schema without its ``title`` annotations (validation unchanged; a property *named* title stays)."""
+    if isinstance(schema, list):
+        return [untitled(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(value, dict):
+            out[key] = {name: untitled(sub) for name, sub in value.items()}
+        else:
+            out[key] = untitled(value)
+    return out
+
+
 def select(specs: list[ToolSpec], profile: str | list[str]) -> list[ToolSpec]:
     """The tools a profile lists, in catalog order. Unknown names in a list are a ConfigError."""
     if profile == "all":
         return specs
     known = {s.name for s in specs}
     if profile == "essential":
-        return [replace(s, description=concise(s.description)) for s in specs if s.essential]
+        return [replace(s, description=concise(s.description), input_schema=untitled(s.input_schema))
+                for s in specs if s.essential]
     unknown = [n for n in profile if n not in known]
     if unknown:
         raise ConfigError(f"[mcp] tools names operations this entity does not have: {', '.join(unknown)} "

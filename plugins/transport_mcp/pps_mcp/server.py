@@ -20,16 +20,25 @@ from pps_core.reach import Caller, Entity, LocalEntity
 log = logging.getLogger("pps.mcp")
 
 
-def tool_from_spec(spec: ToolSpec) -> types.Tool:
-    return types.Tool(
-        name=spec.name,
-        description=spec.description,
-        input_schema=spec.input_schema,
-        annotations=types.ToolAnnotations(
+def tool_from_spec(spec: ToolSpec, *, compact: bool = False) -> types.Tool:
+    """``compact`` (the ``essential`` profile) leaves out the hints the MCP specification makes meaningless or
+    default: ``destructiveHint``/``idempotentHint`` of a read-only tool ("meaningful only when readOnlyHint ==
+    false"), ``readOnlyHint: false`` and ``idempotentHint: false`` (their defaults). Nothing a client reads
+    changes; ``destructiveHint: false`` and ``openWorldHint: false`` differ from the defaults and stay."""
+    if compact:
+        annotations = types.ToolAnnotations(
+            read_only_hint=True if spec.read_only else None,
+            destructive_hint=None if spec.read_only else spec.destructive,
+            idempotent_hint=True if spec.idempotent and not spec.read_only else None,
+            open_world_hint=False,
+        )
+    else:
+        annotations = types.ToolAnnotations(
             read_only_hint=spec.read_only, destructive_hint=spec.destructive,
             idempotent_hint=spec.idempotent, open_world_hint=False,
-        ),
-    )
+        )
+    return types.Tool(name=spec.name, description=spec.description, input_schema=spec.input_schema,
+                      annotations=annotations)
 
 
 def success_result(result: Any) -> types.CallToolResult:
@@ -97,7 +106,8 @@ def create_server(memory=None, *, entity: Entity | None = None, caller: Caller |
         specs = await entity.tools()
         if id(specs) not in listed:  # a local entity keeps one list per catalog: build the tools once
             listed.clear()
-            listed[id(specs)] = types.ListToolsResult(tools=[tool_from_spec(s) for s in select(specs, profile)])
+            listed[id(specs)] = types.ListToolsResult(tools=[tool_from_spec(s, compact=profile == "essential")
+                                                              for s in select(specs, profile)])
         return listed[id(specs)]
 
     async def on_call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -32,9 +32,47 @@ async def test_the_essential_profile_lists_fewer_tools_with_concise_descriptions
     assert "store_message" not in names and "ambient_recall" in names and not stored.is_error
     recall = next(t for t in tools if t.name == "ambient_recall")
     assert recall.description == concise(memory.catalog.get("ambient_recall").description)
-    assert recall.description.count(". ") == 0 and recall.input_schema == memory.catalog.get(
-        "ambient_recall").input_schema()
+    full = memory.catalog.get("ambient_recall").input_schema()
+    assert recall.description.count(". ") == 0 and recall.input_schema == untitled(full)
     assert size(tools) < size(every) / 2
+
+
+def untitled(schema):
+    """The schema without its ``title`` annotations (a property *named* title stays)."""
+    if isinstance(schema, list):
+        return [untitled(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {}
+    for key, value in schema.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            out[key] = {name: untitled(sub) for name, sub in value.items()}
+        else:
+            out[key] = untitled(value)
+    return out
+
+
+async def test_the_essential_profile_of_the_default_plugins_fits_8000_characters(make_memory):
+    """Issue 15's budget for what `pps setup claude-code` registers, with every default plugin loaded; the
+    parameters keep their types, limits, defaults and descriptions (only ``title`` annotations go)."""
+    from pps_core.plugins import default_plugins
+
+    memory = await make_memory(plugins=default_plugins(), mcp={"tools": "essential"})
+    async with Client(create_server(memory)) as client:
+        tools = (await client.list_tools()).tools
+    assert "raw_search" in [t.name for t in tools]
+    assert size(tools) < 8_000, size(tools)
+    search = next(t for t in tools if t.name == "raw_search")
+    query = search.input_schema["properties"]["query"]
+    assert query["type"] == "string" and query["maxLength"] == 10_000 and query["description"]
+    assert search.input_schema["required"] == ["query"]
+    assert search.input_schema == untitled(memory.catalog.get("raw_search").input_schema())
+    # only the hints the MCP specification does not already imply: what a client concludes is unchanged
+    assert search.annotations.read_only_hint is True and search.annotations.open_world_hint is False
+    save = next(t for t in tools if t.name == "anchor_save")
+    assert save.annotations.read_only_hint in (None, False) and save.annotations.destructive_hint is False
 
 
 async def test_a_list_profile_and_a_bad_name(make_memory):
