@@ -8,7 +8,8 @@
 categories 1-4 is asked through the retriever with each variant of the fused config (``variants``) in each mode:
 ``floor`` (calibrated, the default floor: what raw_search returns), ``calib`` (calibrated, no floor), ``fused``
 (the fused order before calibration), ``chan`` (floored, only the conversation's own channel: no foreign turn can
-compete). ``--alone``: the same for each conversation alone in an entity of its own (kept in ``--alone-cache``).
+compete), ``chancalib`` (the same without the floor). ``--alone``: the same for each conversation alone in an
+entity of its own (kept in ``--alone-cache``).
 Prints recall@10, MRR, where the results came from, results per question and p50 latency. ``--chanidf``: word
 weights per channel (:class:`ChannelStats`, an experiment: BM25 rescaled by each word's idf over the turn's own
 channel, ``lex``; the calibrated coverage per channel, ``cal``).
@@ -62,6 +63,8 @@ def variants(names):
 async def ask(raw, q, cfg, mode, chan=None):
     if mode == "chan":
         return await raw.retriever.search(q, 10, cfg=cfg, min_score=retrieval.FLOOR, channel=chan)
+    if mode == "chancalib":
+        return await raw.retriever.search(q, 10, cfg=cfg, channel=chan)
     if mode == "nofloor_calib":
         return await raw.retriever.search(q, 10, cfg=cfg)
     if mode == "floor":
