@@ -231,12 +231,13 @@ def test_read_your_writes_across_serverless_calls(tmp_path):
     stored = run(tmp_path, "call", "-e", "v", "store_message",
                  '{"content": "The deck screws rusted through after one winter.", "author_name": "J", "channel": "t"}')
     assert stored.returncode == 0, stored.stderr
-    # min_score 0: a match by meaning alone is under the default floor (its calibrated probability, issue 29)
-    found = run(tmp_path, "call", "-e", "v", "raw_search", '{"query": "metal fasteners corrosion", "min_score": 0}')
+    # the default floor (issue 29): the one turn of the store shares no word with the query, only its meaning
+    found = run(tmp_path, "call", "-e", "v", "raw_search", '{"query": "metal fasteners corrosion"}')
     assert found.returncode == 0, found.stderr
     answer = json.loads(found.stdout)
     assert [r["content"] for r in answer["results"]] == ["The deck screws rusted through after one winter."]
     assert answer["results"][0]["scores"]["dense"] > 0.2 and "vectors_pending" not in answer
+    assert answer["results"][0]["score"] >= 0.005
 
 
 # -- layers open and close at once ----------------------------------------------------------------------------
