@@ -2,13 +2,17 @@
 
     .venv/bin/python bench/buried.py --home CACHE/lifetime-N-buried-locomo5_public [--variants default,neighbour0]
                                      [--modes floor,fused,calib,chan] [--alone] [--alone-cache DIR]
+                                     [--chanidf lex,cal]
 
 ``--home``: an entity bench/lifetime.py built (``--locomo`` default: the public file buried in it). Each question of
 categories 1-4 is asked through the retriever with each variant of the fused config (``variants``) in each mode:
 ``floor`` (calibrated, the default floor: what raw_search returns), ``calib`` (calibrated, no floor), ``fused``
 (the fused order before calibration), ``chan`` (floored, only the conversation's own channel: no foreign turn can
-compete). ``--alone``: the same for each conversation alone in an entity of its own (kept in ``--alone-cache``).
-Prints recall@10, MRR, where the results came from, results per question and p50 latency.
+compete), ``chancalib`` (the same without the floor). ``--alone``: the same for each conversation alone in an
+entity of its own (kept in ``--alone-cache``).
+Prints recall@10, MRR, where the results came from, results per question and p50 latency. ``--chanidf``: word
+weights per channel (:class:`ChannelStats`, an experiment: BM25 rescaled by each word's idf over the turn's own
+channel, ``lex``; the calibrated coverage per channel, ``cal``).
 """
 import argparse
 import asyncio
@@ -26,6 +30,10 @@ from locomo import aggregate, load, score, DEFAULT_FILE  # noqa
 
 from pps_core import Memory  # noqa
 from pps_turns import retrieval  # noqa
+
+
+CHANIDF = ""
+CALIBRATE = retrieval.calibrate
 
 
 def variants(names):
@@ -55,6 +63,8 @@ def variants(names):
 async def ask(raw, q, cfg, mode, chan=None):
     if mode == "chan":
         return await raw.retriever.search(q, 10, cfg=cfg, min_score=retrieval.FLOOR, channel=chan)
+    if mode == "chancalib":
+        return await raw.retriever.search(q, 10, cfg=cfg, channel=chan)
     if mode == "nofloor_calib":
         return await raw.retriever.search(q, 10, cfg=cfg)
     if mode == "floor":
@@ -64,8 +74,78 @@ async def ask(raw, q, cfg, mode, chan=None):
     return await raw.retriever.search(q, 10, cfg=cfg, calibrated=False)
 
 
+class ChannelStats:
+    """``--chanidf``: word weights per channel (an experiment, issue 26). Each query word's document frequency is
+    counted per channel (one FTS5 query per word, grouped by channel; cached), and two things use it: a lexical
+    candidate's BM25 is scaled by the idf of the words it holds over its own channel against over the whole
+    history (FTS5's BM25 stays the base; with one channel the ratio is 1), and the calibrated score's
+    ``coverage`` is computed per channel (each candidate scored with its channel's idf)."""
+
+    def __init__(self, db_path, lexical_on=True, calib_on=True):
+        import sqlite3
+
+        self.conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+        self.size = dict(self.conn.execute("SELECT channel, COUNT(*) FROM messages GROUP BY channel"))
+        self.total = sum(self.size.values())
+        self.chan = dict(self.conn.execute("SELECT id, channel FROM messages"))
+        self.df: dict[str, dict[str, int]] = {}
+        self.lexical_on, self.calib_on = lexical_on, calib_on
+
+    def counts(self, term):
+        if term not in self.df:
+            self.df[term] = dict(self.conn.execute(
+                "SELECT m.channel, COUNT(*) FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
+                "WHERE messages_fts MATCH ? GROUP BY m.channel", ('content : "' + term.replace('"', '""') + '"',)))
+        return self.df[term]
+
+    def weights(self, terms, channel=None):
+        if channel is None:
+            return retrieval.Weights.of(terms, self.total, {t: sum(self.counts(t).values()) for t in terms})
+        return retrieval.Weights.of(terms, self.size.get(channel, 0), {t: self.counts(t).get(channel, 0) for t in terms})
+
+    def install(self, raw):
+        store = raw.retriever.store
+        lexical_turns = store.lexical_turns
+        calibrate = retrieval.calibrate
+        stats = self
+
+        async def lexical(terms, n, channel=None, budget=0):
+            scores = await lexical_turns(terms, n, channel, budget)
+            if not stats.lexical_on or not scores:
+                return scores
+            texts = {t["id"]: t["content"] for t in await store.turns_by_ids(list(scores))}
+            whole = stats.weights(terms)
+            per = {}
+            out = {}
+            for i, b in scores.items():
+                ch = stats.chan.get(i)
+                w = per.setdefault(ch, stats.weights(terms, ch))
+                m = retrieval.matched_terms(terms, texts.get(i, ""))
+                g = sum(whole.idf[t] for t in m)
+                out[i] = b * (sum(w.idf[t] for t in m) / g) if g else b
+            return out
+
+        def calib(ranked, texts, terms, weights, dense_on, dense=None):
+            if not stats.calib_on:
+                return calibrate(ranked, texts, terms, weights, dense_on, dense)
+            groups = {}
+            for r in ranked:
+                groups.setdefault(stats.chan.get(r[0]), []).append(r)
+            out = []
+            for ch, rows in groups.items():
+                out += calibrate(rows, texts, terms, stats.weights(terms, ch), dense_on, dense)
+            out.sort(key=lambda t: (-t[1], -t[2]["fused"], t[0]))
+            return out
+
+        store.lexical_turns = lexical
+        retrieval.calibrate = calib
+
+
 async def run(memory, convs, cfgs, modes, own_channel, chan_of=lambda c: None):
     raw = memory.require_layer("raw_capture")
+    if CHANIDF:
+        retrieval.calibrate = CALIBRATE
+        ChannelStats(raw.retriever.store.db.path, "lex" in CHANIDF, "cal" in CHANIDF).install(raw)
     await raw.retriever.search("warm up", 10)
     out = {}
     share = {}
@@ -112,7 +192,10 @@ async def main():
     ap.add_argument("--no-buried", action="store_true")
     ap.add_argument("--convs", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--chanidf", default="", help="word weights per channel: 'lex', 'cal' or 'lex,cal'")
     args = ap.parse_args()
+    global CHANIDF
+    CHANIDF = args.chanidf
     convs = load(DEFAULT_FILE)[:args.convs]
     cfgs = variants(args.variants.split(","))
     modes = args.modes.split(",")

@@ -10,8 +10,9 @@ features are fitted on the TRAIN conversations only: with the vectors (fused), l
 models for summaries and forget_search. Printed: the coefficients to paste into retrieval.py, and on the
 HELD-OUT conversations the log loss and Brier score, a reliability table (predicted vs observed), recall@10
 ranked by the fused score and by the calibrated score, and per floor the own-conversation recall@10 kept and
-the foreign results that clear it. The floor printed is the highest whose own recall@10 on TRAIN stays within
-TOLERANCE of the unfloored fused ranking.
+the foreign results that clear it (the standout rule of retrieval.calibrate applied: it needs the dump's
+``cosines``, written since issue 23; older dumps apply only the model). The floor printed is the highest whose own
+recall@10 on TRAIN stays within TOLERANCE of the unfloored fused ranking.
 """
 
 from __future__ import annotations
@@ -53,11 +54,29 @@ def foreign_of(ids: list[str]) -> dict[str, str]:
 async def dump(path: Path) -> list[dict]:
     from pps_turns import retrieval
 
-    from pps_core import Memory
-
     convs = {c["id"]: c for c in locomo.load(path)}
     foreign = foreign_of(list(convs))
     rows: list[dict] = []
+    seen: list[tuple[dict[int, float], float]] = []
+    dense_top = retrieval.dense_top
+
+    def keep(*args, **kwargs):
+        out = dense_top(*args, **kwargs)
+        seen.append(out)
+        return out
+
+    retrieval.dense_top = keep  # to record each query's dense candidates; restored below
+    try:
+        return await _dump(convs, foreign, rows, seen)
+    finally:
+        retrieval.dense_top = dense_top
+
+
+async def _dump(convs, foreign, rows, seen) -> list[dict]:
+    from pps_turns import retrieval
+
+    from pps_core import Memory
+
     for cid, conv in convs.items():
         with tempfile.TemporaryDirectory(prefix="pps-calibrate-") as home:
             memory = Memory.for_entity(f"cal-{cid}", home=home, plugins=["sqlite", "embeddings"], timezone="UTC")
@@ -72,7 +91,10 @@ async def dump(path: Path) -> list[dict]:
                 for kind, q in asked:
                     row = {"entity": cid, "kind": kind, "category": q["category"], "evidence": q["evidence"]}
                     for mode, cfg in (("fused", retrieval.DEFAULT), ("lexical", lexical_cfg)):
+                        seen.clear()
                         got = await raw.retriever.search(q["question"], CANDIDATES, cfg=cfg)
+                        if mode == "fused":  # the query's dense candidates' cosines, best first (features to try)
+                            row["cosines"] = [round(c, 4) for c in sorted(seen[-1][0].values(), reverse=True)]
                         row[mode] = [{"dia": (t["metadata"] or {}).get("dia_id"),
                                       "x": {**t["signals"]["features"], "dense": t["signals"]["dense"] or 0.0}}
                                      for t in got]
@@ -143,19 +165,29 @@ def losses(rows, mode, feats, bias, weights) -> tuple[float, float, list[tuple[f
 
 def ranked(r: dict, mode: str, by: str, feats, bias, weights) -> list[tuple[str, float]]:
     """A question's candidates best first, with their probability; ``by`` "fused" keeps the fused order.
-    The calibrated order applies retrieval.calibrate's rule: a turn holding no word of the query and not close in
-    meaning (cosine under MEANING) never outranks one holding its rarest word."""
-    from pps_turns.retrieval import MEANING
+    The calibrated order applies retrieval.calibrate's rules: a turn holding no word of the query and not close in
+    meaning (cosine under MEANING) never outranks one holding its rarest word; one that stands out by meaning
+    (STANDOUT_LEAD, STANDOUT_COSINE; from the dump's cosines) scores at least STANDOUT."""
+    from pps_turns import retrieval as rt
 
     cands = r[mode]
+    best = rt.top_two(r.get("cosines") or [])
+
+    def standout(x: dict) -> bool:
+        cos = x.get("dense", 0.0)
+        return (mode == "fused" and not x.get("coverage") and cos >= rt.STANDOUT_COSINE
+                and rt.lead(cos, best) >= rt.STANDOUT_LEAD)
+
     scored = [(c["dia"], prob(bias, weights, feats, c["x"]), c["x"].get("fused", 0.0)) for c in cands]
     if by == "fused":
         scored.sort(key=lambda t: -t[2])
         return [(d, p) for d, p, _f in scored]
+    scored = [(d, max(p, rt.STANDOUT) if standout(c["x"]) else p, f)
+              for (d, p, f), c in zip(scored, cands, strict=True)]
     cap = min((p for (_d, p, _f), c in zip(scored, cands, strict=True) if c["x"].get("rare")), default=None)
     if cap is not None:
-        scored = [(d, min(p, cap * 0.999) if not c["x"].get("coverage") and c["x"].get("dense", 0.0) < MEANING
-                   else p, f) for (d, p, f), c in zip(scored, cands, strict=True)]
+        scored = [(d, min(p, cap * 0.999) if not c["x"].get("coverage") and not standout(c["x"])
+                   and c["x"].get("dense", 0.0) < rt.MEANING else p, f) for (d, p, f), c in zip(scored, cands, strict=True)]
     scored.sort(key=lambda t: (-t[1], -t[2]))
     return [(d, p) for d, p, _f in scored]
 

@@ -8,6 +8,9 @@ stops (``pps[falkordb]``). Local ONNX embedder, no LLM, no network. Printed per 
 - texture_search through the real operation (edges: hybrid search, focal distance, freshness,
   diversity, novelty; plus entity nodes) and the edges-only layer search that ambient recall uses;
 - graphiti's own plain ``Graphiti.search()`` (edge hybrid search, RRF, no reranking);
+- the graph's read path on Kuzu (issue 23: Kuzu alone, no graphiti_core) beside what it replaced in the same
+  run: edge hybrid search (before: graphiti's BM25 query and edge models, our cosine, graphiti's RRF) and entity
+  hybrid search (before: graphiti's ``search_`` with ``NODE_HYBRID_SEARCH_RRF``), same candidates, same order;
 - ambient_recall (non-startup) with every layer loaded: sqlite, chroma, crystals, graphiti.
 Target (issue 5): texture_search p95 < 150 ms.
 """
@@ -110,6 +113,52 @@ async def populate_others(memory: Memory, rng: random.Random) -> None:
         await memory.call("crystallize", {"content": f"Crystal {i}: {rng.choice(QUERIES)}"})
 
 
+async def graphiti_edges(graph, query: str, limit: int) -> list:
+    """The Kuzu edge hybrid search before issue 23's read path: graphiti's BM25 query and edge models."""
+    from graphiti_core.search.search_filters import SearchFilters
+    from graphiti_core.search.search_utils import edge_fulltext_search, rrf
+
+    n = 2 * limit
+    vector = await graph.embed_query(query)
+    bm25, cosine = await asyncio.gather(
+        edge_fulltext_search(graph.driver, query, SearchFilters(), [graph.group_id], n),
+        graph.query("MATCH (e:RelatesToNode_) WHERE e.group_id = $group_id WITH e, array_cosine_similarity("
+                    f"e.fact_embedding, CAST($vector AS FLOAT[{len(vector)}])) AS score WHERE score > 0.6 "
+                    "RETURN e.uuid AS uuid ORDER BY score DESC LIMIT $limit",
+                    group_id=graph.group_id, vector=vector, limit=n))
+    ranked = rrf([[e.uuid for e in bm25], [r["uuid"] for r in cosine]])[0][:limit]
+    by_uuid = {e.uuid: e for e in bm25}
+    missing = [u for u in ranked if u not in by_uuid]
+    if missing:
+        from graphiti_core.edges import get_entity_edge_from_record
+
+        rows = await graph.query(f"MATCH {graph.edge_match} WHERE e.uuid IN $uuids RETURN {graph.edge_return}",
+                                 uuids=missing)
+        by_uuid.update((r["uuid"], get_entity_edge_from_record(r, graph.provider)) for r in rows)
+    return [by_uuid[u] for u in ranked if u in by_uuid]
+
+
+async def graphiti_nodes(graph, query: str, limit: int) -> list:
+    """The entity hybrid search before issue 23's read path: graphiti's own."""
+    from graphiti_core.search.search_config_recipes import NODE_HYBRID_SEARCH_RRF
+
+    config = NODE_HYBRID_SEARCH_RRF.model_copy(deep=True)
+    config.limit = limit
+    return (await graph.graphiti.search_(query, config=config, group_ids=[graph.group_id])).nodes
+
+
+async def timed_pair(a, b, queries: list[str]) -> tuple[list[float], list[float]]:
+    """Two ways of answering the same queries, alternated query by query (which goes first too), so a busy
+    machine weighs on both alike."""
+    out_a, out_b = [], []
+    for i, q in enumerate(queries):
+        for fn, out in ((a, out_a), (b, out_b)) if i % 2 == 0 else ((b, out_b), (a, out_a)):
+            t = time.perf_counter()
+            await fn(q)
+            out.append((time.perf_counter() - t) * 1000)
+    return out_a, out_b
+
+
 async def timed(fn, queries: list[str]) -> list[float]:
     out = []
     for q in queries:
@@ -194,6 +243,17 @@ async def run(driver: str, args) -> dict:
                     per_layer.setdefault(st["layer"], []).append(st["latency_ms"])
 
             recall = await timed(recall_once, queries)
+            reads: list[tuple[str, list[float]]] = []
+            if driver == "kuzu":
+                graph = layer.graph
+                ours_e, theirs_e = await timed_pair(lambda q: graph.hybrid_edges(q, 20),
+                                                    lambda q: graphiti_edges(graph, q, 20), queries)
+                ours_n, theirs_n = await timed_pair(lambda q: graph.hybrid_nodes(q, 10),
+                                                    lambda q: graphiti_nodes(graph, q, 10), queries)
+                reads = [("graph read path: edge hybrid search, Kuzu alone (20)", ours_e),
+                         ("  before: graphiti BM25 + edge models, our cosine (20)", theirs_e),
+                         ("graph read path: entity hybrid search, Kuzu alone (10)", ours_n),
+                         ("  before: graphiti search_ NODE_HYBRID_SEARCH_RRF (10)", theirs_n)]
             if server is not None:
                 server_rss = rss_mib(server.proc.pid)
                 from falkordb.asyncio import FalkorDB
@@ -212,6 +272,13 @@ async def run(driver: str, args) -> dict:
             print(row("ambient_recall non-startup, all layers", recall))
             for name, ms in per_layer.items():
                 print(row(f"  of which layer {name}", ms))
+            for label, ms in reads:
+                print(row(label, ms))
+            if reads:
+                print(f"read path vs before (alternated query by query), p50 before/after: edges "
+                      f"{pct(reads[1][1], 50) / pct(reads[0][1], 50):.2f}, entities "
+                      f"{pct(reads[3][1], 50) / pct(reads[2][1], 50):.2f}; sum over the queries: edges "
+                      f"{sum(reads[1][1]) / sum(reads[0][1]):.2f}, entities {sum(reads[3][1]) / sum(reads[2][1]):.2f}")
             target = "MET" if pct(ts, 95) < 150 else "MISSED"
             print(f"target texture_search p95 < 150 ms: {target}")
             print(f"memory: this process {client_rss:.0f} MiB, graph server {server_rss:.0f} MiB; graph on disk "

@@ -81,8 +81,8 @@ def pps_init_hints() -> list[str]:
     """Return lines ``pps init`` appends to a new entity's pps.toml: a commented example of this plugin's own
     settings section (``# [llm]`` ...), so a user sees what can be set without reading the docs.
 
-    Called with the plugins the new entity loads, in their order; each line should start with ``#`` (the hint
-    is a comment: the file must load as written). Cheap: no store is open.
+    All results, in the order of the plugins the new entity loads, each block after a blank line; each line
+    should start with ``#`` (the hint is a comment: the file must load as written). Cheap: no store is open.
     """
 
 

@@ -292,7 +292,12 @@ class Memory:
         dict.update(self.layers, opened)
 
     async def _open_layers(self, built: list[Layer]) -> None:
-        for layer in built:
+        """Open the layers at once (each store's open mostly waits: a file, a thread, an index process), then
+        list them in plugin order. A layer that fails to open is reported (:class:`FailedLayer`), not fatal;
+        an interruption (cancelled, KeyboardInterrupt) is raised after the others finished, with the layers
+        that opened listed, so the caller closes them."""
+
+        async def one(layer: Layer) -> Layer:
             try:
                 await layer.open()
             except Exception as exc:  # a down backend is reported, not fatal
@@ -301,8 +306,30 @@ class Memory:
                     await layer.close()
                 except Exception:
                     pass
-                layer = FailedLayer(layer.name, f"{type(exc).__name__}: {exc}")
-            dict.__setitem__(self.layers, layer.name, layer)
+                return FailedLayer(layer.name, f"{type(exc).__name__}: {exc}")
+            return layer
+
+        if not built:
+            return
+        tasks = [asyncio.ensure_future(one(layer)) for layer in built]
+        try:
+            await asyncio.wait(tasks)  # every open ends (or is cancelled with the caller) before anything is listed
+        finally:
+            interrupted: BaseException | None = None
+            for task in tasks:
+                if not task.done():
+                    task.cancel()
+            for task in tasks:
+                if not task.done() or task.cancelled():
+                    continue
+                exc = task.exception()
+                if exc is not None:
+                    interrupted = interrupted or exc
+                    continue
+                opened = task.result()
+                dict.__setitem__(self.layers, opened.name, opened)
+        if interrupted is not None:
+            raise interrupted
 
     async def _open_glance(self, built: list[Layer]) -> None:
         """Open the layers that open at a glance; the others wait for the owner (:class:`WarmingLayer`)."""
@@ -347,14 +374,21 @@ class Memory:
         self.opened = False
 
     async def _close_layers(self) -> None:
-        for layer in reversed(list(dict.values(self.layers))):  # never-opened (deferred) layers need no closing
-            if isinstance(layer, WarmingLayer):  # never opened here
-                continue
+        """Close the open layers at once (each mostly waits: a checkpoint, an index process stopping); a layer
+        that fails to close is logged and the others close all the same."""
+
+        async def one(layer: Layer) -> None:
             try:
                 await layer.close()
             except Exception as exc:  # closing must go on for the other layers
                 log.warning("layer %s did not close cleanly: %s", layer.name, exc)
-        self.layers = LayerMap()
+
+        # never-opened layers (deferred; warming: opened by the owner, not here) need no closing
+        closing = [layer for layer in reversed(list(dict.values(self.layers))) if not isinstance(layer, WarmingLayer)]
+        try:
+            await asyncio.gather(*(one(layer) for layer in closing))
+        finally:
+            self.layers = LayerMap()
 
     async def __aenter__(self) -> Memory:
         return await self.open()

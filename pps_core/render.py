@@ -14,7 +14,7 @@ from .settings import LateNight
 
 if TYPE_CHECKING:  # pragma: no cover
     from .layer import Layer
-from .timeutil import local, render_day, render_minute
+from .timeutil import local, minute_text, render_day, render_minute
 
 SEPARATOR = "\n\n---\n"
 
@@ -147,7 +147,7 @@ def turn_lines(items: Sequence[SearchResult], tz: ZoneInfo, max_chars: int | Non
     labels = labels or {}
     for r in items:
         if r.timestamp:
-            day, _sp, when = local(r.timestamp, tz).strftime("%Y-%m-%d %H:%M").rpartition(" ")
+            day, _sp, when = minute_text(local(r.timestamp, tz)).rpartition(" ")
         else:
             day, when = "????-??-??", "?"
         channel = r.channels[0] if r.channels else "?"

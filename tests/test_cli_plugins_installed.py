@@ -34,7 +34,11 @@ def test_the_contract_suites_test_store_is_not_a_users_plugin(tmp_path):
     user's `pps plugins` never lists it, and an entity cannot name it."""
     listed = json.loads(_pps(["plugins", "--json"], tmp_path).stdout)
     assert "sqlite" in listed["installed"] and "ledger" not in listed["installed"]
-    _pps(["init", "--entity", "lyra", "--plugins", "sqlite,ledger"], tmp_path)
+    proc = _pps(["init", "--entity", "lyra", "--plugins", "sqlite,ledger"], tmp_path)  # refused before writing
+    assert proc.returncode != 0 and "no plugin named 'ledger'" in proc.stderr, proc.stdout + proc.stderr
+    _pps(["init", "--entity", "lyra", "--plugins", "sqlite"], tmp_path)
+    toml = next(tmp_path.rglob("lyra/pps.toml"))
+    toml.write_text(toml.read_text().replace('"sqlite"', '"sqlite", "ledger"'))  # named by hand
     proc = _pps(["plugins", "--entity", "lyra"], tmp_path)
     assert proc.returncode != 0 and "no plugin named 'ledger'" in proc.stderr, proc.stdout + proc.stderr
 

@@ -1,6 +1,7 @@
 """First contact (issue 23): a wrong name is answered before any store opens, with a suggestion; every
 operation says how to call it; a serverless read opens only what it needs; health reads as text."""
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -230,9 +231,75 @@ def test_read_your_writes_across_serverless_calls(tmp_path):
     stored = run(tmp_path, "call", "-e", "v", "store_message",
                  '{"content": "The deck screws rusted through after one winter.", "author_name": "J", "channel": "t"}')
     assert stored.returncode == 0, stored.stderr
-    # min_score 0: a match by meaning alone is under the default floor (its calibrated probability, issue 29)
-    found = run(tmp_path, "call", "-e", "v", "raw_search", '{"query": "metal fasteners corrosion", "min_score": 0}')
+    # the default floor (issue 29): the one turn of the store shares no word with the query, only its meaning
+    found = run(tmp_path, "call", "-e", "v", "raw_search", '{"query": "metal fasteners corrosion"}')
     assert found.returncode == 0, found.stderr
     answer = json.loads(found.stdout)
     assert [r["content"] for r in answer["results"]] == ["The deck screws rusted through after one winter."]
     assert answer["results"][0]["scores"]["dense"] > 0.2 and "vectors_pending" not in answer
+    assert answer["results"][0]["score"] >= 0.005
+
+
+# -- layers open and close at once ----------------------------------------------------------------------------
+
+
+class Waiting(Layer):
+    """A store whose open (and close) waits for its peers to have started theirs: only layers opened at once
+    get past it (one after another, the first would wait forever)."""
+
+    def __init__(self, name, started, peers, fail=False):
+        super().__init__()
+        self.name = name
+        self.started = started
+        self.peers = peers
+        self.fail = fail
+        self.closed = False
+
+    async def _meet(self, what):
+        self.started.setdefault(what, set()).add(self.name)
+        for _ in range(200):
+            if (self.peers if what == "open" else self.closing_peers) <= self.started[what]:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"{self.name}: {what} waited alone")
+
+    async def open(self):
+        await self._meet("open")
+        if self.fail:
+            raise RuntimeError("the backend is down")
+
+    async def close(self):
+        self.closed = True
+        if not self.fail:  # the failed one is closed by the open that failed, alone
+            await self._meet("close")
+
+    async def search(self, query, limit, offset=0):
+        return []
+
+    async def health(self):
+        return LayerHealth(layer=self.name, available=True)
+
+
+async def test_layers_open_and_close_at_once_in_plugin_order_with_a_failure_reported(tmp_path):
+    from pps_core.layer import FailedLayer
+
+    started: dict[str, set[str]] = {}
+    names = ["first", "second", "broken", "third"]
+    layers = [Waiting(n, started, set(names), fail=(n == "broken")) for n in names]
+    for layer in layers:
+        layer.closing_peers = set(names) - {"broken"}
+
+    class Stores:
+        __pps_name__ = "stores"
+
+        @hookimpl
+        def pps_layers(self, memory):
+            return layers
+
+    settings = load_settings("many", tmp_path / "many", plugins=[], timezone="UTC")
+    m = await asyncio.wait_for(Memory(settings, extra_plugins=[Stores()]).open(), 10)
+    assert list(m.layers) == ["first", "second", "broken", "third"]  # plugin order, whichever opened first
+    assert isinstance(m.layers["broken"], FailedLayer) and "the backend is down" in m.layers["broken"].reason
+    assert layers[2].closed  # what it opened before failing was released
+    await asyncio.wait_for(m.close(), 10)  # the three that opened close together
+    assert all(layer.closed for layer in layers) and started["close"] == {"first", "second", "third"}

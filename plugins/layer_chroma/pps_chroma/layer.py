@@ -16,7 +16,7 @@ from typing import Any
 
 from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
 from pps_core.atomic import atomic_create, clean_stale_tmp
-from pps_core.errors import Conflict, NotFound
+from pps_core.errors import Conflict, NotFound, Unavailable
 from pps_core.timeutil import now_utc, to_storage
 
 from .files import Photo, Unreadable, check_filename, check_title, chunks, read_photo, render, slugify
@@ -84,6 +84,8 @@ class AnchorLayer(Layer):
         self._last_listing: dict[str, Fingerprint] = {}
         self._watch = None
         self._generation = 0
+        #: The index process was started and read (:meth:`_start`).
+        self._started = False
         self.open_ms: float | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -95,6 +97,7 @@ class AnchorLayer(Layer):
         await asyncio.to_thread(self._open, embedder)
 
     def _open(self, embedder) -> None:
+        """The folder and the index's handle; the index process starts at the first use (:meth:`_start`)."""
         started = time.perf_counter()
         from .index import ChromaIndex
 
@@ -103,16 +106,33 @@ class AnchorLayer(Layer):
         with self._lock:
             self.index = ChromaIndex(Path(self.memory.home) / self.settings.index_dir, embedder,
                                      self.settings.timeout_s, self.settings.server(self.memory.settings.entity))
-            self.index.open()
-            self._generation = self.index.generation
-            self._entries = {name: Entry.from_meta(m) for name, m in self.index.fingerprints().items()}
+            self._started = False
             if self.settings.watch:
                 from .watch import watch
 
                 self._watch = watch(self.dir)  # before the first full check: nothing falls in between
-            if self._entries:  # an empty index (new, deleted, another embedder's) is built on the first read
-                self.sync()    # or by `pps reindex`, which shows its progress
         self.open_ms = round((time.perf_counter() - started) * 1000, 1)
+
+    def _start(self) -> None:
+        """Start the index process and read what it holds, once, at the first read or write of the word-photos
+        (the caller holds ``_lock``). A command that never touches them (a ``store_message``) starts none:
+        the process imports chromadb (about 0.7 s of CPU) and opens the index before it answers."""
+        if self._started:
+            return
+        if self.index is None:
+            raise Unavailable("word-photo index: the layer is closed")
+        try:
+            self.index.open()
+        except Unavailable:
+            raise
+        except Exception as exc:  # the next call tries again
+            raise Unavailable(f"word-photo index could not start ({type(exc).__name__}: {exc}); "
+                              "`pps reindex` rebuilds it from the files") from exc
+        self._started = True
+        self._entries = {name: Entry.from_meta(m) for name, m in self.index.fingerprints().items()}
+        self._generation = self.index.generation
+        if self._entries:  # an empty index (new, deleted, another embedder's) is built on the first read
+            self.sync()    # or by `pps reindex`, which shows its progress
 
     async def close(self) -> None:
         with self._lock:
@@ -147,6 +167,7 @@ class AnchorLayer(Layer):
 
     def maybe_sync(self) -> None:
         """Cheap check before reads: the watch's events (or the folder's mtime), then the files named."""
+        self._start()
         if self.index.generation != self._generation:  # a fresh index process: re-read what it holds
             self._entries = {name: Entry.from_meta(m) for name, m in self.index.fingerprints().items()}
             self._generation = self.index.generation
@@ -195,6 +216,7 @@ class AnchorLayer(Layer):
         """Bring the index in line with the files (only ``names``, if given); only files whose stat changed
         are read and hashed (every file with ``rehash``)."""
         with self._lock:
+            self._start()
             changes: dict[str, list] = {"added": [], "updated": [], "removed": [], "unreadable": []}
             if names is None:
                 if self._watch is None and self.settings.scan_interval_s:
@@ -252,6 +274,7 @@ class AnchorLayer(Layer):
             return changes
 
     def _index(self, photos: list[tuple[Photo, Fingerprint]]) -> None:
+        self._start()
         items, entries = [], {}
         for photo, fp in photos:
             entry = Entry(fp=fp, sha256=photo.sha256, title=photo.title, date=photo.date, tags=photo.tags,
@@ -269,6 +292,7 @@ class AnchorLayer(Layer):
         self._entries.update(entries)
 
     def _save_state(self) -> None:
+        self._start()
         self.index.save_state({name: e.meta() for name, e in self._entries.items()})
 
     # -- writes ---------------------------------------------------------------------------------
@@ -281,6 +305,7 @@ class AnchorLayer(Layer):
         text = render(title, content, when or now_utc(), tags or [], location)
         stem = slugify(title)
         with self._lock:
+            self._start()  # an index that cannot start refuses the save (503), as a layer that did not open did
             for n in range(1, 10_000):
                 path = self.dir / (f"{stem}.md" if n == 1 else f"{stem}-{n}.md")
                 if atomic_create(path, text):
@@ -301,6 +326,7 @@ class AnchorLayer(Layer):
         the file and every copy an earlier delete kept of that name (returns None)."""
         name = check_filename(filename)
         with self._lock:
+            self._start()
             path = self.dir / name
             if forget:
                 stem = path.stem
@@ -412,7 +438,10 @@ class AnchorLayer(Layer):
 
         def run():
             with self._lock:
-                self.maybe_sync()
+                try:
+                    self.maybe_sync()
+                except Unavailable as exc:  # the index process did not start (or stopped)
+                    return LayerHealth(layer=self.name, available=False, detail=str(exc))
                 bad = self.problems()
                 emb = self.index.embedder
                 state = "" if getattr(emb, "loaded", True) else ", loads on first use"

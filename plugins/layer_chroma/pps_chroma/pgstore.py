@@ -119,6 +119,8 @@ class PgAnchorLayer(Layer):
             raise Unavailable(f"word-photos: the database is unavailable ({exc})") from None
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-word-photos-migrate'))")
+            # shared by every plugin's migration, taken last: one CREATE SCHEMA at a time (pps_postgres.schema)
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-create-schema'))")
             conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
             conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(self.schema)))
             conn.execute("CREATE TABLE IF NOT EXISTS word_photos_schema_version (version integer NOT NULL)")

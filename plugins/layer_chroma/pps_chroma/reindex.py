@@ -26,6 +26,7 @@ def reindex(layer, progress, full: bool) -> dict[str, Any]:
             layer.index.open()
             layer._generation = layer.index.generation
             layer._entries, layer._problems, layer._last_listing = {}, {}, {}
+            layer._started = True  # if the layer had not started its index yet, this one is it
         listing = sorted(layer._listing())
         gone = sorted(set(layer._entries) - set(listing))
         total = len(listing) + (1 if gone else 0)

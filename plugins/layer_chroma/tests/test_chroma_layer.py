@@ -1,5 +1,6 @@
 """Word-photos with real ChromaDB and the real local model: files are the truth, the index follows them."""
 
+import asyncio
 import os
 import sys
 
@@ -188,8 +189,8 @@ async def test_reopening_keeps_the_index_and_notices_edits_made_while_closed(mak
     (home / "word_photos" / "kite.md").write_text("Flying a red kite on the windy hill.\n")
     second = await make_memory("re", home=home, plugins=PLUGINS)
     layer = second.layer("core_anchors")
+    out = await second.call("anchor_search", {"query": "kite wind", "limit": 3})  # starts the index: it syncs
     assert sorted(layer._entries) == ["boat.md", "kite.md"]
-    out = await second.call("anchor_search", {"query": "kite wind", "limit": 3})
     assert _sources(out)[0] == "kite.md" and "bread.md" not in _sources(out)
     assert (await second.call("anchor_resync", {}))["updated"] == []
 
@@ -241,7 +242,9 @@ async def test_a_damaged_or_stale_state_file_falls_back_to_the_index(make_memory
         del data["files"]["bread.md"]
         state.write_text(json.dumps(data))
     second = await make_memory("st", home=home, plugins=PLUGINS)
-    assert sorted(second.layer("core_anchors")._entries) == ["boat.md", "bread.md"]
+    layer = second.layer("core_anchors")
+    await asyncio.to_thread(layer.newest, 1)  # the index process starts at the first read
+    assert sorted(layer._entries) == ["boat.md", "bread.md"]
     assert (await second.call("anchor_resync", {}))["updated"] == []
     out = await second.call("anchor_search", {"query": "sourdough", "limit": 1})
     assert _sources(out) == ["bread.md"]
@@ -287,3 +290,20 @@ async def test_a_replaced_folder_is_read_afresh(make_memory, pps_home):
     (folder / "kite.md").write_text("Flying a green kite by the lake.\n")  # and the new folder is watched
     out = await memory.call("anchor_search", {"query": "kite by the lake", "limit": 1})
     assert "green kite" in out["results"][0]["content"]
+
+
+async def test_the_index_process_starts_at_the_first_use_of_the_word_photos(make_memory, pps_home):
+    """Issue 23: a command that never touches word-photos (a turn stored) starts no index process (Chroma's import
+    costs a second process about 0.7 s of CPU); the first read or write of them starts it."""
+    home = pps_home / "lazy"
+    first = await make_memory("lazy", home=home, plugins=["sqlite", *PLUGINS])
+    await _save(first, "Harbour", "The first snow on the harbour wall.")
+    await first.close()
+    memory = await make_memory("lazy", home=home, plugins=["sqlite", *PLUGINS])
+    layer = memory.layer("core_anchors")
+    await memory.call("store_message", {"content": "hello", "author_name": "J", "channel": "terminal"})
+    assert layer.index._proc is None  # opened, and nothing started
+    out = await memory.call("anchor_search", {"query": "snow on the wall", "limit": 1})
+    assert _sources(out) == ["harbour.md"] and layer.index._proc is not None
+    health = (await memory.call("pps_health"))["layers"]["core_anchors"]
+    assert health["available"] and health["counts"]["word_photos"] == 1

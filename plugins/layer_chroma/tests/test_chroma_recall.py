@@ -61,8 +61,8 @@ async def test_another_embedder_rebuilds_the_index_from_the_files(make_memory, p
     await first.close()
     second = await make_memory("swap", home=home, plugins=["chroma"], extra_plugins=[LettersPlugin()])
     layer = second.layer("core_anchors")
-    assert layer.index.rebuilt  # emptied at open, filled again from the files on the first read
     out = await second.call("anchor_search", {"query": "zzzz", "limit": 1})
+    assert layer.index.rebuilt  # emptied when the index started, filled again from the files on this first read
     assert out["results"][0]["source"] == "zebra.md" and layer.index.count() == 2
 async def test_unrelated_question_shows_no_word_photo(make_memory):
     """A real match is shown; the nearest neighbour of an unrelated question is not."""

@@ -6,6 +6,7 @@ import asyncio
 import fcntl
 import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +24,10 @@ from pps_core.timeutil import to_storage
 
 NAME = re.compile(r"^crystal_(\d{3,})\.md$")
 LOCK_NAME = ".lock"
+#: A folder's listing is reused while the folder's inode and mtime are those it had, and only if that mtime was
+#: at least this old when it was listed: a file added within the same clock tick as the listing can leave the
+#: mtime as it was, never one added a second later (so a crystal another process adds is seen at the next call).
+LISTING_SETTLED_NS = 1_000_000_000
 T = TypeVar("T")
 
 
@@ -38,6 +43,16 @@ class CrystalSettings(PluginSettings, env_prefix="PPS_CRYSTALS_"):
     schema_name: str = Field("", alias="schema", max_length=63,
                              description="store = postgres: the schema; default: [postgres] schema, else "
                                          "pps_<entity>")
+
+
+def numbered(folder: Path) -> list[tuple[int, Path]]:
+    """The crystals in ``folder`` (``crystal_NNN.md`` files), by number, listed now."""
+    out = []
+    for p in folder.iterdir():
+        m = NAME.match(p.name)
+        if m and p.is_file():
+            out.append((int(m.group(1)), p))
+    return sorted(out)
 
 
 def crystal_name(number: int) -> str:
@@ -64,6 +79,8 @@ class CrystalLayer(Layer):
         self.archive = self.dir / "archive"
         self.trash = self.dir / "deleted"
         self._cache: dict[Path, tuple[tuple[int, int], str, list[str]]] = {}
+        #: Each folder's numbered files, by the folder's (inode, mtime) when listed (:meth:`_numbered`).
+        self._listings: dict[Path, tuple[tuple[int, int], list[tuple[int, Path]]]] = {}
         self._thread_lock = threading.Lock()
         self._glancing = False
 
@@ -125,16 +142,23 @@ class CrystalLayer(Layer):
 
     # -- files --------------------------------------------------------------------------------
 
-    @staticmethod
-    def _numbered(folder: Path) -> list[tuple[int, Path]]:
-        if not folder.is_dir():
+    def _numbered(self, folder: Path) -> list[tuple[int, Path]]:
+        """The folder's crystals by number; listed again only when the folder changed (its mtime: a file added,
+        removed or renamed in it), so the startup package's health line does not list both folders every call."""
+        try:
+            st = os.stat(folder)
+        except (FileNotFoundError, NotADirectoryError):
             return []
-        out = []
-        for p in folder.iterdir():
-            m = NAME.match(p.name)
-            if m and p.is_file():
-                out.append((int(m.group(1)), p))
-        return sorted(out)
+        if not stat.S_ISDIR(st.st_mode):
+            return []
+        key = (st.st_ino, st.st_mtime_ns)
+        hit = self._listings.get(folder)
+        if hit is not None and hit[0] == key:
+            return list(hit[1])
+        out = numbered(folder)
+        if time.time_ns() - st.st_mtime_ns >= LISTING_SETTLED_NS:
+            self._listings[folder] = (key, out)
+        return list(out)
 
     def current(self) -> list[tuple[int, Path]]:
         return self._numbered(self.dir)

@@ -83,6 +83,8 @@ class CrystalStore:
         conn = await psycopg.AsyncConnection.connect(self.dsn, connect_timeout=int(self.connect_timeout_s))
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-crystals-migrate'))")
+            # shared by every plugin's migration, taken last: one CREATE SCHEMA at a time (pps_postgres.schema)
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-create-schema'))")
             await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
             await conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(self.schema)))
             await conn.execute("CREATE TABLE IF NOT EXISTS crystals_schema_version (version integer NOT NULL)")

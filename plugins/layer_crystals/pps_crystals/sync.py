@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .layer import LOCK_NAME, CrystalLayer, CrystalSettings, crystal_name
+from .layer import LOCK_NAME, CrystalSettings, crystal_name, numbered
 
 STATE_FILE = ".sync.json"
 
@@ -58,7 +58,7 @@ async def _update(conn, number: int, content: str, version: int) -> bool:
 
 
 def _files(folder: Path) -> dict[int, Path]:
-    return {n: p for n, p in CrystalLayer._numbered(folder)}
+    return dict(numbered(folder)) if folder.is_dir() else {}
 
 
 @contextmanager

@@ -77,3 +77,26 @@ async def test_no_temp_files_left_and_files_private(make_memory):
     names = os.listdir(m.home / "crystals")
     assert not [n for n in names if n.endswith(".tmp")]
     assert (m.home / "crystals" / "crystal_001.md").stat().st_mode & 0o777 == 0o600
+
+
+async def test_health_and_startup_see_a_crystal_another_process_adds(make_memory):
+    """The folders' listings are reused while a folder is unchanged (issue 26: the startup package's health line
+    listed both folders every call); a crystal written or archived by another process (or by hand) is counted and
+    shown at the very next call."""
+    m = await make_memory(plugins=["crystals"])
+    for i in range(1, 3):
+        await m.call("crystallize", {"content": f"crystal {i}"})
+    folder, archive = m.home / "crystals", m.home / "crystals" / "archive"
+    old = 1_000_000_000  # both folders last changed long ago: their listings are reused from now on
+    for d in (folder, archive):
+        os.utime(d, ns=(old, old))
+    for _ in range(2):
+        assert (await m.health())["crystallization"].counts == {"crystals": 2, "archived": 0}
+    (folder / "crystal_003.md").write_text("written by another process")
+    assert (await m.health())["crystallization"].counts == {"crystals": 3, "archived": 0}
+    package = await m.call("ambient_recall", {"context": "startup"})
+    assert "written by another process" in package["text"]
+    os.utime(folder, ns=(old, old))
+    os.rename(folder / "crystal_001.md", archive / "crystal_001.md")  # both folders change
+    assert (await m.health())["crystallization"].counts == {"crystals": 2, "archived": 1}
+    assert (await m.call("crystal_list"))["archived"] == ["crystal_001.md"]

@@ -206,7 +206,8 @@ async def _swap(layer: GraphitiLayer, path: Path, fresh: Path | None) -> None:
 
     from .graph import owner_only
 
-    driver = layer.require().driver
+    driver = layer.require().kuzu  # our handle: graphiti's driver, if built, reads db and client from it
+    assert driver is not None
     gate = driver.pps_gate
     async with gate.closed():  # every query's results are closed by the gate: nothing refers to the database
         driver.client.close()

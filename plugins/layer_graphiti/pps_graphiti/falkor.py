@@ -38,11 +38,13 @@ def record_attributes(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
-async def hybrid_edges(graph, query: str, config) -> list:
+async def hybrid_edges(graph, query: str, limit: int) -> list:
     from graphiti_core.search.search_utils import fulltext_query, rrf
 
-    n = 2 * config.limit
-    vector = await graph.graphiti.embedder.create(query.replace("\n", " "))
+    from .records import SIM_MIN_SCORE
+
+    n = 2 * limit
+    vector = await graph.embed_query(query)
     text = fulltext_query(query, [graph.group_id], graph.driver)
 
     async def bm25() -> list[dict[str, Any]]:
@@ -57,9 +59,9 @@ async def hybrid_edges(graph, query: str, config) -> list:
         "MATCH (:Entity)-[e:RELATES_TO]->(:Entity) WHERE e.group_id = $group_id "
         "WITH e, (2 - vec.cosineDistance(e.fact_embedding, vecf32($vector))) / 2 AS score "
         "WHERE score > $min_score RETURN e.uuid AS uuid ORDER BY score DESC LIMIT $limit",
-        group_id=graph.group_id, vector=vector, min_score=config.edge_config.sim_min_score, limit=n))
+        group_id=graph.group_id, vector=vector, min_score=SIM_MIN_SCORE, limit=n))
     ranked, _scores = rrf([[r["uuid"] for r in lexical], [r["uuid"] for r in cosine]])
-    ranked = ranked[: config.limit]
+    ranked = ranked[:limit]
     if not ranked:
         return []
     found = {e.uuid: e for e, _s, _t in await graph.edges_where("e.uuid IN $uuids", limit=len(ranked), uuids=ranked)}
@@ -77,14 +79,16 @@ NODE_RETURN = """
 """
 
 
-async def hybrid_nodes(graph, query: str, config) -> list:
+async def hybrid_nodes(graph, query: str, limit: int) -> list:
     """graphiti's node hybrid search (BM25 over names and summaries + cosine over name embeddings, RRF)."""
     from graphiti_core.graph_queries import get_nodes_query
     from graphiti_core.nodes import get_entity_node_from_record
     from graphiti_core.search.search_utils import fulltext_query, rrf
 
-    n = 2 * config.limit
-    vector = await graph.graphiti.embedder.create(query.replace("\n", " "))
+    from .records import SIM_MIN_SCORE
+
+    n = 2 * limit
+    vector = await graph.embed_query(query)
     text = fulltext_query(query, [graph.group_id], graph.driver)
 
     async def bm25() -> list[dict[str, Any]]:
@@ -99,9 +103,9 @@ async def hybrid_nodes(graph, query: str, config) -> list:
         "MATCH (n:Entity) WHERE n.group_id = $group_id "
         "WITH n, (2 - vec.cosineDistance(n.name_embedding, vecf32($vector))) / 2 AS score "
         "WHERE score > $min_score RETURN n.uuid AS uuid ORDER BY score DESC LIMIT $limit",
-        group_id=graph.group_id, vector=vector, min_score=config.node_config.sim_min_score, limit=n))
+        group_id=graph.group_id, vector=vector, min_score=SIM_MIN_SCORE, limit=n))
     ranked, _scores = rrf([[r["uuid"] for r in lexical], [r["uuid"] for r in cosine]])
-    ranked = ranked[: config.limit]
+    ranked = ranked[:limit]
     if not ranked:
         return []
     rows = await graph.query(f"MATCH (n:Entity) WHERE n.uuid IN $uuids RETURN {NODE_RETURN}", uuids=ranked)

@@ -5,51 +5,68 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import warnings
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")  # before graphiti_core is imported
+os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")  # before graphiti_core is imported (lazily)
 
-from graphiti_core import Graphiti  # noqa: E402
-from graphiti_core.driver.driver import GraphDriver, GraphProvider  # noqa: E402
-from graphiti_core.edges import EntityEdge, get_entity_edge_from_record  # noqa: E402
-from graphiti_core.graph_queries import get_fulltext_indices  # noqa: E402
-from graphiti_core.models.edges.edge_db_queries import get_entity_edge_return_query  # noqa: E402
-
-from .clients import PassthroughReranker, PPSEmbedder, build_llm  # noqa: E402
+from .records import (  # noqa: E402
+    EDGE_RETURN,
+    FULLTEXT_INDEXES,
+    NODE_RETURN,
+    SCHEMA_QUERIES,
+    SIM_MIN_SCORE,
+    Edge,
+    Node,
+    edge_from_record,
+    fulltext_text,
+    node_from_record,
+    rrf,
+)
 from .settings import GraphitiSettings  # noqa: E402
 
+if TYPE_CHECKING:  # pragma: no cover
+    from graphiti_core import Graphiti
+    from graphiti_core.driver.driver import GraphDriver, GraphProvider
 
-def open_driver(settings: GraphitiSettings, home: Path, group_id: str) -> GraphDriver:
+
+class KuzuHandle:
+    """The embedded graph as this plugin opens it: Kuzu's database and async connection, behind a
+    :class:`QueryGate`. graphiti's driver (built only when something writes through graphiti) shares them."""
+
+    def __init__(self, path: Path) -> None:
+        import kuzu
+
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            wal = os.stat(f"{path}.wal").st_size
+        except OSError:
+            wal = 0
+        self.path = path
+        self.db = kuzu.Database(str(path))
+        conn = kuzu.Connection(self.db)
+        try:
+            conn.execute(SCHEMA_QUERIES)
+        finally:
+            conn.close()
+        self.client = kuzu.AsyncConnection(self.db, max_concurrent_queries=4)
+        owner_only(path)
+        #: The WAL was replayed (the last owner did not close the graph): see Graph.ensure_indexes.
+        self.pps_replayed = wal > 0
+        self.pps_gate = QueryGate.install(self)
+
+
+def open_driver(settings: GraphitiSettings, group_id: str) -> GraphDriver:
+    """graphiti's driver for a graph on a server (Neo4j, FalkorDB)."""
     if settings.driver == "neo4j":
         from graphiti_core.driver.neo4j_driver import Neo4jDriver
 
         return Neo4jDriver(settings.uri, settings.user, settings.password.get_secret_value())
-    if settings.driver == "falkordb":
-        from graphiti_core.driver.falkordb_driver import FalkorDriver
+    from graphiti_core.driver.falkordb_driver import FalkorDriver
 
-        pw = settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
-        return FalkorDriver(host=settings.host, port=settings.port, password=pw, database=group_id)
-    from graphiti_core.driver.kuzu_driver import KuzuDriver
-
-    path = (home / settings.path).resolve()
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    try:
-        wal = os.stat(f"{path}.wal").st_size
-    except OSError:
-        wal = 0
-    with warnings.catch_warnings():  # graphiti marks Kuzu deprecated; it is still our embedded default
-        warnings.simplefilter("ignore", DeprecationWarning)
-        driver = KuzuDriver(str(path), max_concurrent_queries=4)
-    owner_only(path)
-    QueryGate.install(driver)
-    #: The WAL was replayed (the last owner did not close the graph): see Graph.ensure_indexes.
-    driver.pps_replayed = wal > 0
-    # graphiti's add_episode compares group ids with driver._database, which KuzuDriver never sets.
-    driver._database = group_id
-    return driver
+    pw = settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
+    return FalkorDriver(host=settings.host, port=settings.port, password=pw, database=group_id)
 
 
 class QueryGate:
@@ -60,7 +77,7 @@ class QueryGate:
     database closed), and a query counts as under way until its thread is done, even if its caller was
     cancelled. Unlike graphiti's, a failing query is not logged with its parameters (they hold turn text)."""
 
-    def __init__(self, driver: GraphDriver) -> None:
+    def __init__(self, driver: Any) -> None:
         self._driver = driver
         self._busy = 0
         self._closed = False
@@ -70,7 +87,7 @@ class QueryGate:
         self._open.set()
 
     @classmethod
-    def install(cls, driver: GraphDriver) -> QueryGate:
+    def install(cls, driver: Any) -> QueryGate:
         gate = cls(driver)
         driver.execute_query = gate.execute_query  # type: ignore[method-assign]
         driver.pps_gate = gate  # type: ignore[attr-defined]
@@ -133,7 +150,11 @@ def owner_only(path: Path) -> None:
 
 
 class Graph:
-    """One entity's graphiti instance plus the queries our layer needs on every provider.
+    """One entity's graph: the queries our layer needs on every provider, and graphiti (built at first use).
+
+    On Kuzu (the embedded default) the graph opens, searches and counts on Kuzu alone, with graphiti's own
+    query text and fusion (:mod:`.records`); ``graphiti`` and ``driver`` import graphiti_core (about 1.2 s of
+    CPU, openai included) only when something writes through them. Neo4j and FalkorDB open graphiti's driver.
 
     Kuzu stores an edge as an intermediate ``RelatesToNode_`` node, so its patterns differ from
     Neo4j/FalkorDB, where RELATES_TO is a real relationship.
@@ -144,65 +165,126 @@ class Graph:
         # hence the "m.uuid <> n.uuid" guards below.
         self.settings = settings
         self.group_id = group_id
-        self.driver = open_driver(settings, home, group_id)
-        self.provider = self.driver.provider
-        self.graphiti = Graphiti(graph_driver=self.driver, llm_client=build_llm(llm_settings),
-                                 embedder=PPSEmbedder(embedder), cross_encoder=PassthroughReranker())
-        kuzu = self.provider == GraphProvider.KUZU
+        self.embedder = embedder
+        self._llm_settings = llm_settings
+        self._vectors: dict[str, list[float]] = {}
+        #: "kuzu", "neo4j" or "falkordb" (graphiti's GraphProvider value).
+        self.kind = settings.driver
+        kuzu = self.kind == "kuzu"
+        self.kuzu: KuzuHandle | None = KuzuHandle((home / settings.path).resolve()) if kuzu else None
+        self._driver: GraphDriver | None = None if kuzu else open_driver(settings, group_id)
+        self._graphiti: Graphiti | None = None
         self.edge_match = ("(n:Entity)-[:RELATES_TO]->(e:RelatesToNode_)-[:RELATES_TO]->(m:Entity)" if kuzu
                            else "(n:Entity)-[e:RELATES_TO]->(m:Entity)")
         self.hop = "-[:RELATES_TO]-(:RelatesToNode_)-[:RELATES_TO]-" if kuzu else "-[:RELATES_TO]-"
         self.lower = "lower" if kuzu else "toLower"
-        falkor = self.provider == GraphProvider.FALKORDB
-        if falkor:
-            from .falkor import EDGE_RETURN
-        self.edge_return = EDGE_RETURN if falkor else get_entity_edge_return_query(self.provider)
+        if kuzu:
+            self.edge_return = EDGE_RETURN
+        elif self.kind == "falkordb":
+            from .falkor import EDGE_RETURN as FALKOR_EDGE_RETURN
+
+            self.edge_return = FALKOR_EDGE_RETURN
+        else:
+            from graphiti_core.models.edges.edge_db_queries import get_entity_edge_return_query
+
+            self.edge_return = get_entity_edge_return_query(self.provider)
+
+    # -- graphiti, at first use -----------------------------------------------------------------
+
+    @property
+    def driver(self) -> GraphDriver:
+        """graphiti's driver (on Kuzu: over this graph's own database and gate, built at first use)."""
+        if self._driver is None:
+            from .graphiti_driver import SharedKuzuDriver
+
+            assert self.kuzu is not None
+            self._driver = SharedKuzuDriver(self.kuzu, self.group_id)
+        return self._driver
+
+    @property
+    def graphiti(self) -> Graphiti:
+        """graphiti itself, for ingestion and the writes that go through its models (built at first use)."""
+        if self._graphiti is None:
+            from graphiti_core import Graphiti
+
+            from .clients import PassthroughReranker, PPSEmbedder, build_llm
+
+            self._graphiti = Graphiti(graph_driver=self.driver, llm_client=build_llm(self._llm_settings),
+                                      embedder=PPSEmbedder(self.embedder), cross_encoder=PassthroughReranker())
+        return self._graphiti
+
+    @property
+    def provider(self) -> GraphProvider:
+        from graphiti_core.driver.driver import GraphProvider
+
+        return GraphProvider(self.kind)
+
+    async def embed_query(self, text: str) -> list[float]:
+        """The query's vector (graphiti's embedding of a search query: newlines as spaces), cached briefly:
+        a recall embeds the same context once per search scope."""
+        text = text.replace("\n", " ")
+        hit = self._vectors.get(text)
+        if hit is None:
+            hit = list((await asyncio.to_thread(self.embedder.embed, [text]))[0])
+            if len(self._vectors) > 256:
+                self._vectors.clear()
+            self._vectors[text] = hit
+        return list(hit)
 
     async def ensure_indexes(self) -> None:
         """Full-text indexes, idempotently. graphiti's generic build does nothing on Kuzu."""
-        if self.provider != GraphProvider.KUZU:
+        if self.kuzu is None:
             await self.graphiti.build_indices_and_constraints()
             return
         rows = await self.query("CALL SHOW_INDEXES() RETURN table_name, index_name")
-        if getattr(self.driver, "pps_replayed", False):
+        if self.kuzu.pps_replayed:
             # Kuzu 0.11 replays a WAL without its full-text index changes' consistency: the first delete of
             # an indexed node then crashes the process (SIGSEGV). Built again, they match the tables.
             for r in rows:
                 await self.query(f"CALL DROP_FTS_INDEX('{r['table_name']}', '{r['index_name']}')")
             rows = []
         have = {r["index_name"] for r in rows}
-        for stmt in get_fulltext_indices(GraphProvider.KUZU):
+        for stmt in FULLTEXT_INDEXES:
             name = stmt.split("'")[3]
             if name not in have:
                 await self.query(stmt)
 
     async def close(self) -> None:
-        if self.provider == GraphProvider.KUZU:
-            # graphiti leaves Kuzu to the garbage collector; the file lock must go now (reopen, tests). The gate
-            # has closed every query's results, and waits here for the queries still running in their threads.
-            async with self.driver.pps_gate.closed():
-                self.driver.client.close()
-                self.driver.db.close()
-        else:
-            await self.driver.close()
+        if self.kuzu is not None:
+            # The file lock must go now (reopen, tests). The gate has closed every query's results, and waits
+            # here for the queries still running in their threads.
+            async with self.kuzu.pps_gate.closed():
+                self.kuzu.client.close()
+                self.kuzu.db.close()
+        elif self._driver is not None:
+            await self._driver.close()
 
     async def query(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
-        records, header, _ = await self.driver.execute_query(cypher, **params)
-        if self.provider == GraphProvider.FALKORDB and header and records and not isinstance(records[0], dict):
+        if self.kuzu is not None:
+            records, header, _ = await self.kuzu.pps_gate.execute_query(cypher, **params)
+        else:
+            records, header, _ = await self.driver.execute_query(cypher, **params)
+        if self.kind == "falkordb" and header and records and not isinstance(records[0], dict):
             records = [dict(zip(header, row, strict=True)) for row in records]
         return list(records or [])
 
     # -- reads ----------------------------------------------------------------------------------
 
-    def parse_edge(self, record: dict[str, Any]) -> EntityEdge:
-        if self.provider == GraphProvider.FALKORDB:
+    def parse_edge(self, record: dict[str, Any]) -> Edge:
+        """A fact read back: our :class:`~.records.Edge` on Kuzu, graphiti's ``EntityEdge`` on a server (the
+        same attribute names)."""
+        if self.kuzu is not None:
+            return edge_from_record(record)
+        from graphiti_core.edges import get_entity_edge_from_record
+
+        if self.kind == "falkordb":
             from .falkor import record_attributes
 
             record = record_attributes(record)
         return get_entity_edge_from_record(record, self.provider)
 
     async def edges_where(self, where: str, order: str = "", limit: int = 100, **params: Any) -> list[
-            tuple[EntityEdge, str, str]]:
+            tuple[Edge, str, str]]:
         """Edges matching a WHERE clause over e/n/m, with their subject and object names."""
         rows = await self.query(
             f"MATCH {self.edge_match} WHERE e.group_id = $group_id AND {where} "
@@ -210,49 +292,89 @@ class Graph:
             f"{order} LIMIT $limit", group_id=self.group_id, limit=limit, **params)
         return [(self.parse_edge(r), r["source_name"], r["target_name"]) for r in rows]
 
-    async def hybrid_edges(self, query: str, config) -> list[EntityEdge]:
-        """Edge hybrid search: BM25 + cosine, fused by RRF, with graphiti's own BM25 and RRF.
+    async def hybrid_edges(self, query: str, limit: int) -> list[Edge]:
+        """Edge hybrid search: BM25 + cosine (above graphiti's 0.6), fused by RRF, the best ``limit``: what
+        graphiti's ``EDGE_HYBRID_SEARCH_RRF`` answers.
 
         On Kuzu, graphiti's cosine query joins both endpoints and DISTINCTs every edge before
         scoring (about 90 ms at 2,000 facts); scoring the fact nodes alone and joining only the
-        winners gives the same candidates in about 10 ms. Other providers use graphiti unchanged.
+        winners gives the same candidates in about 10 ms. Neo4j uses graphiti unchanged.
         """
-        if self.provider == GraphProvider.FALKORDB:
+        if self.kind == "falkordb":
             from .falkor import hybrid_edges
 
-            return await hybrid_edges(self, query, config)
-        if self.provider != GraphProvider.KUZU:
-            found = await self.graphiti.search_(query, config=config, group_ids=[self.group_id])
-            return found.edges
-        from graphiti_core.search.search_filters import SearchFilters
-        from graphiti_core.search.search_utils import edge_fulltext_search, rrf
+            return await hybrid_edges(self, query, limit)
+        if self.kuzu is None:
+            from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF
 
-        n = 2 * config.limit
-        vector = await self.graphiti.embedder.create(query.replace("\n", " "))
-        bm25, cosine = await asyncio.gather(
-            edge_fulltext_search(self.driver, query, SearchFilters(), [self.group_id], n),
-            self.query(f"MATCH (e:RelatesToNode_) WHERE e.group_id = $group_id "
-                       f"WITH e, array_cosine_similarity(e.fact_embedding, CAST($vector AS FLOAT[{len(vector)}])) "
-                       "AS score WHERE score > $min_score RETURN e.uuid AS uuid ORDER BY score DESC LIMIT $limit",
-                       group_id=self.group_id, vector=vector, min_score=config.edge_config.sim_min_score, limit=n))
-        ranked, _scores = rrf([[e.uuid for e in bm25], [r["uuid"] for r in cosine]])
-        ranked = ranked[: config.limit]
-        by_uuid = {e.uuid: e for e in bm25}
+            config = EDGE_HYBRID_SEARCH_RRF.model_copy(deep=True)  # recipes are shared module objects
+            config.limit = limit
+            return (await self.graphiti.search_(query, config=config, group_ids=[self.group_id])).edges
+        n = 2 * limit
+        vector = await self.embed_query(query)
+        text = fulltext_text(query)
+
+        async def bm25() -> list[dict[str, Any]]:
+            if not text:
+                return []
+            return await self.query(
+                "CALL QUERY_FTS_INDEX('RelatesToNode_', 'edge_name_and_fact', cast($query AS STRING), TOP := $limit) "
+                "YIELD node, score "
+                "MATCH (n:Entity)-[:RELATES_TO]->(e:RelatesToNode_ {uuid: node.uuid})-[:RELATES_TO]->(m:Entity) "
+                f"WHERE e.group_id IN $group_ids WITH e, score, n, m RETURN {EDGE_RETURN} ORDER BY score DESC "
+                "LIMIT $limit", query=text, limit=n, group_ids=[self.group_id])
+
+        lexical, cosine = await asyncio.gather(bm25(), self.query(
+            f"MATCH (e:RelatesToNode_) WHERE e.group_id = $group_id "
+            f"WITH e, array_cosine_similarity(e.fact_embedding, CAST($vector AS FLOAT[{len(vector)}])) "
+            "AS score WHERE score > $min_score RETURN e.uuid AS uuid ORDER BY score DESC LIMIT $limit",
+            group_id=self.group_id, vector=vector, min_score=SIM_MIN_SCORE, limit=n))
+        bm25_edges = [edge_from_record(r) for r in lexical]
+        by_uuid = {e.uuid: e for e in bm25_edges}
+        ranked = rrf([[e.uuid for e in bm25_edges], [r["uuid"] for r in cosine]])[:limit]
         missing = [u for u in ranked if u not in by_uuid]
         if missing:
             for edge, _s, _t in await self.edges_where("e.uuid IN $uuids", limit=len(missing), uuids=missing):
                 by_uuid[edge.uuid] = edge
         return [by_uuid[u] for u in ranked if u in by_uuid]
 
-    async def hybrid_nodes(self, query: str, config) -> list:
-        """Entity nodes by graphiti's node hybrid search (FalkorDB: without carrying vectors back)."""
-        if self.provider == GraphProvider.FALKORDB:
+    async def hybrid_nodes(self, query: str, limit: int) -> list[Node]:
+        """Entity nodes by hybrid search (BM25 over names and summaries + cosine over name embeddings above
+        0.6, RRF), the best ``limit``: what graphiti's ``NODE_HYBRID_SEARCH_RRF`` answers."""
+        if self.kind == "falkordb":
             from .falkor import hybrid_nodes
 
-            return await hybrid_nodes(self, query, config)
-        return (await self.graphiti.search_(query, config=config, group_ids=[self.group_id])).nodes
+            return await hybrid_nodes(self, query, limit)
+        if self.kuzu is None:
+            from graphiti_core.search.search_config_recipes import NODE_HYBRID_SEARCH_RRF
 
-    async def edges_naming(self, text: str, limit: int = 50) -> list[EntityEdge]:
+            config = NODE_HYBRID_SEARCH_RRF.model_copy(deep=True)
+            config.limit = limit
+            return (await self.graphiti.search_(query, config=config, group_ids=[self.group_id])).nodes
+        if not query.strip():  # graphiti's search answers nothing
+            return []
+        n = 2 * limit
+        vector = await self.embed_query(query)
+        text = fulltext_text(query)
+
+        async def bm25() -> list[dict[str, Any]]:
+            if not text:
+                return []
+            return await self.query(
+                "CALL QUERY_FTS_INDEX('Entity', 'node_name_and_summary', $query, TOP := $limit) "
+                f"WITH node AS n, score WHERE n.group_id IN $group_ids WITH n, score ORDER BY score DESC "
+                f"LIMIT $limit RETURN {NODE_RETURN}", query=text, limit=n, group_ids=[self.group_id])
+
+        lexical, cosine = await asyncio.gather(bm25(), self.query(
+            f"MATCH (n:Entity) WHERE n.group_id IN $group_ids "
+            f"WITH n, array_cosine_similarity(n.name_embedding, CAST($vector AS FLOAT[{len(vector)}])) AS score "
+            f"WHERE score > $min_score RETURN {NODE_RETURN} ORDER BY score DESC LIMIT $limit",
+            group_ids=[self.group_id], vector=vector, min_score=SIM_MIN_SCORE, limit=n))
+        lists = [[node_from_record(r) for r in rows] for rows in (lexical, cosine)]
+        by_uuid = {node.uuid: node for found in lists for node in found}
+        return [by_uuid[u] for u in rrf([[node.uuid for node in found] for found in lists])[:limit]]
+
+    async def edges_naming(self, text: str, limit: int = 50) -> list[Edge]:
         """Edges whose subject or object name occurs in ``text`` (case-insensitive substring; the
         caller checks word boundaries). Names shorter than 3 characters are ignored."""
         low = text.casefold()
@@ -310,7 +432,7 @@ class Graph:
 
     async def facts_touching(self, node_uuid: str) -> list[str]:
         """The facts (texts) of the edges an entity is the subject or object of, oldest first."""
-        pattern = ("(n:Entity {uuid: $uuid})-[:RELATES_TO]-(e:RelatesToNode_)" if self.provider == GraphProvider.KUZU
+        pattern = ("(n:Entity {uuid: $uuid})-[:RELATES_TO]-(e:RelatesToNode_)" if self.kuzu is not None
                    else "(n:Entity {uuid: $uuid})-[e:RELATES_TO]-(:Entity)")
         rows = await self.query(f"MATCH {pattern} WHERE e.name <> $dup RETURN DISTINCT e.uuid AS uuid, "
                                 "e.fact AS fact, e.created_at AS created_at", uuid=node_uuid, dup="IS_DUPLICATE_OF")

@@ -18,10 +18,8 @@ from pps_core.timeutil import to_storage
 from .settings import GraphitiSettings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from graphiti_core.edges import EntityEdge
-    from graphiti_core.nodes import EntityNode
-
     from .graph import Graph
+    from .records import Edge, Node
 
 log = logging.getLogger("pps.graphiti")
 
@@ -178,12 +176,8 @@ class GraphitiLayer(Layer):
 
     async def edge_candidates(self, query: str, n: int) -> list[SearchResult]:
         """graphiti's hybrid edge search (BM25 + cosine, RRF), weighted by focal distance."""
-        from graphiti_core.search.search_config_recipes import EDGE_HYBRID_SEARCH_RRF
-
         graph = self.require()
-        config = EDGE_HYBRID_SEARCH_RRF.model_copy(deep=True)  # recipes are shared module objects
-        config.limit = n
-        found, dist, named_edges = await asyncio.gather(graph.hybrid_edges(query, config), self.distances(),
+        found, dist, named_edges = await asyncio.gather(graph.hybrid_edges(query, n), self.distances(),
                                                         graph.edges_naming(query))
         seen = {e.uuid for e in found}
         # Facts about an entity the question names join the candidates even when the text search
@@ -207,7 +201,7 @@ class GraphitiLayer(Layer):
         out.sort(key=lambda r: -r.score)
         return out
 
-    def edge_result(self, e: EntityEdge, names: dict[str, str], score: float, **extra: Any) -> SearchResult:
+    def edge_result(self, e: Edge, names: dict[str, str], score: float, **extra: Any) -> SearchResult:
         from .graph import as_utc
 
         valid = as_utc(e.valid_at)
@@ -223,7 +217,7 @@ class GraphitiLayer(Layer):
                       "invalid_at": to_storage(invalid) if invalid else None,
                       "created_at": to_storage(created) if created else None, **extra})
 
-    def node_result(self, node: EntityNode, score: float, **extra: Any) -> SearchResult:
+    def node_result(self, node: Node, score: float, **extra: Any) -> SearchResult:
         from .graph import as_utc
 
         created = as_utc(node.created_at)
@@ -250,14 +244,10 @@ class GraphitiLayer(Layer):
 
     async def search_nodes(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         """Entity nodes by hybrid search, reranked by graph distance from the focal entity."""
-        from graphiti_core.search.search_config_recipes import NODE_HYBRID_SEARCH_RRF
-
         if limit <= 0:
             return []
         want = offset + limit
-        config = NODE_HYBRID_SEARCH_RRF.model_copy(deep=True)
-        config.limit = max(10, 2 * want)
-        found, dist = await asyncio.gather(self.require().hybrid_nodes(query, config), self.distances())
+        found, dist = await asyncio.gather(self.require().hybrid_nodes(query, max(10, 2 * want)), self.distances())
         out = []
         for rank, node in enumerate(found):
             relevance = 1.0 / (1.0 + rank / RANK_SCALE)

@@ -121,7 +121,7 @@ async def texture_search(memory, p: TextureSearchParams):
 
 
 async def texture_explore(memory, p: ExploreParams):
-    from .writes import explore
+    from .reads import explore
 
     return await explore(_layer(memory), p.entity_name, p.depth, p.limit)
 
@@ -134,7 +134,7 @@ async def texture_entities(memory, p: EntitiesParams):
 
 
 async def texture_timeline(memory, p: TimelineParams):
-    from .writes import timeline
+    from .reads import timeline
 
     since = parse_timestamp(p.since, memory.tz, "since", relative=True)
     until = parse_timestamp(p.until, memory.tz, "until", relative=True) if p.until else now_utc()
@@ -142,7 +142,7 @@ async def texture_timeline(memory, p: TimelineParams):
 
 
 async def texture_facts(memory, p: FactsParams):
-    from .writes import all_facts
+    from .reads import all_facts
 
     return await all_facts(_layer(memory), p.offset, p.limit)
 

@@ -14,8 +14,6 @@ from graphiti_core.nodes import EntityNode
 from pps_core.errors import InvalidParams, NotFound
 from pps_core.timeutil import now_utc, to_storage
 
-from .graph import as_utc
-
 if TYPE_CHECKING:  # pragma: no cover
     from .layer import GraphitiLayer
 
@@ -141,81 +139,6 @@ async def _delete_entity(layer: GraphitiLayer, node: EntityNode) -> list[str]:
     await node.delete(graph.driver)
     await rebuild_summaries(layer, {u for e in edges for u in (e.source_node_uuid, e.target_node_uuid)} - {node.uuid})
     return [e.uuid for e in edges]
-
-
-async def explore(layer: GraphitiLayer, entity_name: str, depth: int, limit: int) -> dict[str, Any]:
-    """The neighbourhood of an entity, breadth first, up to ``depth`` hops and ``limit`` facts."""
-    graph = layer.require()
-    rows = await graph.nodes_named(entity_name)
-    if not rows:
-        raise NotFound(f"entity_name: no entity named {entity_name!r} in the graph", param="entity_name")
-    start = rows[0]["uuid"]
-    distance = {start: 0}
-    facts: dict[str, dict[str, Any]] = {}
-    frontier = [start]
-    for hop in range(1, depth + 1):
-        if not frontier or len(facts) >= limit:
-            break
-        found = await graph.edges_where("(n.uuid IN $uuids OR m.uuid IN $uuids) AND e.name <> $dup",
-                                        order="ORDER BY e.created_at DESC", limit=limit * 4,
-                                        uuids=frontier, dup="IS_DUPLICATE_OF")
-        nxt = []
-        for edge, sname, tname in found:
-            if edge.uuid in facts or len(facts) >= limit:
-                continue
-            facts[edge.uuid] = _fact(edge, sname, tname) | {"hop": hop}
-            for u in (edge.source_node_uuid, edge.target_node_uuid):
-                if u not in distance:
-                    distance[u] = hop
-                    nxt.append(u)
-        frontier = nxt
-    names = await graph.node_names(list(distance))
-    return {"entity": rows[0]["name"], "uuid": start, "depth": depth,
-            "entities": [{"uuid": u, "name": names.get(u, "?"), "distance": d}
-                         for u, d in sorted(distance.items(), key=lambda t: t[1])],
-            "facts": list(facts.values()), "truncated": len(facts) >= limit}
-
-
-async def timeline(layer: GraphitiLayer, since: datetime, until: datetime, limit: int) -> dict[str, Any]:
-    """Facts whose valid_at falls in [since, until], oldest first (the newest ``limit`` of them)."""
-    if since > until:
-        raise InvalidParams("since: must be before until", param="since")
-    found = await layer.require().edges_where(
-        "e.valid_at >= $since AND e.valid_at <= $until AND e.name <> $dup", order="ORDER BY e.valid_at DESC",
-        limit=limit, since=_naive_utc(layer, since), until=_naive_utc(layer, until), dup="IS_DUPLICATE_OF")
-    facts = [_fact(e, s, t) for e, s, t in found]
-    facts.reverse()
-    return {"since": to_storage(since), "until": to_storage(until), "count": len(facts), "facts": facts}
-
-
-async def all_facts(layer: GraphitiLayer, offset: int, limit: int) -> dict[str, Any]:
-    """Every fact (not duplicate markers), oldest first by creation, a page at a time."""
-    graph = layer.require()
-    total = await graph.query(f"MATCH {graph.edge_match} WHERE e.group_id = $group_id AND e.name <> $dup "
-                              "RETURN count(e) AS c", group_id=layer.group_id, dup="IS_DUPLICATE_OF")
-    found = await graph.edges_where("e.name <> $dup", order="ORDER BY e.created_at, e.uuid SKIP $offset",
-                                    limit=limit, offset=offset, dup="IS_DUPLICATE_OF")
-    facts = []
-    for edge, sname, tname in found:
-        created = as_utc(edge.created_at)
-        facts.append(_fact(edge, sname, tname) | {"created_at": to_storage(created) if created else None,
-                                                  "episodes": len(edge.episodes or [])})
-    n = int(total[0]["c"]) if total else 0
-    return {"total": n, "offset": offset, "count": len(facts),
-            "next_offset": offset + len(facts) if offset + len(facts) < n else None, "facts": facts}
-
-
-def _naive_utc(layer: GraphitiLayer, dt: datetime) -> datetime:
-    from graphiti_core.driver.driver import GraphProvider
-
-    # Kuzu stores TIMESTAMP without a zone (graphiti writes UTC); compare like with like.
-    return dt.replace(tzinfo=None) if layer.require().provider == GraphProvider.KUZU else dt
-
-
-def _fact(edge: EntityEdge, sname: str, tname: str) -> dict[str, Any]:
-    valid, invalid = as_utc(edge.valid_at), as_utc(edge.invalid_at)
-    return {"uuid": edge.uuid, "subject": sname, "predicate": edge.name, "object": tname, "fact": edge.fact,
-            "valid_at": to_storage(valid) if valid else None, "invalid_at": to_storage(invalid) if invalid else None}
 
 
 async def merge_nodes(layer: GraphitiLayer, canonical: str, duplicates: list[str]) -> int:

@@ -103,6 +103,9 @@ async def migrate(conn: AsyncConnection, schema: str) -> int:
     async with conn.transaction():
         # one migrator at a time (the extension is database-wide); the others wait, then find the work done
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-migrate'))")
+        # every plugin's migration takes this one last, before CREATE SCHEMA: two creating one schema at once (an
+        # entity's layers open at once) would fail with a duplicate pg_namespace key
+        await conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-create-schema'))")
         await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         ext = await (await conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")).fetchone()
         if ext is None:  # in public, which every entity's search_path ends with (needs the right to create it)

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import queue
 import sqlite3
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +27,19 @@ T = TypeVar("T")
 #: Reader connections (and threads) per database: WAL lets them read while the writer writes; a recall's turn and
 #: summary searches, a startup package and health run on them at once.
 READERS = 2
+#: A write done on the event loop's thread (:meth:`Database.write`) never checkpoints the WAL there (the copy into
+#: the database and its fsync); after this many of them one passive checkpoint runs on a connection and thread of
+#: its own instead (the writer goes on meanwhile), about as often as SQLite's own (1,000 pages) with a turn's few
+#: pages per write.
+CHECKPOINT_EVERY = 100
+
+log = logging.getLogger("pps.sqlite")
+
+
+def _busy(exc: BaseException) -> bool:
+    """SQLITE_BUSY (any extended code): another connection holds the write lock."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(exc, sqlite3.OperationalError) and code is not None and code & 0xFF == sqlite3.SQLITE_BUSY
 
 
 class SQLiteSettings(PluginSettings, env_prefix="PPS_SQLITE_"):
@@ -68,6 +83,19 @@ class Database:
         self._identity: tuple[int, int] | None = None
         #: Opened by :meth:`open_readonly` (a glance).
         self.readonly = False
+        #: Held while the writer connection runs a statement (on the writer thread, or inline: :meth:`write`).
+        self._writer = threading.Lock()
+        #: Jobs given to the writer thread and not finished (an inline write waits for none of them to be queued).
+        self._queued = 0
+        self._queued_lock = threading.Lock()
+        #: The writer connection's mode: "inline" (no busy wait, no checkpoint) or "thread" (as configured).
+        self._mode = "thread"
+        self._inline_writes = 0
+        self._autocheckpoint = 1000  # SQLite's default; read from the connection as it opens
+        self._checkpoints: set[asyncio.Future[None]] = set()
+        #: Checkpoints after inline writes: a thread and connection of their own (:meth:`_checkpoint`).
+        self._ckpt_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"pps-sqlite-ckpt-{path.parent.name}")
+        self._ckpt_conn: sqlite3.Connection | None = None
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -76,6 +104,7 @@ class Database:
         if new:
             self.path.chmod(0o600)
         self.version = migrate(self.conn)
+        self._autocheckpoint = int(self.conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0])
         st = os.stat(self.path)
         self._identity = (st.st_dev, st.st_ino)
         for _ in range(self.readers):
@@ -103,8 +132,27 @@ class Database:
                               "server to use the new file (nothing was written)")
 
     def _checked(self, fn: Callable[..., T], *args: Any) -> T:
-        self.check_file()
-        return fn(*args)
+        try:
+            self.check_file()
+            with self._writer:
+                if self._mode != "thread" and self.conn is not None:
+                    self._set_mode("thread")
+                return fn(*args)
+        finally:
+            self._submit(-1)
+
+    def _submit(self, n: int) -> None:
+        with self._queued_lock:
+            self._queued += n
+
+    def _set_mode(self, mode: str) -> None:
+        """The writer connection's busy wait and automatic checkpoint: none inline (the event loop's thread must
+        not wait for another process's lock, nor for a checkpoint's fsync), as configured on the writer thread."""
+        assert self.conn is not None
+        inline = mode == "inline"
+        self.conn.execute(f"PRAGMA busy_timeout = {0 if inline else int(self.busy_timeout_ms)}")
+        self.conn.execute(f"PRAGMA wal_autocheckpoint = {0 if inline else self._autocheckpoint}")
+        self._mode = mode
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
@@ -145,7 +193,75 @@ class Database:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, self._checked, fn, *args)
+        self._submit(1)
+        try:
+            job = loop.run_in_executor(self._pool, self._checked, fn, *args)
+        except BaseException:  # not queued (the pool is shut down): it will never run
+            self._submit(-1)
+            raise
+        return await job
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(conn, *args)`` on the writer connection: right here, on the event loop's thread, when the writer is
+        idle (no job running or queued) and SQLite's write lock is free at once; else on the writer thread
+        (:meth:`run`), which waits for the lock. A write costs no hop between threads when nothing contends
+        (issue 26: the hop was most of a one-turn capture's cost beside a bare INSERT).
+
+        ``fn`` must write in one transaction of its own (``with Tx(conn)``) and touch nothing but the database:
+        when another connection holds the lock its ``BEGIN IMMEDIATE`` fails at once, nothing was written, and it
+        runs again on the writer thread. Inline, the WAL is not checkpointed (that is an fsync); one passive
+        checkpoint follows every :data:`CHECKPOINT_EVERY` inline writes, on a thread and connection of its own. After an inline write the loop
+        runs its other ready tasks once (``sleep(0)``), as it did while a write waited for the thread."""
+        if self.conn is None or self.readonly or not self._writer.acquire(blocking=False):
+            return await self.run(fn, self.conn, *args)
+        busy, done, out = False, False, None
+        try:
+            if self._queued or self.conn is None:
+                busy = True  # a job is waiting for the writer thread: go after it, in order
+            else:
+                self.check_file()
+                if self._mode != "inline":
+                    self._set_mode("inline")
+                try:
+                    out = fn(self.conn, *args)
+                except sqlite3.OperationalError as exc:
+                    if not _busy(exc):
+                        raise
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    busy = True
+                else:
+                    self._inline_writes += 1
+                    if self._inline_writes >= CHECKPOINT_EVERY:
+                        self._inline_writes = 0
+                        self._checkpoint_later()
+                    done = True
+        finally:
+            self._writer.release()
+        if done:
+            await asyncio.sleep(0)  # the loop to the others: writes in a row must not starve another request
+            return out  # type: ignore[return-value]
+        assert busy
+        return await self.run(fn, self.conn, *args)
+
+    def _checkpoint(self) -> None:
+        """A passive checkpoint on a connection of its own (its own thread): SQLite lets it copy the WAL into the
+        database while the writer goes on appending, so no write waits for it."""
+        if self._ckpt_conn is None:
+            self._ckpt_conn = connect(self.path, self.busy_timeout_ms)
+        self._ckpt_conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def _checkpoint_later(self) -> None:
+        if self._checkpoints:  # one at a time
+            return
+        task = asyncio.wrap_future(self._ckpt_pool.submit(self._checkpoint))
+        self._checkpoints.add(task)
+        task.add_done_callback(self._checkpoint_done)
+
+    def _checkpoint_done(self, task: asyncio.Future[None]) -> None:
+        self._checkpoints.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("WAL checkpoint failed: %s", task.exception())
 
     def connections(self) -> list[sqlite3.Connection]:
         """The writer's connection and every reader's (tests trace or count the statements of all of them)."""
@@ -176,19 +292,37 @@ class Database:
 
     def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run synchronously on the worker thread (for sync callers such as benchmarks)."""
-        return self._pool.submit(self._checked, fn, *args).result()
+        self._submit(1)
+        try:
+            job = self._pool.submit(self._checked, fn, *args)
+        except BaseException:
+            self._submit(-1)
+            raise
+        return job.result()
 
     async def close(self) -> None:
         def _close():
-            if self.conn is not None:
-                try:
-                    if not self.readonly:
-                        self.conn.execute("PRAGMA optimize")
-                except sqlite3.Error:
-                    pass
-                self.conn.close()
-                self.conn = None
+            with self._writer:
+                if self.conn is not None:
+                    try:
+                        if not self.readonly:
+                            self.conn.execute("PRAGMA optimize")
+                    except sqlite3.Error:
+                        pass
+                    self.conn.close()
+                    self.conn = None
 
+        if self._checkpoints:  # checkpoints after inline writes run first
+            await asyncio.gather(*self._checkpoints, return_exceptions=True)
+
+        def _close_checkpointer() -> None:
+            if self._ckpt_conn is not None:
+                self._ckpt_conn.close()
+                self._ckpt_conn = None
+
+        if self._ckpt_conn is not None:
+            await asyncio.get_running_loop().run_in_executor(self._ckpt_pool, _close_checkpointer)
+        self._ckpt_pool.shutdown(wait=True)
         await asyncio.to_thread(self._readers.shutdown, True)  # reads in flight finish first
         readers, self._reader_conns = self._reader_conns, []
         for conn in readers:

@@ -104,7 +104,8 @@ class SQLiteStore:
     # -- turns ----------------------------------------------------------------------------------
 
     async def store(self, batch):
-        return await self._run(turns.store, batch)
+        # one transaction, nothing but SQL: written inline when the writer is idle (Database.write)
+        return await self.db.write(turns.store, batch)
 
     async def turns_by_ids(self, ids):
         return await self._read(turns.by_ids, list(ids))

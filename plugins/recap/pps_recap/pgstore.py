@@ -89,6 +89,8 @@ def _connect(dsn: str, schema: str):
         raise Unavailable(f"session recap: the database is unavailable ({exc})") from None
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-recap-migrate'))")
+        # shared by every plugin's migration, taken last: one CREATE SCHEMA at a time (pps_postgres.schema)
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-create-schema'))")
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         conn.execute(sql.SQL("SET LOCAL search_path TO {}").format(sql.Identifier(schema)))
         conn.execute("CREATE TABLE IF NOT EXISTS recap_schema_version (version integer NOT NULL)")

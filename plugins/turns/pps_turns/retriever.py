@@ -126,7 +126,8 @@ class Retriever(_Embedding):
         self.invalidate()
         if new_turns:
             self.pending = True
-            self._kick()
+            if self.embedder() is not None:  # without one there is nothing to drain: no task per capture
+                self._kick()
 
     def _kick(self) -> None:
         if self._task is None or self._task.done():
@@ -230,9 +231,11 @@ class Retriever(_Embedding):
         at least this (the floor; None: no floor). ``calibrated=False`` ranks by the fused score alone, as before
         calibration (bench/locomo.py's "before")."""
         emb = self.embedder() if cfg.use_dense else None
-        qvec = None
         self.vectors_pending = 0
-        if emb is not None:
+
+        async def embedded() -> Any:
+            if emb is None:
+                return None
             try:
                 if self.pending:  # read your writes: a backlog within the bound is embedded first; a larger
                     # one (an import, a history stored before the embedder) is left to the background, so the
@@ -246,13 +249,19 @@ class Retriever(_Embedding):
                         self._kick()
                 import numpy as np
 
-                qvec = np.asarray((await asyncio.to_thread(emb.embed, [query]))[0], dtype=np.float32)
+                return np.asarray((await asyncio.to_thread(emb.embed, [query]))[0], dtype=np.float32)
             except Exception as exc:
                 self.warn(exc)
-                qvec = None
-        q = retrieval.parse_query(query, await self.authors(), cfg)
-        lexical = (await self.store.lexical_turns(q.terms, cfg.candidates, channel, cfg.lexical_budget)
-                   if cfg.use_bm25 and q.terms else {})
+                return None
+
+        async def by_words() -> tuple[retrieval.Query, dict[int, float], retrieval.Weights | None]:
+            q = retrieval.parse_query(query, await self.authors(), cfg)
+            lexical = (await self.store.lexical_turns(q.terms, cfg.candidates, channel, cfg.lexical_budget)
+                       if cfg.use_bm25 and q.terms else {})
+            return q, lexical, (await self.weights(q.terms) if calibrated else None)
+
+        # the question's vector (a model run) and everything read by its words do not wait for each other
+        qvec, (q, lexical, weights) = await asyncio.gather(embedded(), by_words())
         dense: dict[int, float] = {}
         floor = 0.0
         if qvec is not None:
@@ -261,18 +270,20 @@ class Retriever(_Embedding):
         ids = sorted(set(lexical) | set(dense))
         if not ids:
             return []
-        found = {t["id"]: t for t in await self.store.turns_by_ids(ids)}
+        neighbours = getattr(self.store, "channel_neighbours", None)
+        want_links = bool(cfg.neighbour and neighbours is not None)  # each turn's neighbours in its own channel
+        rows, pairs = await asyncio.gather(self.store.turns_by_ids(ids),
+                                           neighbours(ids, retrieval.NEIGHBOUR_REACH) if want_links
+                                           else _nothing())
+        found = {t["id"]: t for t in rows}
         meta = {i: (t["author_name"], t["created_at"], t["channel"],
                     (t["channel"], t["session_id"] or t["created_at"][:10])) for i, t in found.items()}
-        links = None
-        neighbours = getattr(self.store, "channel_neighbours", None)
-        if cfg.neighbour and neighbours is not None:  # each turn's neighbours in its own channel
-            links = retrieval.links_from_rows(ids, await neighbours(ids, retrieval.NEIGHBOUR_REACH))
+        links = retrieval.links_from_rows(ids, pairs) if want_links else None
         ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel, links)
         if calibrated:
-            weights = await self.weights(q.terms)
+            assert weights is not None
             ranked = retrieval.calibrate(ranked, {i: t["content"] for i, t in found.items()}, q.terms, weights,
-                                         dense_on=qvec is not None)
+                                         dense_on=qvec is not None, dense=dense)
         if min_score is not None:
             ranked = [r for r in ranked if r[1] >= min_score]
         return [{**found[i], "score": round(s, 6), "signals": sig} for i, s, sig in ranked[offset:offset + limit]
@@ -286,6 +297,10 @@ class Retriever(_Embedding):
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         found = {t["id"]: t for t in await self.store.turns_by_ids([i for i, _s in ranked])}
         return [{**found[i], "score": round(s, 6)} for i, s in ranked if i in found]
+
+
+async def _nothing() -> list[Any]:
+    return []
 
 
 class SummarySearch(_Embedding):

@@ -19,7 +19,7 @@ NEUTRAL = [("Melanie" if i % 2 else "Caroline", f"Small talk number {i} about th
 
 
 def _turns(pairs, day="2023-05-08"):
-    return [{"content": c, "author_name": a, "channel": "chat", "created_at": f"{day}T13:00:{i:02d}"}
+    return [{"content": c, "author_name": a, "channel": "chat", "created_at": f"{day}T13:{i // 60:02d}:{i % 60:02d}"}
             for i, (a, c) in enumerate(pairs)]
 
 
@@ -116,9 +116,9 @@ async def test_turns_stored_without_an_embedder_are_backfilled(make_memory, tmp_
     ids = await _store(m, DISTRACTORS + [PARAPHRASE])
     await m.close()
     m = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
-    # the very first search embeds what is missing before it looks (read your writes), no drain needed; a match
-    # by meaning alone is under the default floor (its calibrated probability), hence min_score 0
-    found = await m.call("raw_search", {"query": "Did she get a new dog?", "limit": 1, "min_score": 0})
+    # the very first search embeds what is missing before it looks (read your writes), no drain needed; a match by
+    # meaning alone clears the default floor (its calibrated probability, issue 29)
+    found = await m.call("raw_search", {"query": "Did she get a new dog?", "limit": 1})
     assert found["results"][0]["id"] == ids[-1] and found["results"][0]["scores"]["dense"] > 0.2
     assert "vectors_pending" not in found
     assert (await stored_vectors(m, "message_vectors"))[0] == len(ids)
@@ -133,8 +133,43 @@ async def test_a_turn_stored_by_one_process_is_found_by_meaning_by_the_next(make
     ids = await _store(writer, DISTRACTORS + [PARAPHRASE])
     await writer.close()  # at once, as a CLI call does
     reader = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
-    found = await reader.call("raw_search", {"query": "Did she get a new dog?", "limit": 1, "min_score": 0})
+    found = await reader.call("raw_search", {"query": "Did she get a new dog?", "limit": 1})
     assert [r["id"] for r in found["results"]] == [ids[-1]] and found["results"][0]["scores"]["dense"] > 0.2
+
+
+#: Sixty turns about anything but metal, screws or rust (cooking, music, travel, the kids, the weather...).
+UNRELATED = [(("Sam", "Ana")[i % 2], f"{who} {what}.") for i, (who, what) in enumerate(
+    (who, what) for who in ("I", "My sister", "The neighbours", "Our team", "Grandma", "The kids")
+    for what in ("baked a lemon cake for the party on Sunday", "practised the piano scales every morning",
+                 "booked a train trip to the coast in June", "watched a documentary about whales",
+                 "planted tomatoes and basil in the garden", "read a novel about a detective in Paris",
+                 "signed up for a salsa dance class", "got soaked in the rain walking home",
+                 "painted the bedroom a pale shade of green", "adopted a grey kitten from a friend"))]
+RUSTED = ("Sam", "The deck screws rusted through after one winter.")
+
+
+@pytest.mark.parametrize("history", [[], UNRELATED], ids=["alone", "among-60-unrelated"])
+async def test_a_meaning_only_match_stored_by_one_process_clears_the_floor_for_the_next(make_memory, tmp_path,
+                                                                                       history):
+    """Read your writes (issue 23): the turn just stored shares no word with the question, only its meaning; the
+    next process's search returns it with the default floor, alone in the store or among unrelated turns."""
+    pytest.importorskip("pps_embeddings")
+    assert len(history) in (0, 60)
+    home = tmp_path / "e"
+    if history:  # the entity's past, embedded long ago
+        past = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
+        await _store(past, history, day="2023-05-01")
+        assert await past.require_layer("raw_capture").retriever.drain() == 0
+        await past.close()
+    writer = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
+    ids = await _store(writer, [RUSTED])
+    await writer.close()  # at once, as a CLI call does: the turn has no vector yet
+    reader = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
+    found = await reader.call("raw_search", {"query": "metal fasteners corrosion"})
+    assert [r["id"] for r in found["results"]][:1] == ids, found
+    assert found["results"][0]["score"] >= retrieval.FLOOR and found["results"][0]["scores"]["bm25"] == 0
+    # and the unrelated turns stay under it: no filler
+    assert [r["id"] for r in found["results"]] == ids
 
 
 async def test_past_its_bound_a_search_says_how_many_turns_wait_for_vectors(make_memory, tmp_path, monkeypatch):
@@ -192,3 +227,35 @@ async def test_a_buried_conversation_keeps_its_neighbours(make_memory):
                                         "min_score": 0})
     order = [r["id"] for r in found["results"]]
     assert order[:2] == [ids[0], ids[4]], order  # the reply in the same channel, then the foreign turns
+
+
+@pytest.mark.parametrize("history", [UNRELATED[:1], UNRELATED], ids=["one-unrelated", "60-unrelated"])
+async def test_a_store_with_nothing_of_that_meaning_answers_nothing(make_memory, history):
+    """The other side of the standout rule: the best of unrelated turns leads nothing by meaning, so no filler."""
+    pytest.importorskip("pps_embeddings")
+    m = await make_memory(plugins=["sqlite", "embeddings"])
+    await _store(m, history)
+    assert await m.require_layer("raw_capture").retriever.drain() == 0
+    found = await m.call("raw_search", {"query": "metal fasteners corrosion"})
+    assert found["results"] == [], found
+    anyway = await m.call("raw_search", {"query": "metal fasteners corrosion", "min_score": 0})
+    assert anyway["results"] and not any(r["scores"].get("standout") for r in anyway["results"])
+
+
+def test_the_lead_of_the_best_cosine_and_the_dense_scale_of_a_small_store():
+    import numpy as np
+
+    # the one turn of a store leads an unrelated turn's cosine, and tops its scale (was: the scale's bottom, 0)
+    assert retrieval.top_two([0.36]) == (0.36, retrieval.UNRELATED_COSINE)
+    assert retrieval.lead(0.36, retrieval.top_two([0.36])) == pytest.approx(0.36)
+    dense, floor = retrieval.dense_top((np.array([7]), np.array([0.36])), 200, 50)
+    assert dense == {7: pytest.approx(0.36)} and floor == retrieval.UNRELATED_COSINE
+    # only the best leads, by its margin over the second; a tie leads nothing; nothing leads below an unrelated turn
+    best = retrieval.top_two([0.3, 0.54, 0.38])
+    assert retrieval.lead(0.54, best) == pytest.approx(0.16) and retrieval.lead(0.38, best) == 0.0
+    assert retrieval.lead(0.5, retrieval.top_two([0.5, 0.5, 0.1])) == 0.0
+    assert retrieval.lead(-0.1, retrieval.top_two([-0.1, -0.3])) == 0.0
+    # with 50 candidates or more the scale still starts at the 50th
+    cos = np.linspace(0.9, 0.2, 60)
+    _dense, floor = retrieval.dense_top((np.arange(60), cos), 200, 50)
+    assert floor == pytest.approx(cos[49])
