@@ -1,12 +1,13 @@
 """First contact: how long a serverless `pps` command takes, beside same-run baselines (issue 23).
 
-    .venv/bin/python bench/cli.py [--runs 7] [--turns 300]
+    .venv/bin/python bench/cli.py [--runs 7] [--turns 300] [--load 2]
 
 An entity on the default plugin set (every default plugin installed here), a few hundred turns, a crystal,
 a word-photo and a graph fact; then each command is run `--runs` times as a user runs it (a new process, no
 server) and timed from start to exit. Baselines in the same run: a bare `python -c` that opens the same
 SQLite file and runs the same query as `get_turns_since`, and `pps --version`.
 Targets: a SQLite read p50 < 1 s; any operation < 2 s; an unknown operation or a bad parameter < 0.5 s.
+``--load N`` runs every command again with N busy processes of our own (one table each: idle, then loaded).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--turns", type=int, default=300)
+    parser.add_argument("--load", type=int, default=0, help="run every command again with N busy processes")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -80,36 +82,56 @@ def main() -> None:
         plugins = subprocess.run([PPS, "plugins", "--json"], env=env, capture_output=True, text=True, check=True)
         loaded = [p["name"] for p in json.loads(plugins.stdout)["loaded"]]
         db = root / "bench" / "pps.db"
-        runs = args.runs
-        rows: list[tuple[str, list[float], list[float], str, float | None]] = []
+        report(measure_all(env, db, args.runs), loaded, args, "idle")
+        if args.load:
+            busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
+            try:
+                time.sleep(5)  # let the load average feel them
+                report(measure_all(env, db, args.runs), loaded, args, f"load+{args.load} (busy processes)")
+            finally:
+                for b in busy:
+                    b.kill()
+    print("wall p50/max per command (a new process each run, no server); cpu = user + system seconds of that "
+          "process and its children, the floor of its wall time on an idle machine; 'met (cpu)' judges the "
+          "target on that floor (what an idle machine would show), 'met' on the wall time of this run")
 
-        def measure(label: str, argv: list[str], target: str, limit: float | None, ok: int = 0) -> None:
-            rows.append((label, *timed(argv, env, runs, ok), target, limit))
 
-        measure("baseline: python -c sqlite3 query", [sys.executable, "-c", BASELINE, str(db), SINCE], "", None)
-        measure("baseline: pps --version", [PPS, "--version"], "", None)
-        read = json.dumps({"timestamp": SINCE, "limit": 50})
-        measure("get_turns_since (SQLite read)", [PPS, "call", "get_turns_since", read], "p50 < 1 s", 1.0)
-        measure("summary_stats (SQLite read)", [PPS, "call", "summary_stats"], "p50 < 1 s", 1.0)
-        measure("raw_search (SQLite + embedder)", [PPS, "call", "raw_search", '{"query": "cedar garden"}'],
-                "< 2 s", 2.0)
-        measure("crystal_list", [PPS, "call", "crystal_list"], "< 2 s", 2.0)
-        measure("anchor_search (ChromaDB)", [PPS, "call", "anchor_search", '{"query": "snow"}'], "< 2 s", 2.0)
-        measure("texture_search (graph)", [PPS, "call", "texture_search", '{"query": "cedar"}'], "< 2 s", 2.0)
-        measure("ambient_recall startup (every layer)",
-                [PPS, "call", "ambient_recall", '{"context": "startup"}'], "< 2 s", 2.0)
-        measure("store_message (a write: every layer)",
-                [PPS, "call", "store_message", '{"content": "one more", "author_name": "J", "channel": "t"}'],
-                "< 2 s", 2.0)
-        measure("unknown operation (raw_serch)", [PPS, "call", "raw_serch", '{"query": "x"}'], "< 0.5 s", 0.5, ok=2)
-        measure("bad parameter (qurey)", [PPS, "call", "raw_search", '{"qurey": "x"}'], "< 0.5 s", 0.5, ok=2)
-        measure("pps call raw_search --help", [PPS, "call", "raw_search", "--help"], "< 0.5 s", 0.5)
-        measure("pps health", [PPS, "health"], "< 2 s", 2.0)
+Row = tuple[str, list[float], list[float], str, "float | None"]
 
+
+def measure_all(env: dict[str, str], db: Path, runs: int) -> list[Row]:
+    rows: list[Row] = []
+
+    def measure(label: str, argv: list[str], target: str, limit: float | None, ok: int = 0) -> None:
+        rows.append((label, *timed(argv, env, runs, ok), target, limit))
+
+    measure("baseline: python -c sqlite3 query", [sys.executable, "-c", BASELINE, str(db), SINCE], "", None)
+    measure("baseline: pps --version", [PPS, "--version"], "", None)
+    read = json.dumps({"timestamp": SINCE, "limit": 50})
+    measure("get_turns_since (SQLite read)", [PPS, "call", "get_turns_since", read], "p50 < 1 s", 1.0)
+    measure("summary_stats (SQLite read)", [PPS, "call", "summary_stats"], "p50 < 1 s", 1.0)
+    measure("raw_search (SQLite + embedder)", [PPS, "call", "raw_search", '{"query": "cedar garden"}'],
+            "< 2 s", 2.0)
+    measure("crystal_list", [PPS, "call", "crystal_list"], "< 2 s", 2.0)
+    measure("anchor_search (ChromaDB)", [PPS, "call", "anchor_search", '{"query": "snow"}'], "< 2 s", 2.0)
+    measure("texture_search (graph)", [PPS, "call", "texture_search", '{"query": "cedar"}'], "< 2 s", 2.0)
+    measure("ambient_recall startup (every layer)",
+            [PPS, "call", "ambient_recall", '{"context": "startup"}'], "< 2 s", 2.0)
+    measure("store_message (a write: every layer)",
+            [PPS, "call", "store_message", '{"content": "one more", "author_name": "J", "channel": "t"}'],
+            "< 2 s", 2.0)
+    measure("unknown operation (raw_serch)", [PPS, "call", "raw_serch", '{"query": "x"}'], "< 0.5 s", 0.5, ok=2)
+    measure("bad parameter (qurey)", [PPS, "call", "raw_search", '{"qurey": "x"}'], "< 0.5 s", 0.5, ok=2)
+    measure("pps call raw_search --help", [PPS, "call", "raw_search", "--help"], "< 0.5 s", 0.5)
+    measure("pps health", [PPS, "health"], "< 2 s", 2.0)
+    return rows
+
+
+def report(rows: list[Row], loaded: list[str], args: argparse.Namespace, phase: str) -> None:
     base_sql = pct(rows[0][1], 50)
     base_version = pct(rows[1][1], 50)
     load = os.getloadavg()
-    print(f"entity on {', '.join(loaded)}; {args.turns} turns; {runs} runs each; "
+    print(f"{phase}: entity on {', '.join(loaded)}; {args.turns} turns; {args.runs} runs each; "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
     print(f"{'command':<40} {'p50 s':>7} {'max s':>7} {'cpu s':>6} {'cpu max':>7} {'x sqlite':>9} "
           f"{'x --version':>11}  target    met  met (cpu)")
@@ -122,9 +144,7 @@ def main() -> None:
         p50, worst = pct(wall, 50), max(wall)
         print(f"{label:<40} {p50:7.3f} {worst:7.3f} {pct(cpu, 50):6.2f} {max(cpu):7.2f} {p50 / base_sql:9.1f} "
               f"{p50 / base_version:11.2f}  {target:<9} {met(wall, target, limit):<4} {met(cpu, target, limit)}")
-    print("wall p50/max per command (a new process each run, no server); cpu = user + system seconds of that "
-          "process and its children, the floor of its wall time on an idle machine; 'met (cpu)' judges the "
-          "target on that floor (what an idle machine would show), 'met' on the wall time of this run")
+    print()
 
 
 if __name__ == "__main__":
