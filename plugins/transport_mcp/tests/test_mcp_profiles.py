@@ -6,7 +6,7 @@ import json
 
 import pytest
 from mcp import Client
-from pps_mcp.profiles import concise
+from pps_mcp.profiles import concise, untitled
 from pps_mcp.server import create_server
 
 from pps_core import NoParams, Operation, hookimpl
@@ -34,24 +34,9 @@ async def test_the_essential_profile_lists_fewer_tools_with_concise_descriptions
     assert recall.description == concise(memory.catalog.get("ambient_recall").description)
     full = memory.catalog.get("ambient_recall").input_schema()
     assert recall.description.count(". ") == 0 and recall.input_schema == untitled(full)
+    assert '"title"' in json.dumps(full) and '"title"' not in json.dumps(recall.input_schema)
+    assert recall.input_schema["properties"]["context"]["maxLength"] == full["properties"]["context"]["maxLength"]
     assert size(tools) < size(every) / 2
-
-
-def untitled(schema):
-    """The schema without its ``title`` annotations (a property *named* title stays)."""
-    if isinstance(schema, list):
-        return [untitled(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {}
-    for key, value in schema.items():
-        if key == "title" and isinstance(value, str):
-            continue
-        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
-            out[key] = {name: untitled(sub) for name, sub in value.items()}
-        else:
-            out[key] = untitled(value)
-    return out
 
 
 async def test_the_essential_profile_of_the_default_plugins_fits_8000_characters(make_memory):
@@ -69,6 +54,7 @@ async def test_the_essential_profile_of_the_default_plugins_fits_8000_characters
     assert query["type"] == "string" and query["maxLength"] == 10_000 and query["description"]
     assert search.input_schema["required"] == ["query"]
     assert search.input_schema == untitled(memory.catalog.get("raw_search").input_schema())
+    assert '"title"' not in json.dumps(search.input_schema)
     # only the hints the MCP specification does not already imply: what a client concludes is unchanged
     assert search.annotations.read_only_hint is True and search.annotations.open_world_hint is False
     save = next(t for t in tools if t.name == "anchor_save")
@@ -117,3 +103,14 @@ async def test_essential_is_what_plugins_mark_not_a_list_of_names_in_mcp(make_me
     assert "raw_search" in names
     assert {"ambient_recall", "crystallize", "get_crystals", "get_turns_since_summary", "get_recent_summaries",
             "get_turns_around"} <= set(names)
+
+
+def test_untitled_drops_title_annotations_and_keeps_a_parameter_named_title():
+    schema = {"title": "AnchorSave", "type": "object", "required": ["title"],
+              "properties": {"title": {"title": "Title", "type": "string", "maxLength": 200},
+                             "tags": {"title": "Tags", "type": "array", "items": {"title": "Tag", "type": "string"}}},
+              "$defs": {"Where": {"title": "Where", "enum": ["a", "b"]}}}
+    assert untitled(schema) == {"type": "object", "required": ["title"],
+                                "properties": {"title": {"type": "string", "maxLength": 200},
+                                               "tags": {"type": "array", "items": {"type": "string"}}},
+                                "$defs": {"Where": {"enum": ["a", "b"]}}}
