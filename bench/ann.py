@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/ann.py [--turns 200000] [--first N] [--runs 100] [--variants f16:16:128,i8:16:128]
                                   [--search 64:400,400:800]
+    .venv/bin/python bench/ann.py --turns 1000000 --index HOME/pps.db.turns.usearch --search 64:400,800:400,800:800
+
 
 Reads the turn vectors bench/lifetime.py cached for ``--turns`` (``vectors.npy``, ``channels.npy``: build it
 first; ``--first N`` uses only the oldest N turns) and builds one HNSW index (usearch, as ``pps_sqlite.ann``
@@ -12,6 +14,13 @@ with the local embedder) the candidates, rescores them and their neighbours with
 with exact search over every context vector (numpy brute force, same run). Also the ceiling: the exact top
 candidates by the turns' own vectors, rescored the same way (what a perfect index would give). Prints, per
 variant, recall@10 (tie-aware), build time and rate, search + rescoring p50/p95 and the index's memory.
+
+``--index PATH`` builds nothing: it loads a saved index (``pps.db.turns.usearch``, its shape read from the
+``pps.db.turns.json`` beside it, as the layer loads it; the files are only read) and, per search setting, times
+the search alone, the search + rescoring from the float32 vectors in memory, and the search + rescoring the
+layer's way for an int8 index: five float32 rows per candidate from the database beside it (opened read-only,
+``immutable``). Both rescorings use float32 vectors, so they give the same recall; ids past ``--turns`` (turns
+a benchmark captured after the build) are not scored.
 """
 
 from __future__ import annotations
@@ -27,16 +36,17 @@ import numpy as np  # noqa: E402
 from lifetime import CACHE, exact_dense, pct, questions  # noqa: E402
 
 
-def rescored_top(ids, mat, chans, qvec, context, index=None, k=10):
+def rescored_top(ids, mat, chans, qvec, context, index=None, k=10, codes=None):
     """The layer's rescoring of candidates ``ids``: vectors from ``index`` (its own, f16/f32) or float32 ``mat``."""
     from pps_sqlite.turnindex import context_scores, neighbourhood
 
     n = len(mat)
-    codes = np.concatenate([[0], np.asarray(chans, dtype=np.int64) + 1])  # by turn id, as the index keeps them
+    if codes is None:  # by turn id, as the index keeps them
+        codes = np.concatenate([[0], np.asarray(chans, dtype=np.int64) + 1])
     want = np.asarray([i for i in neighbourhood(ids, context, codes) if 1 <= i <= n], dtype=np.int64)
     rows = (np.asarray(index.get(want.astype(np.uint64), dtype=np.float32)) if index is not None
             else np.asarray(mat[want - 1], dtype=np.float32))
-    got, cos = context_scores(ids, want, rows, chans[want - 1], qvec, context)
+    got, cos = context_scores(ids, want, rows, codes[want], qvec, context)  # code 0 would mean unknown
     order = np.argsort(-cos)[:k]
     return [int(got[j]) for j in order]
 
@@ -69,6 +79,7 @@ def main() -> None:
     ap.add_argument("--first", type=int, default=0, help="only the oldest N turns")
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--variants", default="i8:16:128,f16:16:128,f16:32:200")
+    ap.add_argument("--index", type=Path, help="a saved index (pps.db.turns.usearch) to load instead of building")
     ap.add_argument("--search", default="", help="expansion_search:candidates settings, comma-separated "
                                                  "(default: the layer's)")
     args = ap.parse_args()
@@ -107,6 +118,8 @@ def main() -> None:
     print(f"{f'exact candidates (ceiling, {k})':<48}"
           f"{recall(tops, mat, chans, qvecs, exact_ids, exact_s, context):>10.3f}")
     del own
+    if args.index:
+        return saved_index(args.index, searches, mat, chans, qvecs, exact_ids, exact_s, context)
     ids_all = np.arange(1, n + 1, dtype=np.uint64)
     for spec in args.variants.split(","):
         dtype, conn, exp, *how = spec.split(":")  # how: "own" rescoring from the index's vectors even for i8
@@ -131,6 +144,57 @@ def main() -> None:
             print(f"{f'{spec} / {exp_search}:{cands}':<48}{r:>10.3f}{build_s:>9.0f}{n / build_s:>8.0f}"
                   f"{pct(lat, 50):>8.2f}{pct(lat, 95):>8.2f}{index.memory_usage / 2**20:>8.0f} MiB", flush=True)
         del index
+
+
+def saved_index(path: Path, searches, mat, chans, qvecs, exact_ids, exact_s, context) -> None:
+    """Search a saved index as the layer does, rescoring from memory and from the database's rows (read-only)."""
+    import json
+    import os
+    import sqlite3
+
+    from pps_sqlite.turnindex import neighbourhood, rescore
+    from usearch.index import Index
+
+    meta = json.loads(path.with_suffix(".json").read_text())
+    index = Index(ndim=int(meta["dim"]), metric="cos", dtype=meta["dtype"], connectivity=int(meta["connectivity"]),
+                  expansion_add=int(meta["expansion_add"]))
+    t0 = time.perf_counter()
+    index.load(str(path))
+    load_s = time.perf_counter() - t0
+    db = path.with_name(path.name.removesuffix(".turns.usearch"))
+    conn = sqlite3.connect(f"file:{db}?immutable=1", uri=True)  # never writes, not even a -shm file
+    n = len(mat)
+    codes = np.concatenate([[0], np.asarray(chans, dtype=np.int32) + 1])  # by turn id, as the index keeps them
+    print(f"saved index {path}: {len(index):,} vectors, {meta['dtype']}, connectivity {meta['connectivity']}, "
+          f"expansion_add {meta['expansion_add']}; loaded in {load_s:.1f} s, {index.memory_usage / 2**20:.0f} MiB; "
+          f"load average {os.getloadavg()[0]:.1f}\n")
+    print(f"{'exp_search:cands':<18}{'recall@10':>10}{'search p50':>12}{'p95':>8}{'+mem p50':>10}{'p95':>8}"
+          f"{'+SQLite p50':>13}{'p95':>8}{'rows':>7}{'load':>6}")
+    for exp_search, cands in searches:
+        index.expansion_search = exp_search
+        tops, t_search, t_mem, t_sql, nrows = [], [], [], [], []
+        for q in range(len(qvecs)):
+            t = time.perf_counter()
+            m = index.search(qvecs[q], cands, threads=1)
+            cand = [int(i) for i in np.asarray(m.keys, dtype=np.int64) if 1 <= i <= n]
+            t_search.append((time.perf_counter() - t) * 1000)
+            tops.append(rescored_top(cand, mat, chans, qvecs[q], context, codes=codes))  # float32, from memory
+            t_mem.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            m = index.search(qvecs[q], cands, threads=1)
+            cand = [int(i) for i in np.asarray(m.keys, dtype=np.int64) if 1 <= i <= n]
+            around = neighbourhood(cand, context, codes)
+            got, cos = rescore(conn, meta["model"], cand, qvecs[q], context, around)  # the layer's int8 path
+            sql_top = [int(got[j]) for j in np.argsort(-cos)[:10]]
+            t_sql.append((time.perf_counter() - t) * 1000)
+            nrows.append(len(around))
+            if sql_top != tops[-1][:10]:
+                print(f"  question {q}: SQLite rescoring's top 10 differs from memory's", flush=True)
+        r = recall(tops, mat, chans, qvecs, exact_ids, exact_s, context)
+        print(f"{f'{exp_search}:{cands}':<18}{r:>10.3f}{pct(t_search, 50):>12.2f}{pct(t_search, 95):>8.2f}"
+              f"{pct(t_mem, 50):>10.2f}{pct(t_mem, 95):>8.2f}{pct(t_sql, 50):>13.2f}{pct(t_sql, 95):>8.2f}"
+              f"{int(np.mean(nrows)):>7}{os.getloadavg()[0]:>6.1f}", flush=True)
+    conn.close()
 
 
 if __name__ == "__main__":
