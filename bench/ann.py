@@ -80,6 +80,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--variants", default="i8:16:128,f16:16:128,f16:32:200")
     ap.add_argument("--index", type=Path, help="a saved index (pps.db.turns.usearch) to load instead of building")
+    ap.add_argument("--prefilter", type=int, default=0, help="with --index: also rank the candidates by their "
+                    "context from the index's own vectors and rescore only this many from SQLite")
     ap.add_argument("--search", default="", help="expansion_search:candidates settings, comma-separated "
                                                  "(default: the layer's)")
     args = ap.parse_args()
@@ -113,13 +115,14 @@ def main() -> None:
           f"{'p50 ms':>8}{'p95 ms':>8}{'memory':>10}")
     # the ceiling: a perfect index (the exact top k by the turns' own vectors), rescored as the layer does
     own = mat @ qvecs.T
-    tops = [rescored_top((np.argpartition(-own[:, q], k)[:k] + 1).tolist(), mat, chans, qvecs[q], context)
-            for q in range(len(qvecs))]
-    print(f"{f'exact candidates (ceiling, {k})':<48}"
-          f"{recall(tops, mat, chans, qvecs, exact_ids, exact_s, context):>10.3f}")
+    for c in sorted({k, *(cands for _e, cands in searches)}):
+        tops = [rescored_top((np.argpartition(-own[:, q], c)[:c] + 1).tolist(), mat, chans, qvecs[q], context)
+                for q in range(len(qvecs))]
+        print(f"{f'exact candidates (ceiling, {c})':<48}"
+              f"{recall(tops, mat, chans, qvecs, exact_ids, exact_s, context):>10.3f}", flush=True)
     del own
     if args.index:
-        return saved_index(args.index, searches, mat, chans, qvecs, exact_ids, exact_s, context)
+        return saved_index(args.index, searches, mat, chans, qvecs, exact_ids, exact_s, context, args.prefilter)
     ids_all = np.arange(1, n + 1, dtype=np.uint64)
     for spec in args.variants.split(","):
         dtype, conn, exp, *how = spec.split(":")  # how: "own" rescoring from the index's vectors even for i8
@@ -146,13 +149,13 @@ def main() -> None:
         del index
 
 
-def saved_index(path: Path, searches, mat, chans, qvecs, exact_ids, exact_s, context) -> None:
+def saved_index(path: Path, searches, mat, chans, qvecs, exact_ids, exact_s, context, prefilter: int = 0) -> None:
     """Search a saved index as the layer does, rescoring from memory and from the database's rows (read-only)."""
     import json
     import os
     import sqlite3
 
-    from pps_sqlite.turnindex import neighbourhood, rescore
+    from pps_sqlite.turnindex import context_scores, neighbourhood, rescore
     from usearch.index import Index
 
     meta = json.loads(path.with_suffix(".json").read_text())
@@ -191,9 +194,26 @@ def saved_index(path: Path, searches, mat, chans, qvecs, exact_ids, exact_s, con
             if sql_top != tops[-1][:10]:
                 print(f"  question {q}: SQLite rescoring's top 10 differs from memory's", flush=True)
         r = recall(tops, mat, chans, qvecs, exact_ids, exact_s, context)
+        pre = ""
+        if prefilter and prefilter < cands:  # the index's own (int8) vectors choose which candidates to read
+            ptops, t_pre = [], []
+            for q in range(len(qvecs)):
+                t = time.perf_counter()
+                m = index.search(qvecs[q], cands, threads=1)
+                cand = [int(i) for i in np.asarray(m.keys, dtype=np.int64) if 1 <= i <= n]
+                want = np.asarray(neighbourhood(cand, context, codes), dtype=np.int64)
+                want = want[(want >= 1) & (want <= n)]
+                rows8 = np.asarray(index.get(want.astype(np.uint64), dtype=np.float32), dtype=np.float32)
+                got, cos = context_scores(cand, want, rows8, codes[want], qvecs[q], context)
+                best = [int(got[j]) for j in np.argsort(-cos)[:prefilter]]
+                got, cos = rescore(conn, meta["model"], best, qvecs[q], context, neighbourhood(best, context, codes))
+                ptops.append([int(got[j]) for j in np.argsort(-cos)[:10]])
+                t_pre.append((time.perf_counter() - t) * 1000)
+            pr = recall(ptops, mat, chans, qvecs, exact_ids, exact_s, context)
+            pre = f"   int8 prefilter to {prefilter}: recall {pr:.3f}, p50 {pct(t_pre, 50):.2f}, p95 {pct(t_pre, 95):.2f}"
         print(f"{f'{exp_search}:{cands}':<18}{r:>10.3f}{pct(t_search, 50):>12.2f}{pct(t_search, 95):>8.2f}"
               f"{pct(t_mem, 50):>10.2f}{pct(t_mem, 95):>8.2f}{pct(t_sql, 50):>13.2f}{pct(t_sql, 95):>8.2f}"
-              f"{int(np.mean(nrows)):>7}{os.getloadavg()[0]:>6.1f}", flush=True)
+              f"{int(np.mean(nrows)):>7}{os.getloadavg()[0]:>6.1f}{pre}", flush=True)
     conn.close()
 
 
