@@ -214,6 +214,32 @@ def saved_index(path: Path, searches, mat, chans, qvecs, exact_ids, exact_s, con
         print(f"{f'{exp_search}:{cands}':<18}{r:>10.3f}{pct(t_search, 50):>12.2f}{pct(t_search, 95):>8.2f}"
               f"{pct(t_mem, 50):>10.2f}{pct(t_mem, 95):>8.2f}{pct(t_sql, 50):>13.2f}{pct(t_sql, 95):>8.2f}"
               f"{int(np.mean(nrows)):>7}{os.getloadavg()[0]:>6.1f}{pre}", flush=True)
+    # the layer's own path (pps_sqlite.ann.TurnANN, loaded as the layer loads it), as before and widened, same run
+    from pps_sqlite import ann
+    from pps_sqlite.turnindex import ANN_OVERFETCH
+
+    from pps_turns import retrieval
+
+    layer = ann.TurnANN(db, meta["model"], int(meta["dim"]), meta["dtype"])  # as TurnANN.load does, minus its
+    layer.index.load(str(path))                                                # checks (a benchmark's copy can
+    layer.max_id = int(meta["max_id"])                                         # hold turns deleted since)
+    layer.load_channels(conn, layer.max_id)
+    k = retrieval.DEFAULT.candidates * ANN_OVERFETCH
+    wide = ann.WIDE_FROM
+    for name, wide_from in (("layer, as before", 2**62), ("layer, widened (default)", wide),
+                            ("layer, as before", 2**62), ("layer, widened (default)", wide)):
+        ann.WIDE_FROM = wide_from
+        tops, lat = [], []
+        for q in range(len(qvecs)):
+            t = time.perf_counter()
+            ids, _approx = layer.search(qvecs[q], k)
+            got, cos = layer.rescore(conn, ids, qvecs[q], context, k)
+            tops.append([int(got[j]) for j in np.argsort(-cos)[:10]])
+            lat.append((time.perf_counter() - t) * 1000)
+        r = recall(tops, mat, chans, qvecs, exact_ids, exact_s, context)
+        print(f"{f'{name}: {ann.breadth(len(layer), k)} candidates':<42}recall@10 {r:.3f}  p50 {pct(lat, 50):.2f} ms"
+              f"  p95 {pct(lat, 95):.2f} ms  load {os.getloadavg()[0]:.1f}", flush=True)
+    ann.WIDE_FROM = wide
     conn.close()
 
 

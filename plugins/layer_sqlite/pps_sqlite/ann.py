@@ -34,6 +34,12 @@ DTYPE = "f16"
 CONNECTIVITY = 16
 EXPANSION_ADD = 128
 EXPANSION_SEARCH = 64  # a search of k explores max(k, this) candidates
+#: From this many vectors a search asks the graph for ``WIDEN`` times the candidates (and so explores as many):
+#: at a million turns even the exact top 400 by each turn's own vector give dense recall@10 0.978 once rescored
+#: with context, the int8 graph's 400 gave 0.915, its 1,600 0.985 (bench/ann.py --index, bench/RESULTS.md "A
+#: million turns"). Below it (200,000: 0.985 float16, 0.976 int8) a search is as it was.
+WIDE_FROM = 500_000
+WIDEN = 4
 BUILD_CHUNK = 20_000
 SUFFIX_INDEX = ".turns.usearch"
 SUFFIX_META = ".turns.json"
@@ -46,6 +52,11 @@ def paths(db_path: Path) -> tuple[Path, Path]:
 def remove_files(db_path: Path) -> None:
     for p in paths(db_path):
         p.unlink(missing_ok=True)
+
+
+def breadth(size: int, k: int) -> int:
+    """How many candidates a search for ``k`` asks an index of ``size`` vectors for."""
+    return k * WIDEN if size >= WIDE_FROM else k
 
 
 def _digest(blob: bytes | None) -> str | None:
@@ -182,25 +193,39 @@ class TurnANN:
     # -- searching ----------------------------------------------------------------------------------
 
     def search(self, qvec, k: int):
-        """(ids, approximate cosines), best first."""
+        """(ids, approximate cosines), best first: ``k`` of them, more in a large index (:func:`breadth`)."""
         import numpy as np
 
         if not len(self.index):
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-        m = self.index.search(np.asarray(qvec, dtype=np.float32), min(k, len(self.index)), threads=1)
+        want = min(breadth(len(self.index), k), len(self.index))
+        m = self.index.search(np.asarray(qvec, dtype=np.float32), want, threads=1)
         return np.asarray(m.keys, dtype=np.int64), 1.0 - np.asarray(m.distances, dtype=np.float32)
 
-    def rescore(self, conn: sqlite3.Connection, ids, qvec, context: float):
+    def rescore(self, conn: sqlite3.Connection, ids, qvec, context: float, keep: int | None = None):
         """(ids, cosines) of the candidates' context vectors (and their neighbours'), as
         ``turnindex.context_scores`` computes them: from the vectors this index holds in memory (float16 or
-        float32), or from SQLite's float32 rows when it holds int8."""
+        float32), or from SQLite's float32 rows when it holds int8. ``keep``: with int8, when there are more
+        candidates than this (a wide search, :func:`breadth`), the candidates and their neighbours are first
+        ranked by context from the index's own int8 vectors and only the best ``keep`` read from SQLite (the
+        same rows as a search of ``keep``; the order int8 gives is close enough to choose them, not to rank)."""
         import numpy as np
 
-        from .turnindex import context_scores, neighbourhood, rescore
+        from .turnindex import neighbourhood, rescore
 
-        around = neighbourhood(ids, context, self.channel_codes)  # the two nearest of each one's channel each side
         if self.dtype not in ("f16", "f32"):
-            return rescore(conn, self.model, ids, qvec, context, around)
+            if keep is not None and len(ids) > keep:
+                near, cos = self._scores(neighbourhood(ids, context, self.channel_codes), ids, qvec, context)
+                ids = near[np.argsort(-cos)[:keep]]
+            return rescore(conn, self.model, ids, qvec, context, neighbourhood(ids, context, self.channel_codes))
+        return self._scores(neighbourhood(ids, context, self.channel_codes), ids, qvec, context)
+
+    def _scores(self, around, ids, qvec, context: float):
+        """:func:`turnindex.context_scores` from the vectors this index holds (``around``: the ids to read)."""
+        import numpy as np
+
+        from .turnindex import context_scores
+
         want = np.asarray([i for i in around if i > 0], dtype=np.uint64)
         if not len(want):
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)

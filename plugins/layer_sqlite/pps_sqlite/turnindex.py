@@ -175,8 +175,8 @@ class TurnIndex:
         if isinstance(index, TurnVectors):
             return index.scores(qvec, context)
         if index is not None:  # past the threshold: approximate candidates, exact scores
-            ids, _approx = index.search(qvec, n * ANN_OVERFETCH)
-            return index.rescore(conn, ids, qvec, context)
+            ids, _approx = index.search(qvec, n * ANN_OVERFETCH)  # more in a large index (ann.breadth)
+            return index.rescore(conn, ids, qvec, context, n * ANN_OVERFETCH)
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
 
     def forget(self, conn, ids: list[int]) -> None:
