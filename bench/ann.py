@@ -217,7 +217,6 @@ def saved_index(path: Path, searches, mat, chans, qvecs, exact_ids, exact_s, con
     # the layer's own path (pps_sqlite.ann.TurnANN, loaded as the layer loads it), as before and widened, same run
     from pps_sqlite import ann
     from pps_sqlite.turnindex import ANN_OVERFETCH
-
     from pps_turns import retrieval
 
     layer = ann.TurnANN(db, meta["model"], int(meta["dim"]), meta["dtype"])  # as TurnANN.load does, minus its
