@@ -62,10 +62,11 @@ def pps_env(root: Path, **extra: str) -> dict[str, str]:
 
 def pps(root: Path, *args: str, check: bool = True, timeout: float = 120,
         **kw: Any) -> subprocess.CompletedProcess[str]:
-    """Run the ``pps`` command as a user would, with ``PPS_ROOT=root``."""
+    """Run the ``pps`` command as a user would, with ``PPS_ROOT=root``. ``-P``: the working directory stays off
+    ``sys.path`` (not ``-I``: :func:`pps_env`'s ``PYTHONPATH`` carries the suite's own plugins)."""
     if "input" not in kw:  # no terminal to wait on
         kw["stdin"] = subprocess.DEVNULL
-    return subprocess.run([sys.executable, "-m", "pps_core.cli", *args], env=kw.pop("env", None) or pps_env(root),
+    return subprocess.run([sys.executable, "-P", "-m", "pps_core.cli", *args], env=kw.pop("env", None) or pps_env(root),
                           capture_output=True, text=True, check=check, timeout=timeout, **kw)
 
 
@@ -137,7 +138,7 @@ def start_server(root: Path, *args: str, env: dict[str, str] | None = None, time
     log = root / log_name
     start = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", "serve", "http", "--port", "0", *args],
+        proc = subprocess.Popen([sys.executable, "-P", "-m", "pps_core.cli", "serve", "http", "--port", "0", *args],
                                 env=env or pps_env(root), stdout=fh, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, preexec_fn=preexec_fn)
     deadline = time.monotonic() + timeout

@@ -125,7 +125,7 @@ class TransportContract:
             args += ["--entities", ",".join(o.name for o in others)]
         entity.log = entity.root / f"serve-{entity.name}.log"
         with open(entity.log, "ab") as fh:
-            entity.proc = subprocess.Popen([sys.executable, "-m", "pps_core.cli", *args], env=pps_env(entity.root),
+            entity.proc = subprocess.Popen([sys.executable, "-P", "-m", "pps_core.cli", *args], env=pps_env(entity.root),
                                            stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60
         while not all(self.ready(e) for e in (entity, *others)):
