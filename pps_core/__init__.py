@@ -28,7 +28,8 @@ _EXPORTS: dict[str, str] = {
     "ChatModel": "chat",
     "Memory": "memory",
     "LayerHealth": "models", "LayerStatus": "models", "Message": "models", "Pointer": "models",
-    "SearchResult": "models", "SectionConfig": "models", "StartupItems": "models", "Summary": "models",
+    "SearchResult": "models", "SectionConfig": "models", "SectionItem": "models", "StartupItems": "models",
+    "Summary": "models", "TurnItem": "models",
     "NoParams": "params", "Params": "params", "StorePath": "params", "Text": "params",
     "Captured": "privacy", "CapturedMetadata": "privacy", "drop_private": "privacy", "drop_private_deep": "privacy",
     "Prompt": "publish", "PromptArgument": "publish", "PromptMessage": "publish", "ResourceItem": "publish",
@@ -94,8 +95,10 @@ if TYPE_CHECKING:  # pragma: no cover
         Pointer,
         SearchResult,
         SectionConfig,
+        SectionItem,
         StartupItems,
         Summary,
+        TurnItem,
     )
     from .params import NoParams, Params, StorePath, Text
     from .privacy import Captured, CapturedMetadata, drop_private, drop_private_deep
@@ -112,8 +115,8 @@ __all__ = [
     "IngestionQueue", "InvalidParams", "Layer", "LayerHealth", "LayerStatus", "Memory", "Message", "NoParams",
     "NotFound", "Operation", "PPSError", "Params", "PluginSettings", "Pointer", "Prompt", "PromptArgument",
     "PromptMessage", "Ranker", "ResourceItem", "Resources", "SearchResult",
-    "SectionConfig", "StartupItems", "StorageError", "StorePath", "SummarizableStore", "Summary", "SummaryBatch",
-    "SummaryReceipt", "Text", "TooLarge", "Transport", "Unauthorized", "Unavailable", "UnknownOperation",
+    "SectionConfig", "SectionItem", "StartupItems", "StorageError", "StorePath", "SummarizableStore", "Summary", "SummaryBatch",
+    "SummaryReceipt", "Text", "TooLarge", "Transport", "TurnItem", "Unauthorized", "Unavailable", "UnknownOperation",
     "UnreadSource", "WarmingLayer", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings",
     "now_utc", "to_storage",
 ]

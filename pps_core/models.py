@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import dataclasses
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 
 class Message(BaseModel):
@@ -62,6 +64,59 @@ class SearchResult(BaseModel):
     author: str | None = Field(None, exclude=True, description="who said it (a turn)")
 
 
+@dataclasses.dataclass(slots=True, kw_only=True)
+class TurnItem:
+    """One turn of a startup section, as a layer hands it in bulk: the fields the kernel renders a turn from and
+    the item's JSON, without a validated :class:`SearchResult` per turn.
+
+    The startup package shows every unsummarized turn (hundreds) at every session start; validating and dumping
+    one pydantic model per turn was most of its cost (issue 26). A ``TurnItem`` is the same item as
+    ``SearchResult(kind="turn", channels=[channel], author=author, ...)`` (:meth:`to_result`): rendered the same
+    way, and :meth:`as_json` is that model's JSON. Nothing is validated: the layer vouches for the types (its
+    store's rows) and that ``metadata`` is JSON data (str, int, float, bool, None, dicts with str keys, lists);
+    the catalog still converts a result that is not plain JSON before it leaves (``catalog.to_jsonable``)."""
+
+    layer: str
+    content: str
+    source: str  # the turn's id, as text
+    timestamp: str | None
+    channel: str
+    author: str | None
+    metadata: dict[str, Any]
+    score: float = 0.0
+
+    #: How ambient_recall renders it (the rendering contract of :class:`SearchResult`): always a turn.
+    kind: ClassVar[Literal["turn"]] = "turn"
+
+    @property
+    def channels(self) -> list[str]:
+        """The turn's channel, as :attr:`SearchResult.channels` holds it."""
+        return [self.channel]
+
+    def as_json(self) -> dict[str, Any]:
+        """The item's JSON: what ``self.to_result().model_dump(mode="json")`` returns (same keys, same order), the
+        ``metadata`` dict itself rather than a copy."""
+        return {"layer": self.layer, "content": self.content, "source": self.source, "score": self.score,
+                "timestamp": self.timestamp, "metadata": self.metadata}
+
+    def to_result(self) -> SearchResult:
+        """The same item as a validated :class:`SearchResult`."""
+        return SearchResult(layer=self.layer, content=self.content, source=self.source, score=self.score,
+                            timestamp=self.timestamp, metadata=self.metadata, kind="turn", channels=[self.channel],
+                            author=self.author)
+
+
+#: An item of a startup section: a :class:`SearchResult`, or a :class:`TurnItem` (turns handed in bulk). The
+#: kernel renders both from the same fields (``kind``, ``channels``, ``author``, ``timestamp``, ``content``,
+#: ``source``, ``layer``).
+SectionItem = TurnItem | SearchResult
+
+
+def item_json(item: SectionItem) -> dict[str, Any]:
+    """An item's JSON as ``ambient_recall`` returns it in ``results``."""
+    return item.as_json() if isinstance(item, TurnItem) else item.model_dump(mode="json")
+
+
 class LayerHealth(BaseModel):
     """A layer's report: available or not, why, its counts and recent latency."""
 
@@ -86,7 +141,8 @@ class Pointer(BaseModel):
 class StartupItems(BaseModel):
     """What a layer hands the startup package for one section."""
 
-    items: list[SearchResult] = Field(default_factory=list)
+    items: Sequence[InstanceOf[TurnItem] | SearchResult] = Field(
+        default_factory=list, description="oldest first; turns in bulk as TurnItems (no model validated per turn)")
     total: int | None = Field(None, description="how many exist in all, when more exist than were returned")
     more: Pointer | None = Field(None, description="the call that fetches every item of this section")
     older: Pointer | None = Field(

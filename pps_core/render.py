@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 from zoneinfo import ZoneInfo
 
-from .models import Pointer, SearchResult, SectionConfig
+from .models import Pointer, SectionConfig, SectionItem
 from .settings import LateNight
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -108,12 +108,12 @@ class Block:
         return f"{head}\n{body}" if head else body
 
 
-def document_item(r: SearchResult, max_chars: int | None) -> tuple[str, int]:
+def document_item(r: SectionItem, max_chars: int | None) -> tuple[str, int]:
     body = truncate(r.content, max_chars)
     return f"[{r.layer}]\nSource: {r.source}\n{body}", shown_chars(r.content, max_chars)
 
 
-def summary_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *,
+def summary_item(r: SectionItem, tz: ZoneInfo, max_chars: int | None, *,
                  labels: dict[str, str] | None = None) -> tuple[str, int]:
     body = truncate(r.content, max_chars)
     day = render_day(r.timestamp, tz) if r.timestamp else "????-??-??"
@@ -121,7 +121,7 @@ def summary_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *,
     return f"[{day}] [{channels}]\n{body}", shown_chars(r.content, max_chars)
 
 
-def turn_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *, labels: dict[str, str] | None = None,
+def turn_item(r: SectionItem, tz: ZoneInfo, max_chars: int | None, *, labels: dict[str, str] | None = None,
               with_day: bool = True) -> tuple[str, int]:
     """``[2026-01-26 14:24] [terminal:dddd] Jeff: text``; the channel by its short label (``labels``, from
     :func:`channel_labels`), the time alone when the day goes on a line of its own (``with_day=False``)."""
@@ -135,11 +135,11 @@ def turn_item(r: SearchResult, tz: ZoneInfo, max_chars: int | None, *, labels: d
     return f"[{when}] [{channel}] {r.author or '?'}: {body}", shown_chars(r.content, max_chars)
 
 
-def turn_day(r: SearchResult, tz: ZoneInfo) -> str:
+def turn_day(r: SectionItem, tz: ZoneInfo) -> str:
     return render_day(r.timestamp, tz) if r.timestamp else "????-??-??"
 
 
-def turn_lines(items: Sequence[SearchResult], tz: ZoneInfo, max_chars: int | None, *,
+def turn_lines(items: Sequence[SectionItem], tz: ZoneInfo, max_chars: int | None, *,
                labels: dict[str, str] | None = None) -> tuple[list[str], list[int], list[str]]:
     """:func:`turn_item` (``with_day=False``) and :func:`turn_day` of every item, each timestamp read once: the
     startup package renders every unsummarized turn at every session start."""

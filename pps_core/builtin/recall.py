@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, Field, field_validator
@@ -16,7 +16,16 @@ from ..catalog import Operation
 from ..contracts import UnreadSource
 from ..hookspecs import hookimpl
 from ..layer import FailedLayer, Layer, WarmingLayer
-from ..models import LayerHealth, LayerStatus, Pointer, SearchResult, SectionConfig, StartupItems
+from ..models import (
+    LayerHealth,
+    LayerStatus,
+    Pointer,
+    SearchResult,
+    SectionConfig,
+    SectionItem,
+    StartupItems,
+    item_json,
+)
 from ..render import SEPARATOR, Block
 from ..timeutil import now_utc
 from .budget import assemble
@@ -163,7 +172,7 @@ def startup_sections(memory: Memory) -> list[SectionConfig]:
 Blocks = tuple[list[Block], list[LayerStatus], list[dict[str, Any]], dict[str, str]]
 
 
-def _channels(items: list[SearchResult]) -> list[str]:
+def _channels(items: Sequence[SectionItem]) -> list[str]:
     """Every channel the items name (a turn's, a summary's), for the package's short channel labels."""
     return [c for r in items for c in r.channels]
 
@@ -189,7 +198,7 @@ async def _startup_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str
         status.count = len(items.items)
         block = _section_block(memory, sec, items, labels)
         blocks.append(block)
-        results.extend(r.model_dump(mode="json") for r in items.items)
+        results.extend(item_json(r) for r in items.items)  # a TurnItem's JSON without a model per turn
     return blocks, statuses, results, labels
 
 
@@ -232,7 +241,7 @@ def _channel_group(channel: str, quotas: dict[str, int]) -> str:
     return best
 
 
-def _quota_order(items: list[SearchResult], quotas: dict[str, int]) -> list[int]:
+def _quota_order(items: list[SectionItem], quotas: dict[str, int]) -> list[int]:
     """Indices by priority: each channel group's newest turns up to its quota, taken round-robin
     (so a budget cut stays fair), then everything else newest first."""
     groups: dict[str, list[int]] = {}

@@ -17,6 +17,7 @@ from pps_core import (
     StartupItems,
     SummaryBatch,
     SummaryReceipt,
+    TurnItem,
 )
 
 from . import retrieval
@@ -42,15 +43,26 @@ def unsummarized_status(n: int) -> str:
     return "(HIGH - summarize soon!)"
 
 
+def turn_metadata(t: dict[str, Any]) -> dict[str, Any]:
+    """A turn item's ``metadata``, for callers: derived fields at the top, the caller's own metadata under
+    "metadata"."""
+    return {"kind": "turn", "author_name": t["author_name"], "channel": t["channel"],
+            "session_id": t.get("session_id"), "message_id": t.get("message_id"), "summary_id": t.get("summary_id"),
+            "metadata": t.get("metadata") or {}}
+
+
 def turn_result(t: dict[str, Any], layer: str = "raw_capture", score: float = 0.0) -> SearchResult:
-    """A turn as an item: rendered by the kernel from kind/channels/author (the typed rendering contract);
-    ``metadata`` is for callers: derived fields at the top, the caller's own metadata under "metadata"."""
-    md = {"kind": "turn", "author_name": t["author_name"], "channel": t["channel"],
-          "session_id": t.get("session_id"), "message_id": t.get("message_id"), "summary_id": t.get("summary_id"),
-          "metadata": t.get("metadata") or {}}
+    """A turn as an item: rendered by the kernel from kind/channels/author (the typed rendering contract)."""
     return SearchResult(layer=layer, content=t["content"], source=str(t["id"]), score=score,
-                        timestamp=t["created_at"], metadata=md, kind="turn", channels=[t["channel"]],
+                        timestamp=t["created_at"], metadata=turn_metadata(t), kind="turn", channels=[t["channel"]],
                         author=t["author_name"])
+
+
+def turn_item(t: dict[str, Any], layer: str = "raw_capture") -> TurnItem:
+    """The same item as :func:`turn_result` (``to_result()`` gives it back), without validating a model: the startup
+    package takes every unsummarized turn this way (pps_core.TurnItem). ``t`` is a row of the layer's own store."""
+    return TurnItem(layer=layer, content=t["content"], source=str(t["id"]), timestamp=t["created_at"],
+                    channel=t["channel"], author=t["author_name"], metadata=turn_metadata(t))
 
 
 def summary_result(s: dict[str, Any], score: float = 0.0) -> SearchResult:
@@ -143,7 +155,7 @@ class RawCaptureLayer(Layer):
     async def startup(self, count: int | None) -> StartupItems:
         """ALL unsummarized turns (or the newest ``count``), chronological, with the total."""
         total, found = await self.backend.unsummarized_page(count)
-        return StartupItems(items=[turn_result(t) for t in found], total=total)
+        return StartupItems(items=[turn_item(t, self.name) for t in found], total=total)
 
     def backlog_text(self, key: str, count: int) -> str | None:
         if key == "unsummarized":  # shown at zero too: "0 unsummarized messages (healthy)"
