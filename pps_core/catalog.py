@@ -165,19 +165,25 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def _is_plain(value: Any) -> bool:
-    """Whether ``value`` is JSON data already (checked without building anything: the common case)."""
+    """Whether ``value`` is JSON data already (checked without building anything: the common case). Only
+    containers go on the stack: a startup package's answer holds thousands of scalars."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind is not dict and kind is not list:
+        return False
     stack = [value]
+    pop, push, plain = stack.pop, stack.append, _PLAIN
     while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind in _PLAIN:
-            continue
-        if kind is dict:
-            stack.extend(item.values())
-        elif kind is list:
-            stack.extend(item)
-        else:
-            return False
+        item = pop()
+        for v in item.values() if type(item) is dict else item:
+            kind = type(v)
+            if kind in plain:
+                continue
+            if kind is dict or kind is list:
+                push(v)
+            else:
+                return False
     return True
 
 

@@ -143,16 +143,24 @@ def turn_lines(items: Sequence[SectionItem], tz: ZoneInfo, max_chars: int | None
                labels: dict[str, str] | None = None) -> tuple[list[str], list[int], list[str]]:
     """:func:`turn_item` (``with_day=False``) and :func:`turn_day` of every item, each timestamp read once: the
     startup package renders every unsummarized turn at every session start."""
-    lines, chars, days = [], [], []
+    lines: list[str] = []
+    chars: list[int] = []
+    days: list[str] = []
     labels = labels or {}
-    for r in items:
+    for r in items:  # truncate, shown_chars and render_minute inline: this loop runs for every unsummarized turn
         if r.timestamp:
             day, _sp, when = minute_text(local(r.timestamp, tz)).rpartition(" ")
         else:
             day, when = "????-??-??", "?"
-        channel = r.channels[0] if r.channels else "?"
-        lines.append(f"[{when}] [{labels.get(channel, channel)}] {r.author or '?'}: {truncate(r.content, max_chars)}")
-        chars.append(shown_chars(r.content, max_chars))
+        channels = r.channels
+        channel = channels[0] if channels else "?"
+        content = r.content
+        if max_chars is None or len(content) <= max_chars:
+            body, shown = content, len(content)
+        else:
+            body, shown = content[:max_chars] + "...", max_chars
+        lines.append(f"[{when}] [{labels.get(channel, channel)}] {r.author or '?'}: {body}")
+        chars.append(shown)
         days.append(day)
     return lines, chars, days
 
