@@ -91,6 +91,14 @@ def bar(total: int, desc: str, unit: str = "turn"):
     return progress(total, desc, unit)
 
 
+
+async def sample_load(into: list[float], every: float = 10.0) -> None:
+    """The 1-minute load average every ``every`` seconds into ``into``, until cancelled."""
+    while True:
+        into.append(os.getloadavg()[0])
+        await asyncio.sleep(every)
+
+
 # -- the pool of sentences and their vectors ---------------------------------------------------------
 
 
@@ -455,9 +463,17 @@ async def build(home: Path, n: int, graph: bool, embedder: bool = True, pool: st
 
         started = time.perf_counter()
         facts = max(10, n // 100)
-        async with entity(home, ["sqlite", "embeddings", "graphiti"]) as memory:
-            await populate_graph(memory, max(20, facts // 4), facts, random.Random(31))
-        stage_done(home, "graph", {"seconds": round(time.perf_counter() - started, 1), "facts": facts})
+        loads: list[float] = []
+        sampler = asyncio.get_running_loop().create_task(sample_load(loads))
+        try:
+            # Resumes: a stopped build left whole batches, which the same seed finds and skips.
+            async with entity(home, ["sqlite", "embeddings", "graphiti"]) as memory:
+                await populate_graph(memory, max(20, facts // 4), facts, random.Random(31))
+        finally:
+            sampler.cancel()
+        stage_done(home, "graph", {"seconds": round(time.perf_counter() - started, 1), "facts": facts,
+                                   "entities": max(20, facts // 4), "writer": "batched",
+                                   "load_average": round(sum(loads) / len(loads), 2) if loads else os.getloadavg()[0]})
     return plan, vecs
 
 
