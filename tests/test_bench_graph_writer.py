@@ -5,7 +5,6 @@ can be named."""
 
 import importlib.util
 import random
-import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
