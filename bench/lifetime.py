@@ -583,7 +583,7 @@ async def measure(home: Path, plan: Plan, args) -> None:
 
     n = plan.n
     db = db_path(home)
-    plugins = ["sqlite", "embeddings", "chroma", "crystals"] + (["graphiti"] if "graph" in stages(home) else [])
+    plugins = ["sqlite", "embeddings", "chroma", "crystals"] + (["graphiti"] if "graph" in stages(home) and not args.no_graph else [])
     if args.no_embedder:  # lexical only: no turn vectors searched, no word-photo or graph layer
         plugins = ["sqlite", "crystals"]
     proc = psutil.Process()
