@@ -56,6 +56,16 @@ def variants(names):
         "dfloor150_c600": r(d, dense_floor_rank=150, candidates=600),
         "c600": r(d, candidates=600),
         "nobm25": r(d, use_bm25=False),
+        # dense candidates drawn per channel (issue 26 part 4): off, and the rule's two numbers
+        "chan0": r(d, channel_candidates=0),
+        "chan1": r(d, channel_count=1),
+        "chan3": r(d, channel_count=3),
+        "chan5": r(d, channel_count=5),
+        "chan50": r(d, channel_candidates=50),
+        "chan200": r(d, channel_candidates=200),
+        "chan400": r(d, channel_candidates=400),
+        "chan1_200": r(d, channel_count=1, channel_candidates=200),
+        "chan0_c600": r(d, channel_candidates=0, candidates=600),
     }
     return {n: allv[n] for n in names}
 

@@ -66,6 +66,9 @@ class FusionConfig:
     use_bm25: bool = True
     use_dense: bool = True
     lexical_budget: int = 8_000    # turns BM25 may rank per query before the bounded pass (0: no bound)
+    channel_candidates: int = 100  # dense candidates drawn from each channel the first pass points to (0: none)
+    channel_count: int = 2         # how many channels: those of the first pass's best ``channel_from`` candidates
+    channel_from: int = 10
 
 
 DEFAULT = FusionConfig()
@@ -229,6 +232,27 @@ def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexica
 #: turns of the read-your-writes test score -0.11 to -0.01 against "metal fasteners corrosion"). It stands in for the
 #: candidates a small store does not have: the 50th of the dense scale, the second of the meaning ``lead``.
 UNRELATED_COSINE = 0.0
+
+
+def channels_to_search(ranked: list[tuple[int, float, dict]], meta: Mapping[int, tuple], cfg: FusionConfig,
+                       channel: str | None = None) -> list[str]:
+    """The channels whose own best turns by meaning are worth drawing (:meth:`pps_turns.TurnStore.channel_similarities`):
+    ``channel`` when the search is of one channel; else the channels of the first pass's best ``cfg.channel_from``
+    candidates (``ranked``, ``fuse_meta``'s order), in the order of their best candidate, at most ``cfg.channel_count``.
+    In a long history the global dense candidates hold few turns of the conversation a question is about; its own
+    channel is almost always among the best ten (bench/RESULTS.md, issue 26 part 4)."""
+    if not cfg.channel_candidates or not cfg.channel_count:
+        return []
+    if channel:
+        return [channel]
+    out: list[str] = []
+    for i, _s, _sig in ranked[:cfg.channel_from]:
+        ch = meta[i][2]
+        if ch not in out:
+            out.append(ch)
+            if len(out) >= cfg.channel_count:
+                break
+    return out
 
 
 def dense_top(scores, n: int, floor_rank: int) -> tuple[dict[int, float], float]:
