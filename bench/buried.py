@@ -56,15 +56,14 @@ def variants(names):
         "dfloor150_c600": r(d, dense_floor_rank=150, candidates=600),
         "c600": r(d, candidates=600),
         "nobm25": r(d, use_bm25=False),
-        # dense candidates drawn per channel (issue 26 part 4): off, and the rule's two numbers
+        # dense candidates drawn per channel (issue 26 part 4): off, and the rule's numbers
         "chan0": r(d, channel_candidates=0),
-        "chan1": r(d, channel_count=1),
+        "chan2": r(d, channel_count=2),
         "chan3": r(d, channel_count=3),
-        "chan5": r(d, channel_count=5),
         "chan50": r(d, channel_candidates=50),
         "chan200": r(d, channel_candidates=200),
-        "chan400": r(d, channel_candidates=400),
-        "chan1_200": r(d, channel_count=1, channel_candidates=200),
+        "noscale": r(d, channel_scale=False),
+        "noscale2": r(d, channel_scale=False, channel_count=2),
         "chan0_c600": r(d, channel_candidates=0, candidates=600),
     }
     return {n: allv[n] for n in names}
@@ -188,7 +187,8 @@ def report(tag, out, share, lat):
         tot = max(1, sum(sh.values()))
         ls = sorted(lat[key])
         print(f"{tag:<7} {key:<28} r@10 {a['r@10']:.3f} mrr {a['mrr']:.3f}  own {sh['own']/tot:.0%} other "
-              f"{sh['other']/tot:.0%} syn {sh['syn']/tot:.0%} n/q {tot/len(rows):.1f}  p50 {ls[len(ls)//2]:.0f}ms",
+              f"{sh['other']/tot:.0%} syn {sh['syn']/tot:.0%} n/q {tot/len(rows):.1f}  p50 {ls[len(ls)//2]:.0f}ms "
+              f"p95 {ls[int(len(ls) * 0.95)]:.0f}ms",
               flush=True)
 
 

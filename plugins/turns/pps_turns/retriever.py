@@ -282,11 +282,12 @@ class Retriever(_Embedding):
         by_channel = getattr(self.store, "channel_similarities", None)
         chosen = (retrieval.channels_to_search(ranked, meta, cfg, channel)
                   if qvec is not None and by_channel is not None else [])
-        if chosen:  # second pass: the chosen channels' own best turns by meaning join the dense candidates
+        if chosen:  # second pass: the chosen channels' own best turns by meaning join the dense candidates, and
+            # their dense scores are scaled within the channel, as when the conversation is alone in its store
             assert by_channel is not None
             more_ids, more_cos = await by_channel(self.model(emb), qvec, chosen, cfg.channel_candidates, cfg.context)
             more, _f = retrieval.dense_top((more_ids, more_cos), len(more_ids), 1)
-            fresh = sorted(i for i in more if i not in dense and i not in lexical)
+            fresh = sorted(i for i in more if i not in found)
             dense = {**more, **dense}
             if fresh:
                 rows, pairs2 = await asyncio.gather(self.store.turns_by_ids(fresh),
@@ -296,7 +297,9 @@ class Retriever(_Embedding):
                 meta.update((t["id"], _meta(t)) for t in rows)
                 ids = sorted({*ids, *fresh})
                 links = retrieval.links_from_rows(ids, [*pairs, *pairs2]) if want_links else None
-            ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel, links)
+            ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel, links,
+                                         retrieval.channel_scales(more, meta, chosen, cfg) if cfg.channel_scale
+                                         else None)
         if calibrated:
             assert weights is not None
             ranked = retrieval.calibrate(ranked, {i: t["content"] for i, t in found.items()}, q.terms, weights,
