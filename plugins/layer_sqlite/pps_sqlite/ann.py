@@ -213,7 +213,6 @@ class TurnANN:
         channel code is its own; every neighbour of its turns is one of them, so the context is exact); a larger
         one is answered from a wider search of the graph, the candidates of that channel kept (approximate)."""
         import numpy as np
-
         from pps_turns.vectors import top_rows
 
         from .turnindex import context_scores
