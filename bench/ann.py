@@ -88,7 +88,8 @@ def main() -> None:
     from pps_embeddings.onnx import OnnxEmbedder
     from pps_turns import retrieval
 
-    # onnxruntime before usearch: the other order crashes the interpreter (usearch 2.26 / numkong, this machine)
+    # onnxruntime before usearch (usearch 2.26.2+ crashed the interpreter in the other order: pps-sqlite now
+    # requires an earlier release, tests/test_native_libraries.py)
     qvecs = np.asarray(OnnxEmbedder().embed(questions(args.runs)), dtype=np.float32)
     from pps_sqlite import ann, turnindex
     from usearch.index import Index
