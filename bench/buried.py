@@ -10,7 +10,9 @@ categories 1-4 is asked through the retriever with each variant of the fused con
 (the fused order before calibration), ``chan`` (floored, only the conversation's own channel: no foreign turn can
 compete), ``chancalib`` (the same without the floor). ``--alone``: the same for each conversation alone in an
 entity of its own (kept in ``--alone-cache``).
-Prints recall@10, MRR, where the results came from, results per question and p50 latency. ``--chanidf``: word
+Prints recall@10, MRR, where the results came from, results per question and p50/p95 latency. Variants ``chan0``
+(no second pass: the search before issue 26 part 4), ``chan2``/``chan3``, ``chan50``/``chan200``, ``noscale``: the
+second pass's rule (``FusionConfig.channel_*``). ``--chanidf``: word
 weights per channel (:class:`ChannelStats`, an experiment: BM25 rescaled by each word's idf over the turn's own
 channel, ``lex``; the calibrated coverage per channel, ``cal``).
 """
