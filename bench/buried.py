@@ -14,7 +14,8 @@ Prints recall@10, MRR, where the results came from, results per question and p50
 (no second pass: the search before issue 26 part 4), ``chan2``/``chan3``, ``chan50``/``chan200``, ``noscale``: the
 second pass's rule (``FusionConfig.channel_*``). ``--chanidf``: word
 weights per channel (:class:`ChannelStats`, an experiment: BM25 rescaled by each word's idf over the turn's own
-channel, ``lex``; the calibrated coverage per channel, ``cal``).
+channel, ``lex``; the calibrated coverage per channel, ``cal``; with ``chosen``, ``cal`` only for the channel the
+search's second pass chose).
 """
 import argparse
 import asyncio
@@ -35,6 +36,7 @@ from pps_turns import retrieval  # noqa
 
 
 CHANIDF = ""
+CHOSEN: list = []  # the channel the search's second pass chose for the question being asked (``--chanidf chosen``)
 CALIBRATE = retrieval.calibrate
 
 
@@ -101,6 +103,7 @@ class ChannelStats:
         self.chan = dict(self.conn.execute("SELECT id, channel FROM messages"))
         self.df: dict[str, dict[str, int]] = {}
         self.lexical_on, self.calib_on = lexical_on, calib_on
+        self.chosen_only = False
 
     def counts(self, term):
         if term not in self.df:
@@ -144,19 +147,31 @@ class ChannelStats:
                 groups.setdefault(stats.chan.get(r[0]), []).append(r)
             out = []
             for ch, rows in groups.items():
+                if stats.chosen_only and ch not in CHOSEN:  # the whole history's weights but for the second pass's
+                    out += calibrate(rows, texts, terms, weights, dense_on, dense)
+                    continue
                 out += calibrate(rows, texts, terms, stats.weights(terms, ch), dense_on, dense)
             out.sort(key=lambda t: (-t[1], -t[2]["fused"], t[0]))
             return out
 
         store.lexical_turns = lexical
         retrieval.calibrate = calib
+        choose = retrieval.channels_to_search
+
+        def chosen(*a, **k):
+            CHOSEN[:] = choose(*a, **k)
+            return list(CHOSEN)
+
+        retrieval.channels_to_search = chosen
 
 
 async def run(memory, convs, cfgs, modes, own_channel, chan_of=lambda c: None):
     raw = memory.require_layer("raw_capture")
     if CHANIDF:
         retrieval.calibrate = CALIBRATE
-        ChannelStats(raw.retriever.store.db.path, "lex" in CHANIDF, "cal" in CHANIDF).install(raw)
+        stats = ChannelStats(raw.retriever.store.db.path, "lex" in CHANIDF, "cal" in CHANIDF)
+        stats.chosen_only = "chosen" in CHANIDF
+        stats.install(raw)
     await raw.retriever.search("warm up", 10)
     out = {}
     share = {}
