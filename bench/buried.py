@@ -15,7 +15,7 @@ Prints recall@10, MRR, where the results came from, results per question and p50
 second pass's rule (``FusionConfig.channel_*``). ``--chanidf``: word
 weights per channel (:class:`ChannelStats`, an experiment: BM25 rescaled by each word's idf over the turn's own
 channel, ``lex``; the calibrated coverage per channel, ``cal``; with ``chosen``, ``cal`` only for the channel the
-search's second pass chose).
+search's second pass chose; ``lexchosen``: BM25 rescaled only for that channel's candidates, in the second pass).
 """
 import argparse
 import asyncio
@@ -104,6 +104,7 @@ class ChannelStats:
         self.df: dict[str, dict[str, int]] = {}
         self.lexical_on, self.calib_on = lexical_on, calib_on
         self.chosen_only = False
+        self.lex_chosen = False
 
     def counts(self, term):
         if term not in self.df:
@@ -163,14 +164,35 @@ class ChannelStats:
             return list(CHOSEN)
 
         retrieval.channels_to_search = chosen
+        fuse = retrieval.fuse_meta
+
+        def fuse_chosen(meta, query, lexical, dense, floor, cfg, channel=None, links=None, scales=None):
+            # ``lexchosen``: BM25 rescaled per channel only for the chosen channel's candidates, in the second pass
+            if stats.lex_chosen and scales is not None and CHOSEN and lexical:
+                mine = [i for i in lexical if stats.chan.get(i) in CHOSEN]
+                texts = dict(stats.conn.execute(f"SELECT id, content FROM messages WHERE id IN "
+                                                f"({','.join(str(int(i)) for i in mine)})")) if mine else {}
+                whole = stats.weights(query.terms)
+                lexical = dict(lexical)
+                for i in mine:
+                    w = stats.weights(query.terms, stats.chan[i])
+                    m = retrieval.matched_terms(query.terms, texts.get(i, ""))
+                    g = sum(whole.idf[t] for t in m)
+                    if g:
+                        lexical[i] *= sum(w.idf[t] for t in m) / g
+            return fuse(meta, query, lexical, dense, floor, cfg, channel, links, scales)
+
+        retrieval.fuse_meta = fuse_chosen
 
 
 async def run(memory, convs, cfgs, modes, own_channel, chan_of=lambda c: None):
     raw = memory.require_layer("raw_capture")
     if CHANIDF:
         retrieval.calibrate = CALIBRATE
-        stats = ChannelStats(raw.retriever.store.db.path, "lex" in CHANIDF, "cal" in CHANIDF)
-        stats.chosen_only = "chosen" in CHANIDF
+        parts = set(CHANIDF.split(","))
+        stats = ChannelStats(raw.retriever.store.db.path, "lex" in parts, "cal" in parts)
+        stats.chosen_only = "chosen" in parts
+        stats.lex_chosen = "lexchosen" in parts
         stats.install(raw)
     await raw.retriever.search("warm up", 10)
     out = {}
