@@ -280,8 +280,10 @@ class Retriever(_Embedding):
         links = retrieval.links_from_rows(ids, pairs) if want_links else None
         ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel, links)
         by_channel = getattr(self.store, "channel_similarities", None)
+        # no second pass while the store has no usable vectors (a large history waiting for its index): the
+        # search is lexical until the first pass has dense candidates, and both passes see the same index
         chosen = (retrieval.channels_to_search(ranked, meta, cfg, channel)
-                  if qvec is not None and by_channel is not None else [])
+                  if qvec is not None and dense and by_channel is not None else [])
         if chosen:  # second pass: the chosen channels' own best turns by meaning join the dense candidates, and
             # their dense scores are scaled within the channel, as when the conversation is alone in its store
             assert by_channel is not None
