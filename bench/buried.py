@@ -10,9 +10,12 @@ categories 1-4 is asked through the retriever with each variant of the fused con
 (the fused order before calibration), ``chan`` (floored, only the conversation's own channel: no foreign turn can
 compete), ``chancalib`` (the same without the floor). ``--alone``: the same for each conversation alone in an
 entity of its own (kept in ``--alone-cache``).
-Prints recall@10, MRR, where the results came from, results per question and p50 latency. ``--chanidf``: word
+Prints recall@10, MRR, where the results came from, results per question and p50/p95 latency. Variants ``chan0``
+(no second pass: the search before issue 26 part 4), ``chan2``/``chan3``, ``chan50``/``chan200``, ``noscale``: the
+second pass's rule (``FusionConfig.channel_*``). ``--chanidf``: word
 weights per channel (:class:`ChannelStats`, an experiment: BM25 rescaled by each word's idf over the turn's own
-channel, ``lex``; the calibrated coverage per channel, ``cal``).
+channel, ``lex``; the calibrated coverage per channel, ``cal``; with ``chosen``, ``cal`` only for the channel the
+search's second pass chose; ``lexchosen``: BM25 rescaled only for that channel's candidates, in the second pass).
 """
 import argparse
 import asyncio
@@ -33,6 +36,7 @@ from pps_turns import retrieval  # noqa
 
 
 CHANIDF = ""
+CHOSEN: list = []  # the channel the search's second pass chose for the question being asked (``--chanidf chosen``)
 CALIBRATE = retrieval.calibrate
 
 
@@ -56,6 +60,15 @@ def variants(names):
         "dfloor150_c600": r(d, dense_floor_rank=150, candidates=600),
         "c600": r(d, candidates=600),
         "nobm25": r(d, use_bm25=False),
+        # dense candidates drawn per channel (issue 26 part 4): off, and the rule's numbers
+        "chan0": r(d, channel_candidates=0),
+        "chan2": r(d, channel_count=2),
+        "chan3": r(d, channel_count=3),
+        "chan50": r(d, channel_candidates=50),
+        "chan200": r(d, channel_candidates=200),
+        "noscale": r(d, channel_scale=False),
+        "noscale2": r(d, channel_scale=False, channel_count=2),
+        "chan0_c600": r(d, channel_candidates=0, candidates=600),
     }
     return {n: allv[n] for n in names}
 
@@ -90,6 +103,8 @@ class ChannelStats:
         self.chan = dict(self.conn.execute("SELECT id, channel FROM messages"))
         self.df: dict[str, dict[str, int]] = {}
         self.lexical_on, self.calib_on = lexical_on, calib_on
+        self.chosen_only = False
+        self.lex_chosen = False
 
     def counts(self, term):
         if term not in self.df:
@@ -133,19 +148,52 @@ class ChannelStats:
                 groups.setdefault(stats.chan.get(r[0]), []).append(r)
             out = []
             for ch, rows in groups.items():
+                if stats.chosen_only and ch not in CHOSEN:  # the whole history's weights but for the second pass's
+                    out += calibrate(rows, texts, terms, weights, dense_on, dense)
+                    continue
                 out += calibrate(rows, texts, terms, stats.weights(terms, ch), dense_on, dense)
             out.sort(key=lambda t: (-t[1], -t[2]["fused"], t[0]))
             return out
 
         store.lexical_turns = lexical
         retrieval.calibrate = calib
+        choose = retrieval.channels_to_search
+
+        def chosen(*a, **k):
+            CHOSEN[:] = choose(*a, **k)
+            return list(CHOSEN)
+
+        retrieval.channels_to_search = chosen
+        fuse = retrieval.fuse_meta
+
+        def fuse_chosen(meta, query, lexical, dense, floor, cfg, channel=None, links=None, scales=None):
+            # ``lexchosen``: BM25 rescaled per channel only for the chosen channel's candidates, in the second pass
+            if stats.lex_chosen and scales is not None and CHOSEN and lexical:
+                mine = [i for i in lexical if stats.chan.get(i) in CHOSEN]
+                texts = dict(stats.conn.execute(f"SELECT id, content FROM messages WHERE id IN "
+                                                f"({','.join(str(int(i)) for i in mine)})")) if mine else {}
+                whole = stats.weights(query.terms)
+                lexical = dict(lexical)
+                for i in mine:
+                    w = stats.weights(query.terms, stats.chan[i])
+                    m = retrieval.matched_terms(query.terms, texts.get(i, ""))
+                    g = sum(whole.idf[t] for t in m)
+                    if g:
+                        lexical[i] *= sum(w.idf[t] for t in m) / g
+            return fuse(meta, query, lexical, dense, floor, cfg, channel, links, scales)
+
+        retrieval.fuse_meta = fuse_chosen
 
 
 async def run(memory, convs, cfgs, modes, own_channel, chan_of=lambda c: None):
     raw = memory.require_layer("raw_capture")
     if CHANIDF:
         retrieval.calibrate = CALIBRATE
-        ChannelStats(raw.retriever.store.db.path, "lex" in CHANIDF, "cal" in CHANIDF).install(raw)
+        parts = set(CHANIDF.split(","))
+        stats = ChannelStats(raw.retriever.store.db.path, "lex" in parts, "cal" in parts)
+        stats.chosen_only = "chosen" in parts
+        stats.lex_chosen = "lexchosen" in parts
+        stats.install(raw)
     await raw.retriever.search("warm up", 10)
     out = {}
     share = {}
@@ -178,7 +226,8 @@ def report(tag, out, share, lat):
         tot = max(1, sum(sh.values()))
         ls = sorted(lat[key])
         print(f"{tag:<7} {key:<28} r@10 {a['r@10']:.3f} mrr {a['mrr']:.3f}  own {sh['own']/tot:.0%} other "
-              f"{sh['other']/tot:.0%} syn {sh['syn']/tot:.0%} n/q {tot/len(rows):.1f}  p50 {ls[len(ls)//2]:.0f}ms",
+              f"{sh['other']/tot:.0%} syn {sh['syn']/tot:.0%} n/q {tot/len(rows):.1f}  p50 {ls[len(ls)//2]:.0f}ms "
+              f"p95 {ls[int(len(ls) * 0.95)]:.0f}ms",
               flush=True)
 
 

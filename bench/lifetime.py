@@ -21,7 +21,8 @@ it; --rebuild starts over; an interrupted build resumes at the stage it reached)
   ``raw_search`` and a captured turn every 5 s, timed (recorded in stages.json; the turns go again after);
 - summaries of 50 turns covering all but the newest 300 (``store_summary``), text from the turns they
   cover, vectors the same way; word-photos (1 per 1,000 turns, ``anchor_save``, embedded for real),
-  crystals (1 per 5,000), graph facts (1 per 100 turns, entities = facts / 4, embedded for real;
+  crystals (1 per 5,000), graph facts (1 per 100 turns, entities = facts / 4, embedded for real, written a
+  batch per Kuzu statement by bench/graph.py's ``populate_graph``; a stopped graph stage resumes where it stopped;
   ``--no-graph`` skips them).
 
 Then buried LoCoMo: every question (categories 1-4) through ``raw_search`` over the whole history, scored as
@@ -90,6 +91,14 @@ def bar(total: int, desc: str, unit: str = "turn"):
     from pps_core.progress import progress
 
     return progress(total, desc, unit)
+
+
+
+async def sample_load(into: list[float], every: float = 10.0) -> None:
+    """The 1-minute load average every ``every`` seconds into ``into``, until cancelled."""
+    while True:
+        into.append(os.getloadavg()[0])
+        await asyncio.sleep(every)
 
 
 # -- the pool of sentences and their vectors ---------------------------------------------------------
@@ -456,9 +465,17 @@ async def build(home: Path, n: int, graph: bool, embedder: bool = True, pool: st
 
         started = time.perf_counter()
         facts = max(10, n // 100)
-        async with entity(home, ["sqlite", "embeddings", "graphiti"]) as memory:
-            await populate_graph(memory, max(20, facts // 4), facts, random.Random(31))
-        stage_done(home, "graph", {"seconds": round(time.perf_counter() - started, 1), "facts": facts})
+        loads: list[float] = []
+        sampler = asyncio.get_running_loop().create_task(sample_load(loads))
+        try:
+            # Resumes: a stopped build left whole batches, which the same seed finds and skips.
+            async with entity(home, ["sqlite", "embeddings", "graphiti"]) as memory:
+                await populate_graph(memory, max(20, facts // 4), facts, random.Random(31))
+        finally:
+            sampler.cancel()
+        stage_done(home, "graph", {"seconds": round(time.perf_counter() - started, 1), "facts": facts,
+                                   "entities": max(20, facts // 4), "writer": "batched",
+                                   "load_average": round(sum(loads) / len(loads), 2) if loads else os.getloadavg()[0]})
     return plan, vecs
 
 
@@ -568,7 +585,7 @@ async def measure(home: Path, plan: Plan, args) -> None:
 
     n = plan.n
     db = db_path(home)
-    plugins = ["sqlite", "embeddings", "chroma", "crystals"] + (["graphiti"] if "graph" in stages(home) else [])
+    plugins = ["sqlite", "embeddings", "chroma", "crystals"] + (["graphiti"] if "graph" in stages(home) and not args.no_graph else [])
     if args.no_embedder:  # lexical only: no turn vectors searched, no word-photo or graph layer
         plugins = ["sqlite", "crystals"]
     proc = psutil.Process()
@@ -812,7 +829,7 @@ async def measure(home: Path, plan: Plan, args) -> None:
           + (f" (FTS {mib(fts)}, turn vectors {mib(vec)})" if fts is not None else "")
           + "".join(f", {p.name} {mib(du(p))}" for p in ann_file)
           + f", word_photos index {mib(du(home / 'home' / 'chroma'))}"
-          + (f", graph {mib(du(home / 'home' / 'graph'))}" if "graph" in st else ""))
+          + (f", graph {mib(du(home / 'home' / 'graphiti'))}" if "graph" in st else ""))
     print(f"build stages (s): {json.dumps({k: v.get('seconds') for k, v in st.items()})}")
 
 

@@ -290,12 +290,18 @@ class MemStore:
         self.d["tv"].clear()
         return n
 
-    async def turn_similarities(self, model, qvec, n, context, channel=None):
+    def _vectors(self, model):
         vectors = TurnVectors(model)  # rebuilt per query: fine for an example, not for a million turns
         ids = sorted(i for i, (m, _v) in self.d["tv"].items() if m == model)
         if ids:
             vectors.add(ids, [self.d["turns"][i]["channel"] for i in ids], [self.d["tv"][i][1] for i in ids])
-        return vectors.scores(qvec, context)
+        return vectors
+
+    async def turn_similarities(self, model, qvec, n, context, channel=None):
+        return self._vectors(model).scores(qvec, context)
+
+    async def channel_similarities(self, model, qvec, channels, n, context):
+        return self._vectors(model).channel_scores(qvec, channels, n, context)
 
     async def repair_turn_index(self, model):
         return None

@@ -155,6 +155,46 @@ class TurnIndex:
         return context_cosines(ids, rows, context)
 
 
+    async def channel_similarities(self, model: str, qvec: Any, channels: list[str], n: int, context: float):
+        """The ``n`` best turns of each of ``channels`` by context vector (``TurnStore.channel_similarities``): a
+        channel of at most :data:`CHANNEL_SCAN` turns is scored whole in the database (every turn's context parts,
+        :data:`CHANNEL_PARTS`: exact); a larger one from its ``ANN_OVERFETCH`` x n nearest by their own vector (an
+        exact channel-filtered scan, :meth:`candidates`) and their neighbours, rescored as :meth:`similarities`."""
+        import numpy as np
+
+        qvec = np.asarray(qvec, dtype=np.float32)
+        q = vec(qvec)
+        from pps_turns.vectors import top_rows
+
+        out_ids, out_cos = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.float32)]
+        async with self.store.connection() as conn:
+            for ch in dict.fromkeys(channels):
+                size = (await (await conn.execute("SELECT count(*) AS n FROM messages WHERE channel = %s",
+                                                  (ch,))).fetchone())["n"]
+                if not size:
+                    continue
+                if size <= CHANNEL_SCAN:
+                    rows = await (await conn.execute(CHANNEL_PARTS, (model, ch, q, NEIGHBOUR_REACH))).fetchall()
+                    ids, cos = context_cosines([r["id"] for r in rows], rows, context)
+                else:
+                    cands = await self.candidates(conn, model, q, len(qvec), n * ANN_OVERFETCH, ch)
+                    want = sorted(set(cands))
+                    for _hop in range(2 if context else 0):
+                        pairs = await (await conn.execute(CHANNEL_PAIRS, (NEIGHBOUR_REACH, NEIGHBOUR_REACH,
+                                                                          want))).fetchall()
+                        links = links_from_rows(want, [(r["a"], r["b"]) for r in pairs], 1)
+                        want = sorted({*want, *(j for before, after in links.values() for j in (*before, *after))})
+                    rows = await (await conn.execute(CONTEXT_PARTS, (model, want, q, NEIGHBOUR_REACH))).fetchall()
+                    ids, cos = context_cosines(cands, rows, context)
+                best = top_rows(cos, n)
+                out_ids.append(ids[best])
+                out_cos.append(cos[best])
+        return np.concatenate(out_ids), np.concatenate(out_cos)
+
+
+#: A channel of at most this many turns is scored whole for its own best turns by meaning (in the database).
+CHANNEL_SCAN = 20_000
+
 #: Each of a set of turns and every turn of its channel within reach (the neighbours of the context vectors).
 CHANNEL_PAIRS = ("SELECT m.id AS a, p.id AS b FROM messages m JOIN messages p ON p.channel = m.channel "
                  "AND p.id BETWEEN m.id - %s AND m.id + %s AND p.id <> m.id WHERE m.id = ANY(%s)")
@@ -171,6 +211,10 @@ CONTEXT_PARTS = (
     "CASE WHEN lag(id) OVER o >= id - %s THEN -(e <#> lag(e) OVER o) END AS d1, "
     "-(e <#> lag(e, 2) OVER o) AS d2 "
     "FROM w WINDOW o AS (PARTITION BY c ORDER BY id) ORDER BY id")
+
+
+#: :data:`CONTEXT_PARTS` for every turn of one channel that has a vector of the model.
+CHANNEL_PARTS = CONTEXT_PARTS.replace("v.message_id = ANY(%s)", "m.channel = %s")
 
 
 def context_cosines(ids: list[int], rows: list[dict[str, Any]], context: float):

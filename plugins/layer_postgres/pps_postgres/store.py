@@ -746,6 +746,9 @@ class PostgresStore:
     async def turn_similarities(self, model, qvec, n, context, channel=None):
         return await self.dense.similarities(model, qvec, n, context, channel)
 
+    async def channel_similarities(self, model, qvec, channels, n, context):
+        return await self.dense.channel_similarities(model, qvec, list(channels), n, context)
+
     async def repair_turn_index(self, model):
         """``pps reindex``: make the model's HNSW index if it is missing (an entity from before it); PostgreSQL
         keeps it up to date with every row from then on."""

@@ -40,6 +40,11 @@ EXPANSION_SEARCH = 64  # a search of k explores max(k, this) candidates
 #: million turns"). Below it (200,000: 0.985 float16, 0.976 int8) a search is as it was.
 WIDE_FROM = 500_000
 WIDEN = 4
+#: A channel of at most this many turns is scanned exactly for its own best turns (``TurnANN.channel_search``;
+#: ~2 ms for a 700-turn conversation, float16 from memory); a larger one is answered from a search of the graph
+#: widened by the history's size over the channel's, at most ``CHANNEL_WIDE_MAX`` candidates.
+CHANNEL_SCAN = 20_000
+CHANNEL_WIDE_MAX = 4_000
 BUILD_CHUNK = 20_000
 SUFFIX_INDEX = ".turns.usearch"
 SUFFIX_META = ".turns.json"
@@ -201,6 +206,54 @@ class TurnANN:
         want = min(breadth(len(self.index), k), len(self.index))
         m = self.index.search(np.asarray(qvec, dtype=np.float32), want, threads=1)
         return np.asarray(m.keys, dtype=np.int64), 1.0 - np.asarray(m.distances, dtype=np.float32)
+
+    def channel_search(self, conn: sqlite3.Connection, qvec, channels, n: int, context: float):
+        """:meth:`pps_turns.TurnStore.channel_similarities`: the ``n`` best turns of each of ``channels`` by context
+        vector. A channel of at most :data:`CHANNEL_SCAN` turns is scanned exactly (its turn ids are the ids whose
+        channel code is its own; every neighbour of its turns is one of them, so the context is exact); a larger
+        one is answered from a wider search of the graph, the candidates of that channel kept (approximate)."""
+        import numpy as np
+        from pps_turns.vectors import top_rows
+
+        from .turnindex import context_scores
+
+        q = np.asarray(qvec, dtype=np.float32)
+        out_ids, out_cos = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.float32)]
+        for ch in dict.fromkeys(channels):
+            code = self.codes.get(ch)
+            if not code or not len(self.index):
+                continue
+            members = np.flatnonzero(self.channel_codes == code)
+            if len(members) <= CHANNEL_SCAN:
+                keys = members.astype(np.uint64)
+                keys = keys[np.asarray(self.index.contains(keys), dtype=bool)] if len(keys) else keys
+                if not len(keys):
+                    continue
+                if self.dtype in ("f16", "f32"):
+                    mat = np.asarray(self.index.get(keys)).astype(np.float32).reshape(len(keys), -1)
+                    ids, cos = context_scores(keys.astype(np.int64), keys.astype(np.int64), mat,
+                                              np.full(len(keys), code), q, context)
+                else:  # int8 in memory: the exact float32 rows from SQLite
+                    from .turnindex import rescore
+
+                    ids, cos = rescore(conn, self.model, keys.astype(np.int64), q, context,
+                                       [int(k) for k in keys])
+            else:
+                wide = min(len(self.index), CHANNEL_WIDE_MAX,
+                           n * 2 * max(1, -(-len(self.index) // max(1, len(members)))))
+                found, _approx = self.search(q, wide)
+                found = found[(found < len(self.channel_codes))]
+                found = found[self.channel_codes[found] == code][:2 * n]
+                if not len(found):
+                    continue
+                ids, cos = self.rescore(conn, found, q, context)
+                own = ids < len(self.channel_codes)
+                own[own] = self.channel_codes[ids[own]] == code
+                ids, cos = ids[own], cos[own]
+            best = top_rows(cos, n)
+            out_ids.append(np.asarray(ids, dtype=np.int64)[best])
+            out_cos.append(np.asarray(cos, dtype=np.float32)[best])
+        return np.concatenate(out_ids), np.concatenate(out_cos)
 
     def rescore(self, conn: sqlite3.Connection, ids, qvec, context: float, keep: int | None = None):
         """(ids, cosines) of the candidates' context vectors (and their neighbours'), as

@@ -252,6 +252,10 @@ class SQLiteStore:
     async def turn_similarities(self, model, qvec, n, context, channel=None):
         return await self._read(self._dense(self.dense.similarities), model, qvec, n, context)
 
+    async def channel_similarities(self, model, qvec, channels, n, context):
+        return await self._read(self._dense(self.dense.channel_similarities), model, qvec, list(channels), n,
+                                context)
+
     async def repair_turn_index(self, model):
         return await self._run(self._dense(self.dense.repair_ann), model)
 

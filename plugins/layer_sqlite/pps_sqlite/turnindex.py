@@ -179,6 +179,18 @@ class TurnIndex:
             return index.rescore(conn, ids, qvec, context, n * ANN_OVERFETCH)
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
 
+    def channel_similarities(self, conn, model: str, qvec, channels, n: int, context: float):
+        """The ``n`` best turns of each of ``channels`` by context vector, scored as :meth:`similarities` scores
+        them: from the matrix masked by channel, or the index's channel codes (``ann.TurnANN.channel_search``)."""
+        import numpy as np
+
+        index = self._prepare(conn, model)
+        if isinstance(index, TurnVectors):
+            return index.channel_scores(qvec, channels, n, context)
+        if index is not None:
+            return index.channel_search(conn, qvec, channels, n, context)
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+
     def forget(self, conn, ids: list[int]) -> None:
         """Forgotten turns leave the matrix (reloaded from the smaller table at the next search) and the HNSW
         index. usearch keeps a removed vector's bytes in its slot, in memory and in a saved file, so the index

@@ -320,3 +320,39 @@ async def test_a_wide_int8_search_reads_only_the_best_candidates_rows(make_memor
     assert ours == exact[:5]
     want = dict(zip(*await raw.backend.db.run(turnindex.rescore, conn, model, got_ids, q, 0.3), strict=True))
     assert all(abs(want[int(i)] - float(c)) < 1e-5 for i, c in zip(got_ids, got_cos, strict=True) if int(i) in want)
+
+
+async def test_a_channels_own_best_come_from_the_index_as_the_exact_matrix_gives_them(make_memory, monkeypatch,
+                                                                                       tmp_path):
+    """Issue 26: past the threshold a channel's own best turns by meaning (``channel_similarities``) come from the
+    index's channel codes: a channel is scanned whole from the index's vectors (float16) or SQLite's rows (int8),
+    exactly as the matrix scores it; a channel too large to scan, from a wider search of the graph."""
+    for dtype in ("f16", "i8"):
+        m = await make_memory(plugins=["sqlite", "embeddings"], sqlite={"ann_threshold": 40, "ann_dtype": dtype},
+                              home=tmp_path / dtype)
+        await m.call("store_messages", {"messages": turns(120)})
+        raw = m.require_layer("raw_capture")
+        await raw.retriever.drain()
+        await m.call("raw_search", {"query": "garden", "limit": 1})
+        assert raw.backend.dense.wait_ann(60)
+        await m.call("raw_search", {"query": "garden", "limit": 1})
+        assert raw.backend.dense.ann is not None and raw.backend.dense.ann.dtype == dtype
+        model = raw.retriever.model(m.embedder)
+        q = m.embedder.embed(["music practice at home"])[0]
+        exact = turnindex.TurnVectors(model)
+        await raw.backend.db.run(turnindex.load_matrix, exact, raw.backend.db.conn)
+        all_ids, all_cos = exact.scores(q, 0.3)
+        truth = {int(i): float(c) for i, c in zip(all_ids, all_cos, strict=True)}
+        scan_all = ann.CHANNEL_SCAN
+        for channel in ("discord", "terminal"):
+            want_ids, want_cos = exact.channel_scores(q, [channel], 5, 0.3)
+            monkeypatch.setattr(ann, "CHANNEL_SCAN", scan_all)  # scanned whole: exact
+            ids, cos = await raw.backend.channel_similarities(model, q, [channel], 5, 0.3)
+            assert [int(i) for i in ids] == [int(i) for i in want_ids], (dtype, channel)
+            assert np.allclose(cos, want_cos, atol=2e-3)
+            monkeypatch.setattr(ann, "CHANNEL_SCAN", 10)  # too large to scan: a wider search of the graph
+            ids, cos = await raw.backend.channel_similarities(model, q, [channel], 5, 0.3)
+            assert [int(i) for i in ids][:2] == [int(i) for i in want_ids][:2], (dtype, channel)
+            assert all(abs(truth[int(i)] - float(c)) < 2e-3 for i, c in zip(ids, cos, strict=True))
+        monkeypatch.setattr(ann, "CHANNEL_SCAN", scan_all)
+        await m.close()

@@ -66,6 +66,11 @@ class FusionConfig:
     use_bm25: bool = True
     use_dense: bool = True
     lexical_budget: int = 8_000    # turns BM25 may rank per query before the bounded pass (0: no bound)
+    # the second pass (issue 26): the own best turns by meaning of the channel(s) the first pass points to
+    channel_candidates: int = 100  # dense candidates drawn from each such channel (0: no second pass)
+    channel_count: int = 1         # how many channels: those of the first pass's best ``channel_from`` candidates
+    channel_from: int = 10
+    channel_scale: bool = True     # their dense scores scaled between the channel's own floor_rank-th and best
 
 
 DEFAULT = FusionConfig()
@@ -170,7 +175,8 @@ def author_tokens(names) -> dict[str, str]:
 
 def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexical: dict[int, float],
               dense: dict[int, float], dense_floor: float, cfg: FusionConfig,
-              channel: str | None = None, links: Links | None = None) -> list[tuple[int, float, dict]]:
+              channel: str | None = None, links: Links | None = None,
+              scales: Mapping[str, tuple[float, float]] | None = None) -> list[tuple[int, float, dict]]:
     """Rank the union of the candidates by the weighted, normalised signals; best first. ``meta`` gives each
     candidate's (author, created_at, channel, episode); episode is (channel, session_id or the day). ``links``: each
     candidate's neighbours in its channel (the store's ``channel_neighbours``); without them a turn's neighbours
@@ -190,7 +196,11 @@ def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexica
     w_d = cfg.w_dense if dense else 0.0
     for i in ids:
         b = lexical.get(i, 0.0) / top_b
-        d = max(0.0, (dense[i] - dense_floor) / span_d) if i in dense else 0.0
+        if scales and i in dense and meta[i][2] in scales:  # the channel's own scale (its floor, its best)
+            lo, hi = scales[meta[i][2]]
+            d = max(0.0, (dense[i] - lo) / ((hi - lo) or 1.0))
+        else:
+            d = max(0.0, (dense[i] - dense_floor) / span_d) if i in dense else 0.0
         s = w_b * b + w_d * d
         author, created, _ch, _ep = meta[i]
         if cfg.author_boost and author in query.names:
@@ -229,6 +239,45 @@ def fuse_meta(meta: dict[int, tuple[str, str, str, tuple]], query: Query, lexica
 #: turns of the read-your-writes test score -0.11 to -0.01 against "metal fasteners corrosion"). It stands in for the
 #: candidates a small store does not have: the 50th of the dense scale, the second of the meaning ``lead``.
 UNRELATED_COSINE = 0.0
+
+
+def channels_to_search(ranked: list[tuple[int, float, dict]], meta: Mapping[int, tuple], cfg: FusionConfig,
+                       channel: str | None = None) -> list[str]:
+    """The channels whose own best turns by meaning are worth drawing (:meth:`pps_turns.TurnStore.channel_similarities`):
+    ``channel`` when the search is of one channel; else the channels of the first pass's best ``cfg.channel_from``
+    candidates (``ranked``, ``fuse_meta``'s order), in the order of their best candidate, at most ``cfg.channel_count``
+    (one: the channel of the best candidate, bench/RESULTS.md, issue 26 part 4). In a long history the global dense
+    candidates hold few turns of the conversation a question is about."""
+    if not cfg.channel_candidates or not cfg.channel_count:
+        return []
+    if channel:
+        return [channel]
+    out: list[str] = []
+    for i, _s, _sig in ranked[:cfg.channel_from]:
+        ch = meta[i][2]
+        if ch not in out:
+            out.append(ch)
+            if len(out) >= cfg.channel_count:
+                break
+    return out
+
+
+def channel_scales(cosines: Mapping[int, float], meta: Mapping[int, tuple], channels: list[str],
+                   cfg: FusionConfig) -> dict[str, tuple[float, float]]:
+    """Each of ``channels``' own dense scale from its own best turns by meaning (``cosines``, the store's
+    ``channel_similarities``): (the cosine of its ``cfg.dense_floor_rank``-th, or as :func:`dense_top` takes it with
+    fewer; its best). :func:`fuse_meta` scales that channel's turns by it instead of the whole history's: a
+    conversation then weighs its own turns' meaning as it would alone in its store (a store of one channel: the
+    same scale as the whole history's, so nothing moves)."""
+    out: dict[str, tuple[float, float]] = {}
+    for ch in channels:
+        cos = sorted((c for i, c in cosines.items() if i in meta and meta[i][2] == ch), reverse=True)
+        if cos:
+            lo = cos[min(cfg.dense_floor_rank, len(cos)) - 1]
+            if len(cos) < cfg.dense_floor_rank:
+                lo = min(lo, UNRELATED_COSINE)
+            out[ch] = (lo, cos[0])
+    return out
 
 
 def dense_top(scores, n: int, floor_rank: int) -> tuple[dict[int, float], float]:

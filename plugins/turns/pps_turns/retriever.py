@@ -276,10 +276,32 @@ class Retriever(_Embedding):
                                            neighbours(ids, retrieval.NEIGHBOUR_REACH) if want_links
                                            else _nothing())
         found = {t["id"]: t for t in rows}
-        meta = {i: (t["author_name"], t["created_at"], t["channel"],
-                    (t["channel"], t["session_id"] or t["created_at"][:10])) for i, t in found.items()}
+        meta = {i: _meta(t) for i, t in found.items()}
         links = retrieval.links_from_rows(ids, pairs) if want_links else None
         ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel, links)
+        by_channel = getattr(self.store, "channel_similarities", None)
+        # no second pass while the store has no usable vectors (a large history waiting for its index): the
+        # search is lexical until the first pass has dense candidates, and both passes see the same index
+        chosen = (retrieval.channels_to_search(ranked, meta, cfg, channel)
+                  if qvec is not None and dense and by_channel is not None else [])
+        if chosen:  # second pass: the chosen channels' own best turns by meaning join the dense candidates, and
+            # their dense scores are scaled within the channel, as when the conversation is alone in its store
+            assert by_channel is not None
+            more_ids, more_cos = await by_channel(self.model(emb), qvec, chosen, cfg.channel_candidates, cfg.context)
+            more, _f = retrieval.dense_top((more_ids, more_cos), len(more_ids), 1)
+            fresh = sorted(i for i in more if i not in found)
+            dense = {**more, **dense}
+            if fresh:
+                rows, pairs2 = await asyncio.gather(self.store.turns_by_ids(fresh),
+                                                    neighbours(fresh, retrieval.NEIGHBOUR_REACH) if want_links
+                                                    else _nothing())
+                found.update((t["id"], t) for t in rows)
+                meta.update((t["id"], _meta(t)) for t in rows)
+                ids = sorted({*ids, *fresh})
+                links = retrieval.links_from_rows(ids, [*pairs, *pairs2]) if want_links else None
+            ranked = retrieval.fuse_meta(meta, q, lexical, dense, floor, cfg, channel, links,
+                                         retrieval.channel_scales(more, meta, chosen, cfg) if cfg.channel_scale
+                                         else None)
         if calibrated:
             assert weights is not None
             ranked = retrieval.calibrate(ranked, {i: t["content"] for i, t in found.items()}, q.terms, weights,
@@ -301,6 +323,11 @@ class Retriever(_Embedding):
 
 async def _nothing() -> list[Any]:
     return []
+
+
+def _meta(t: Turn) -> tuple[str, str, str, tuple[str, str]]:
+    """What ``retrieval.fuse_meta`` reads of a turn: author, time, channel, episode (session, else channel and day)."""
+    return t["author_name"], t["created_at"], t["channel"], (t["channel"], t["session_id"] or t["created_at"][:10])
 
 
 class SummarySearch(_Embedding):

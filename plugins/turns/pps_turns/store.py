@@ -277,6 +277,22 @@ class TurnStore(Protocol):
         (``pps_turns.testing``) checks the best ten against exact search on a small history."""
         ...
 
+    async def channel_similarities(self, model: str, qvec: Any, channels: Sequence[str], n: int,
+                                   context: float) -> tuple[Sequence[int], Sequence[float]]:
+        """(ids, cosines) of at least the ``n`` turns of each of ``channels`` whose context vectors are nearest
+        ``qvec``, scored exactly as :meth:`turn_similarities` scores them (same context vectors, same cosines, so
+        the domain adds them to that method's candidates); it may return more (their neighbours, or every turn of
+        a channel), never a turn of another channel. Empty when the store has no usable vectors yet.
+
+        What it is for: the turn search draws its dense candidates from the whole history first; in a long history
+        the best few hundred of it by meaning hold few turns of the conversation a question is about, so after a
+        first pass the domain asks here for the best turns of the channels its best candidates point to
+        (``pps_turns.retriever``, ``FusionConfig.channel_candidates``). A store answers from what it keeps: the exact
+        matrix masked by channel, an exact scan of a small channel's vectors, a channel-filtered query in the
+        database; for a channel too large to scan cheaply it may answer approximately (its index's wider
+        candidates of that channel). (A store without it still works: the search keeps its global candidates.)"""
+        ...
+
     async def repair_turn_index(self, model: str) -> dict[str, Any] | None:
         """``pps reindex``, after every missing vector is written: bring any index the store builds from the
         vectors up to date (a small JSON report), or None when it keeps none."""

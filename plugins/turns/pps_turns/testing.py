@@ -248,6 +248,50 @@ class TurnStoreContract:
                 for k in np.argsort(-want_cos)[:10]:
                     assert abs(got[int(want_ids[k])] - float(want_cos[k])) < 1e-4
 
+    async def test_a_channels_own_best_by_meaning_are_drawn_however_far_down_the_whole_history(
+            self, store: TurnStore) -> None:
+        """Issue 26: a conversation's turns can all lie below the best few hundred of a long history by meaning;
+        ``channel_similarities`` gives each asked channel's own ``n`` best by context vector, scored exactly as
+        ``turn_similarities`` scores them (:class:`pps_turns.vectors.TurnVectors`), and nothing of another
+        channel."""
+        import numpy as np
+
+        from .vectors import TurnVectors
+
+        rng = np.random.default_rng(7)
+        # a noisy channel whose every turn is nearer the question than any turn of the conversation, and a third
+        chans = ["noise"] * 40 + ["conv"] * 12 + ["other"] * 8
+        order = rng.permutation(len(chans))  # interleaved: the conversation is one among the others
+        _acks, new = await store.store([turn(f"t{k}", at=at(k % 60, 1 + k // 60), channel=chans[j])
+                                        for k, j in enumerate(order)])
+        qvec = np.zeros(16, dtype=np.float32)
+        qvec[0] = 1.0
+        vecs = rng.normal(size=(len(new), 16)).astype(np.float32)
+        for k, t in enumerate(new):
+            vecs[k, 0] = 6.0 if t["channel"] == "noise" else 0.2 * k % 1.5  # noise nearest, conv spread below
+        vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+        await store.write_turn_vectors("m", new, [v.tobytes() for v in vecs])
+        exact = TurnVectors("m")
+        exact.add([t["id"] for t in new], [t["channel"] for t in new], [v.tobytes() for v in vecs])
+        channel_of = {t["id"]: t["channel"] for t in new}
+        for context in (0.0, 0.3):
+            all_ids, all_cos = exact.scores(qvec, context)
+            best = {int(i): float(c) for i, c in zip(all_ids, all_cos, strict=True)}
+            conv = sorted((i for i in best if channel_of[i] == "conv"), key=lambda i: -best[i])
+            noise = [i for i in best if channel_of[i] == "noise"]
+            assert min(best[i] for i in noise) > best[conv[0]]  # the whole channel below the global top 40
+            ids, cos = await store.channel_similarities("m", qvec, ["conv"], 5, context)
+            got = {int(i): float(c) for i, c in zip(ids, cos, strict=True)}
+            assert sorted(got, key=lambda i: -got[i]) == conv[:5], context
+            assert all(abs(got[i] - best[i]) < 1e-3 for i in got)
+            ids, _cos = await store.channel_similarities("m", qvec, ["conv", "other", "nobody"], 3, context)
+            per: dict[str, int] = {}
+            for i in ids:
+                per[channel_of[int(i)]] = per.get(channel_of[int(i)], 0) + 1
+            assert per == {"conv": 3, "other": 3}, per
+        ids, _cos = await store.channel_similarities("other-model", qvec, ["conv"], 5, 0.0)
+        assert len(ids) == 0
+
     async def test_ingestion_queue(self, store: TurnStore) -> None:
         _acks, new = await store.store([turn("a", at=at(1)), turn("b", at=at(2))])
         assert [t["id"] for t in await store.pending_ingestion(10)] == [t["id"] for t in new]

@@ -134,3 +134,30 @@ class TurnVectors:
         if not len(self.ids):
             return self.ids, np.empty(0, dtype=np.float32)
         return self.ids, self.context_matrix(context) @ np.asarray(qvec, dtype=np.float32)
+
+    def channel_scores(self, qvec, channels, n: int, context: float = 0.0):
+        """:meth:`pps_turns.TurnStore.channel_similarities` from the matrix: the ``n`` best of each channel by
+        context vector (the same cosines as :meth:`scores`)."""
+        import numpy as np
+
+        ids, cos = self.scores(qvec, context)
+        names = np.asarray(self.channels, dtype=object)
+        keep = [np.empty(0, dtype=np.int64)]
+        for ch in dict.fromkeys(channels):
+            rows = np.flatnonzero(names == ch)
+            keep.append(rows[top_rows(cos[rows], n)])
+        rows = np.concatenate(keep)
+        return ids[rows], cos[rows]
+
+
+def top_rows(cos, n: int):
+    """The positions of the ``n`` highest of ``cos``, best first."""
+    import numpy as np
+
+    cos = np.asarray(cos)
+    if n <= 0 or not len(cos):
+        return np.empty(0, dtype=np.int64)
+    if len(cos) > n:
+        part = np.argpartition(-cos, n - 1)[:n]
+        return part[np.argsort(-cos[part], kind="stable")]
+    return np.argsort(-cos, kind="stable")

@@ -259,3 +259,40 @@ def test_the_lead_of_the_best_cosine_and_the_dense_scale_of_a_small_store():
     cos = np.linspace(0.9, 0.2, 60)
     _dense, floor = retrieval.dense_top((np.arange(60), cos), 200, 50)
     assert floor == pytest.approx(cos[49])
+
+
+#: Another channel of the history, nearer a question about a new dog by meaning than the answer is (they ask about
+#: puppies; neither holds a word of the question).
+DOG_TALK = [(("Rex", "Sam")[i % 2], c) for i, c in enumerate((
+    "Has anyone here got a puppy lately?", "Who is getting a puppy this year?", "Thinking of getting a puppy, any tips?",
+    "Does anyone have a puppy to show us?", "Anyone got a puppy recently?", "Has somebody got a puppy?",
+    "Did anyone in the group get a puppy?", "Who else wants a puppy?"))]
+
+
+async def test_a_conversations_answer_below_the_whole_historys_best_by_meaning_is_found(make_memory):
+    """Issue 26: in a long history the best few hundred turns by meaning hold few of the conversation a question is
+    about, so its answer had no dense score and, sharing no word with the question, was not found at all. After a
+    first pass the search draws the own best turns by meaning of the channels its best candidates point to
+    (``TurnStore.channel_similarities``). Here the whole history's best three by meaning (as 200 among 200,000) are
+    another channel's (they ask about puppies); the conversation's channel is the first pass's best (its turns hold
+"book club"), and the answer holds no word of the question."""
+    pytest.importorskip("pps_embeddings")
+    import dataclasses
+
+    m = await make_memory(plugins=["sqlite", "embeddings"])
+    await m.call("store_messages", {"messages": [{"content": c, "author_name": a, "channel": "discord:dogs",
+                                                  "created_at": f"2023-05-07T10:{i:02d}:00"}
+                                                 for i, (a, c) in enumerate(DOG_TALK)]})
+    ids = await _store(m, NEUTRAL + [("Caroline", "The book club meets on Thursday at my place."),
+                                     ("Melanie", "The book club picked a new novel last night."), PARAPHRASE])
+    raw = m.require_layer("raw_capture")
+    await raw.retriever.drain()
+    question = "Did anyone in the book club get a new dog?"
+    cfg = dataclasses.replace(retrieval.DEFAULT, candidates=3)
+    qvec = m.embedder.embed([question])[0]
+    everything, _ = retrieval.dense_top(await raw.retriever.store.turn_similarities(
+        raw.retriever.model(m.embedder), qvec, 3, cfg.context), 3, cfg.dense_floor_rank)
+    assert ids[-1] not in everything  # the premise: the answer is not among the whole history's best by meaning
+    found = await raw.retriever.search(question, 20, cfg=cfg)
+    hit = [r for r in found if r["id"] == ids[-1]]
+    assert hit and hit[0]["signals"]["dense"] > 0.2, "\n".join(f"{r['channel']} {r['content']} {r['score']} {r['signals']['fused']} {r['signals']['dense']}" for r in found)
