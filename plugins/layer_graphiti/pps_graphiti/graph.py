@@ -423,12 +423,16 @@ class Graph:
                 "episodes": int(episodes[0]["c"]) if episodes else 0}
 
     async def entities_by_facts(self, limit: int, offset: int = 0) -> list[dict[str, Any]]:
-        """Entities with how many facts touch each, the most connected first (then by name)."""
+        """Entities with how many facts touch each, the most connected first (then by name).
+
+        No ``SKIP`` reaches the engine: Kuzu 0.11.3 (and LadybugDB 0.22.0) segfault on some SKIP values past the
+        end of the rows, which took the whole process down. The engine sorts and keeps the first
+        ``offset + limit`` rows (bounded by the operation's parameters), and the page is cut here."""
         rows = await self.query(
             f"MATCH (n:Entity) WHERE n.group_id = $group_id OPTIONAL MATCH (n){self.hop}(m:Entity) WHERE m.uuid <> n.uuid "
-            "RETURN n.uuid AS uuid, n.name AS name, count(m) AS facts ORDER BY facts DESC, name SKIP $offset "
-            "LIMIT $limit", group_id=self.group_id, offset=offset, limit=limit)
-        return [{"uuid": r["uuid"], "name": r["name"], "facts": int(r["facts"])} for r in rows]
+            "RETURN n.uuid AS uuid, n.name AS name, count(m) AS facts ORDER BY facts DESC, name "
+            "LIMIT $limit", group_id=self.group_id, limit=offset + limit)
+        return [{"uuid": r["uuid"], "name": r["name"], "facts": int(r["facts"])} for r in rows[offset:offset + limit]]
 
     async def facts_touching(self, node_uuid: str) -> list[str]:
         """The facts (texts) of the edges an entity is the subject or object of, oldest first."""

@@ -128,8 +128,8 @@ async def texture_explore(memory, p: ExploreParams):
 
 async def texture_entities(memory, p: EntitiesParams):
     graph = _layer(memory).require()
-    entities = await graph.entities_by_facts(p.limit, p.offset)
     total = (await graph.counts())["entities"]
+    entities = await graph.entities_by_facts(p.limit, p.offset) if p.offset < total else []
     return {"count": len(entities), "offset": p.offset, "total": total, "entities": entities}
 
 

@@ -62,18 +62,30 @@ async def timeline(layer: GraphitiLayer, since: datetime, until: datetime, limit
 
 
 async def all_facts(layer: GraphitiLayer, offset: int, limit: int) -> dict[str, Any]:
-    """Every fact (not duplicate markers), oldest first by creation, a page at a time."""
+    """Every fact (not duplicate markers), oldest first by creation, a page at a time.
+
+    Keyset paging, no ``SKIP`` (Kuzu 0.11.3 and LadybugDB 0.22.0 segfault on some SKIP values past the end of
+    the rows): the keys (creation time, uuid) of the first ``offset + limit`` facts are read, the page's keys cut
+    here, and only the page's facts read in full. An offset past the end reads no keys at all."""
     graph = layer.require()
     total = await graph.query(f"MATCH {graph.edge_match} WHERE e.group_id = $group_id AND e.name <> $dup "
                               "RETURN count(e) AS c", group_id=layer.group_id, dup="IS_DUPLICATE_OF")
-    found = await graph.edges_where("e.name <> $dup", order="ORDER BY e.created_at, e.uuid SKIP $offset",
-                                    limit=limit, offset=offset, dup="IS_DUPLICATE_OF")
+    n = int(total[0]["c"]) if total else 0
+    found: list[tuple[Edge, str, str]] = []
+    if offset < n:
+        keys = await graph.query(f"MATCH {graph.edge_match} WHERE e.group_id = $group_id AND e.name <> $dup "
+                                 "RETURN e.uuid AS uuid ORDER BY e.created_at, e.uuid LIMIT $limit",
+                                 group_id=layer.group_id, dup="IS_DUPLICATE_OF", limit=min(offset + limit, n))
+        page = [r["uuid"] for r in keys[offset:offset + limit]]
+        if page:
+            by_uuid = {e.uuid: (e, s, t) for e, s, t in await graph.edges_where("e.uuid IN $uuids", limit=len(page),
+                                                                               uuids=page)}
+            found = [by_uuid[u] for u in page if u in by_uuid]
     facts = []
     for edge, sname, tname in found:
         created = as_utc(edge.created_at)
         facts.append(_fact(edge, sname, tname) | {"created_at": to_storage(created) if created else None,
                                                   "episodes": len(edge.episodes or [])})
-    n = int(total[0]["c"]) if total else 0
     return {"total": n, "offset": offset, "count": len(facts),
             "next_offset": offset + len(facts) if offset + len(facts) < n else None, "facts": facts}
 
