@@ -44,7 +44,7 @@ EXPORT = ".compact-export"
 
 
 def db_path(layer: GraphitiLayer) -> Path:
-    return (Path(layer.memory.home) / layer.settings.path).resolve()
+    return (Path(layer.memory.home) / layer.settings.db_file).resolve()
 
 
 def _sibling(path: Path, suffix: str) -> Path:
@@ -63,7 +63,7 @@ def clean_leftovers(path: Path) -> None:
 
 def mark_pending(layer: GraphitiLayer) -> None:
     """Before deleting text from the embedded graph: the next open compacts if this process does not."""
-    if layer.settings.driver != "kuzu":
+    if not layer.settings.embedded:
         return
     path = _sibling(db_path(layer), PENDING)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
@@ -75,7 +75,7 @@ def mark_pending(layer: GraphitiLayer) -> None:
 
 
 def pending(layer: GraphitiLayer) -> bool:
-    return layer.settings.driver == "kuzu" and _sibling(db_path(layer), PENDING).exists()
+    return layer.settings.embedded and _sibling(db_path(layer), PENDING).exists()
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -144,7 +144,7 @@ async def compact_locked(layer: GraphitiLayer) -> dict[str, float] | None:
     pending mark, so the next forget or open tries again) and is a 503 naming the cause."""
     from .layer import _cypher_path, _import_db
 
-    if layer.settings.driver != "kuzu" or layer.graph is None:
+    if not layer.settings.embedded or layer.graph is None:
         return None
     graph = layer.graph
     path = db_path(layer)
@@ -155,7 +155,7 @@ async def compact_locked(layer: GraphitiLayer) -> dict[str, float] | None:
     try:
         await _uncancelled(reopen(layer))
         await _uncancelled(graph.query(f"EXPORT DATABASE '{_cypher_path(export)}'"))
-        await _uncancelled(asyncio.to_thread(_import_db, export, fresh))
+        await _uncancelled(_import_db(layer, export, fresh))
         await _uncancelled(asyncio.to_thread(_fsync_file, fresh))
     except BaseException as exc:
         await asyncio.to_thread(clean_leftovers, path)
@@ -201,17 +201,15 @@ async def reopen(layer: GraphitiLayer) -> None:
 
 async def _swap(layer: GraphitiLayer, path: Path, fresh: Path | None) -> None:
     """Close the live database, rename the fresh one (if any) over it, open it: with every query held at the
-    gate."""
-    import kuzu
-
+    gate. The database lives in the engine process (``pps_graphiti.engine``): closing it ends that process, and
+    opening starts a fresh one (which also gives back whatever memory the engine had grown)."""
     from .graph import owner_only
 
-    driver = layer.require().kuzu  # our handle: graphiti's driver, if built, reads db and client from it
-    assert driver is not None
-    gate = driver.pps_gate
-    async with gate.closed():  # every query's results are closed by the gate: nothing refers to the database
-        driver.client.close()
-        driver.db.close()
+    handle = layer.require().kuzu  # our handle: graphiti's driver, if built, reaches the engine through it
+    assert handle is not None
+    gate = handle.pps_gate
+    async with gate.closed():  # no query under way: the engine can close
+        await asyncio.to_thread(handle.engine.close)
         wal = Path(f"{path}.wal")
         swapped = fresh is None
         try:
@@ -227,8 +225,7 @@ async def _swap(layer: GraphitiLayer, path: Path, fresh: Path | None) -> None:
         finally:
             if not swapped:
                 clean_leftovers(path)
-            driver.db = kuzu.Database(str(path))
-            driver.client = kuzu.AsyncConnection(driver.db, max_concurrent_queries=4)
+            handle.pps_replayed = await asyncio.to_thread(handle.engine.start)
             owner_only(path)
         if not swapped:
             raise Unavailable("rich_texture: compacting the graph was abandoned (its WAL was not empty after "

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import contextvars
+import itertools
+import logging
 import os
+import subprocess
+import sys
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,35 +34,181 @@ from .records import (  # noqa: E402
 )
 from .settings import GraphitiSettings  # noqa: E402
 
+from pps_core.errors import Unavailable  # noqa: E402
+
+log = logging.getLogger("pps.graphiti")
+
 if TYPE_CHECKING:  # pragma: no cover
     from graphiti_core import Graphiti
     from graphiti_core.driver.driver import GraphDriver, GraphProvider
 
 
-class KuzuHandle:
-    """The embedded graph as this plugin opens it: Kuzu's database and async connection, behind a
-    :class:`QueryGate`. graphiti's driver (built only when something writes through graphiti) shares them."""
+#: Set while the engine is being restarted: the restart's own queries pass, every other one waits for it.
+_REVIVING: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_graph_reviving", default=False)
+#: How long opening waits for the file's lock, held by the last owner's engine while it ends.
+LOCK_WAIT_S = 15.0
 
-    def __init__(self, path: Path) -> None:
-        import kuzu
 
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+class EngineStopped(Unavailable):
+    """The graph's engine process ended during a call (a native crash, a kill): this call is abandoned (503); the
+    next one starts a fresh engine on the same file."""
+
+
+class EngineProcess:
+    """The client of one engine process (:mod:`pps_graphiti.engine`): requests with ids over a socket, answered
+    on a reader thread, so queries from several tasks are under way at once."""
+
+    def __init__(self, module: str, path: Path, label: str) -> None:
+        self.module, self.path, self.label = module, path, label
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._conn: Any = None
+        self._send = threading.Lock()
+        self._pending: dict[int, concurrent.futures.Future[Any]] = {}
+        self._ids = itertools.count(1)
+        #: The engine's resident memory after its last answer (bytes).
+        self.rss = 0
+        #: Engine processes started (1 for the first); a restart after a crash or a recycle adds one.
+        self.generation = 0
+        #: Why the last engine ended unasked (until one answers again).
+        self.fault: str | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self._conn is not None and self.proc.poll() is None
+
+    def start(self) -> bool:
+        """Start an engine and open the database; answers whether a WAL was replayed."""
+        import socket
+        from multiprocessing.connection import Connection
+
+        from .records import SCHEMA_QUERIES
+
+        self.stop()
+        ours, theirs = socket.socketpair()
         try:
-            wal = os.stat(f"{path}.wal").st_size
-        except OSError:
-            wal = 0
-        self.path = path
-        self.db = kuzu.Database(str(path))
-        conn = kuzu.Connection(self.db)
-        try:
-            conn.execute(SCHEMA_QUERIES)
+            # -P: the working directory stays off sys.path (a project's folder must not shadow a module here).
+            self.proc = subprocess.Popen(
+                [sys.executable, "-P", "-m", "pps_graphiti.engine", str(theirs.fileno()), str(os.getpid())],
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
         finally:
-            conn.close()
-        self.client = kuzu.AsyncConnection(self.db, max_concurrent_queries=4)
-        owner_only(path)
+            theirs.close()
+        self._conn = Connection(ours.detach())
+        self.generation += 1
+        threading.Thread(target=self._read, args=(self._conn, self.proc), daemon=True,
+                         name=f"pps-graph-engine-{self.label}").start()
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                replayed = bool(self.call("open", self.module, str(self.path), SCHEMA_QUERIES).result())
+                break
+            except RuntimeError as exc:  # the last owner's engine is still ending (it exits with its server)
+                if "Could not set lock" not in str(exc) or time.monotonic() > deadline:
+                    self.stop(kill=True)
+                    raise
+                time.sleep(0.1)
+        self.fault = None
+        return replayed
+
+    def _read(self, conn: Any, proc: subprocess.Popen[bytes]) -> None:
+        while True:
+            try:
+                rid, ok, value, rss = conn.recv()
+            except (EOFError, OSError):
+                break
+            self.rss = rss
+            fut = self._pending.pop(rid, None)
+            if fut is not None and not fut.done():
+                if ok:
+                    fut.set_result(value)
+                else:
+                    fut.set_exception(value)
+        code = proc.wait()
+        if conn is self._conn:
+            self._conn = None
+            if self._pending:
+                how = f"signal {-code}" if code < 0 else f"exit {code}"
+                self.fault = (f"the graph engine stopped ({how}) during a call; it restarts on the next call")
+        for rid in list(self._pending):
+            fut = self._pending.pop(rid, None)
+            if fut is not None and not fut.done():
+                fut.set_exception(EngineStopped(f"rich_texture: {self.fault or 'the graph engine stopped'}"))
+
+    def call(self, op: str, *args: Any) -> concurrent.futures.Future[Any]:
+        fut: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        conn = self._conn
+        if conn is None or not self.alive:
+            fut.set_exception(EngineStopped(f"rich_texture: {self.fault or 'the graph engine is not running'}"))
+            return fut
+        rid = next(self._ids)
+        self._pending[rid] = fut
+        try:
+            with self._send:
+                conn.send((rid, op, args))
+        except (OSError, ValueError) as exc:
+            self._pending.pop(rid, None)
+            fut.set_exception(EngineStopped(f"rich_texture: the graph engine is not answering ({exc})"))
+        return fut
+
+    def close(self) -> None:
+        """Close the database (which checkpoints its WAL into the file) and end the process."""
+        if self.alive:
+            try:
+                self.call("close").result(timeout=600)
+            except Exception as exc:  # noqa: BLE001 - the WAL keeps what the file lacks
+                log.warning("closing the graph engine failed: %s", exc)
+        self.stop()
+
+    def stop(self, kill: bool = False) -> None:
+        proc, conn, self.proc, self._conn = self.proc, self._conn, None, None
+        if conn is not None:  # the engine ends at the EOF
+            with contextlib.suppress(OSError):
+                conn.close()
+            conn = None
+        if proc is not None:
+            if kill:
+                proc.kill()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if conn is not None:
+            with contextlib.suppress(OSError):
+                conn.close()
+
+
+class KuzuHandle:
+    """The embedded graph as this plugin opens it: an engine process of its own (:class:`EngineProcess`, Kuzu or
+    LadybugDB), behind a :class:`QueryGate`. graphiti's driver (built only when something writes through graphiti)
+    shares them."""
+
+    def __init__(self, path: Path, module: str = "kuzu", max_rss_mb: int = 0) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.path = path
+        self.module = module
+        #: Whether the engine has the full-text extension built in (Kuzu does; LadybugDB downloads it).
+        self.fts = module == "kuzu"
+        self.max_rss = max_rss_mb * 1024 * 1024
+        self.engine = EngineProcess(module, path, path.parent.parent.name)
         #: The WAL was replayed (the last owner did not close the graph): see Graph.ensure_indexes.
-        self.pps_replayed = wal > 0
+        self.pps_replayed = self.engine.start()
+        owner_only(path)
+        self.client = self  # graphiti's KuzuDriver reads ``client``; every query comes back to ``run``
+        self.db = None  # the database lives in the engine process
         self.pps_gate = QueryGate.install(self)
+
+    async def run(self, cypher: str, params: dict[str, Any]) -> Any:
+        return await asyncio.wrap_future(self.engine.call("query", cypher, params))
+
+    def reopen(self) -> bool:
+        """Close the database (checkpointing it) and start a fresh engine on the file (the gate is closed)."""
+        self.engine.close()
+        self.pps_replayed = self.engine.start()
+        owner_only(self.path)
+        return self.pps_replayed
+
+    def close(self) -> None:
+        self.engine.close()
 
 
 def open_driver(settings: GraphitiSettings, group_id: str) -> GraphDriver:
@@ -110,18 +264,11 @@ class QueryGate:
             self._idle.set()
 
     async def _run(self, cypher: str, kwargs: dict[str, Any]):
-        params = {k: v for k, v in kwargs.items() if v is not None and k not in ("database_", "routing_")}
-        results = await self._driver.client.execute(cypher, parameters=params)
-        batch = results if isinstance(results, list) else [results]
-        try:
-            if not results:
-                return [], None, None
-            rows = [list(r.rows_as_dict()) for r in batch]
-            return (rows if isinstance(results, list) else rows[0]), None, None
-        finally:
-            for r in batch:
-                if r is not None and not r.is_closed:
-                    r.close()
+        # Kuzu answers a null parameter's missing type with an error, and a missing one as null; LadybugDB wants
+        # every parameter the query names.
+        nulls = getattr(self._driver, "module", "kuzu") != "kuzu"
+        params = {k: v for k, v in kwargs.items() if (nulls or v is not None) and k not in ("database_", "routing_")}
+        return await self._driver.run(cypher, params), None, None
 
     @contextlib.asynccontextmanager
     async def closed(self):
@@ -168,10 +315,15 @@ class Graph:
         self.embedder = embedder
         self._llm_settings = llm_settings
         self._vectors: dict[str, list[float]] = {}
-        #: "kuzu", "neo4j" or "falkordb" (graphiti's GraphProvider value).
-        self.kind = settings.driver
+        #: "kuzu" (Kuzu's dialect: Kuzu or LadybugDB), "neo4j" or "falkordb" (graphiti's GraphProvider value).
+        self.kind = "kuzu" if settings.embedded else settings.driver
+        #: The engine: "kuzu", "ladybug", "neo4j" or "falkordb".
+        self.engine = settings.driver
         kuzu = self.kind == "kuzu"
-        self.kuzu: KuzuHandle | None = KuzuHandle((home / settings.path).resolve()) if kuzu else None
+        self.kuzu: KuzuHandle | None = KuzuHandle((home / settings.db_file).resolve(), settings.driver,
+                                                  settings.engine_max_rss_mb) if kuzu else None
+        self._revive_lock = asyncio.Lock()
+        self._recycling: asyncio.Task | None = None
         self._driver: GraphDriver | None = None if kuzu else open_driver(settings, group_id)
         self._graphiti: Graphiti | None = None
         self.edge_match = ("(n:Entity)-[:RELATES_TO]->(e:RelatesToNode_)-[:RELATES_TO]->(m:Entity)" if kuzu
@@ -236,6 +388,8 @@ class Graph:
         if self.kuzu is None:
             await self.graphiti.build_indices_and_constraints()
             return
+        if not self.kuzu.fts:  # LadybugDB downloads its full-text extension at run time: lexical search is off
+            return
         rows = await self.query("CALL SHOW_INDEXES() RETURN table_name, index_name")
         if self.kuzu.pps_replayed:
             # Kuzu 0.11 replays a WAL without its full-text index changes' consistency: the first delete of
@@ -253,20 +407,60 @@ class Graph:
         if self.kuzu is not None:
             # The file lock must go now (reopen, tests). The gate has closed every query's results, and waits
             # here for the queries still running in their threads.
+            if self._recycling is not None:
+                with contextlib.suppress(BaseException):
+                    await self._recycling
             async with self.kuzu.pps_gate.closed():
-                self.kuzu.client.close()
-                self.kuzu.db.close()
+                await asyncio.to_thread(self.kuzu.close)
         elif self._driver is not None:
             await self._driver.close()
 
     async def query(self, cypher: str, **params: Any) -> list[dict[str, Any]]:
         if self.kuzu is not None:
+            if (not self.kuzu.engine.alive or self._revive_lock.locked()) and not _REVIVING.get():
+                await self.revive()
             records, header, _ = await self.kuzu.pps_gate.execute_query(cypher, **params)
+            if self.kuzu.max_rss and self.kuzu.engine.rss > self.kuzu.max_rss and self._recycling is None:
+                self._recycling = asyncio.get_running_loop().create_task(self.recycle(), name="pps-graph-recycle")
         else:
             records, header, _ = await self.driver.execute_query(cypher, **params)
         if self.kind == "falkordb" and header and records and not isinstance(records[0], dict):
             records = [dict(zip(header, row, strict=True)) for row in records]
         return list(records or [])
+
+    async def revive(self) -> None:
+        """A fresh engine after the last one ended unasked (a native crash, a kill): it opens the same file,
+        replaying its WAL (every acknowledged write), and the full-text indexes are built again."""
+        assert self.kuzu is not None
+        async with self._revive_lock:  # queries arriving meanwhile wait here until the indexes are back
+            if self.kuzu.engine.alive:
+                return
+            token = _REVIVING.set(True)
+            try:
+                async with self.kuzu.pps_gate.closed():
+                    why = self.kuzu.engine.fault
+                    await asyncio.to_thread(self.kuzu.reopen)
+                log.warning("graph engine restarted (%s)", why or "it had stopped")
+                await self.ensure_indexes()
+            finally:
+                _REVIVING.reset(token)
+
+    async def recycle(self) -> None:
+        """The engine closed and started afresh (between queries): its memory grew past the bound."""
+        assert self.kuzu is not None
+        token = _REVIVING.set(True)
+        try:
+            async with self._revive_lock:
+                rss = self.kuzu.engine.rss
+                async with self.kuzu.pps_gate.closed():
+                    await asyncio.to_thread(self.kuzu.reopen)
+                log.info("graph engine recycled at %.0f MiB", rss / 2**20)
+                await self.ensure_indexes()
+        except Exception as exc:  # the next query starts one
+            log.warning("recycling the graph engine failed: %s", exc)
+        finally:
+            _REVIVING.reset(token)
+            self._recycling = None
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -315,7 +509,7 @@ class Graph:
         text = fulltext_text(query)
 
         async def bm25() -> list[dict[str, Any]]:
-            if not text:
+            if not text or not self.kuzu.fts:  # LadybugDB without its full-text extension: cosine only
                 return []
             return await self.query(
                 "CALL QUERY_FTS_INDEX('RelatesToNode_', 'edge_name_and_fact', cast($query AS STRING), TOP := $limit) "
@@ -358,7 +552,7 @@ class Graph:
         text = fulltext_text(query)
 
         async def bm25() -> list[dict[str, Any]]:
-            if not text:
+            if not text or not self.kuzu.fts:  # LadybugDB without its full-text extension: cosine only
                 return []
             return await self.query(
                 "CALL QUERY_FTS_INDEX('Entity', 'node_name_and_summary', $query, TOP := $limit) "

@@ -75,10 +75,10 @@ class WriteGuard:
 
     async def __aexit__(self, exc_type, exc, tb) -> bool:
         try:
-            if exc is None and self.layer.settings.driver == "kuzu":
+            if exc is None and self.layer.settings.embedded:
                 from .graph import owner_only
 
-                owner_only((Path(self.layer.memory.home) / self.layer.settings.path).resolve())
+                owner_only((Path(self.layer.memory.home) / self.layer.settings.db_file).resolve())
             why = storage_failure(exc) if exc is not None else None
             if why:
                 self.layer.fault = why
@@ -95,9 +95,9 @@ async def ready_to_write(layer: GraphitiLayer) -> None:
     if layer.fault:
         raise GraphFailed(f"rich_texture: a write failed in the graph store ({layer.fault}); writes are refused "
                           "until the server restarts (every acknowledged fact is kept): free space, then restart")
-    if layer.settings.driver != "kuzu":
+    if not layer.settings.embedded:
         return
-    folder = (Path(layer.memory.home) / layer.settings.path).resolve().parent
+    folder = (Path(layer.memory.home) / layer.settings.db_file).resolve().parent
     free = free_bytes(folder)
     need = layer.settings.min_free_mb * 1024 * 1024
     if free is not None and free < need:

@@ -75,13 +75,13 @@ class GraphitiLayer(Layer):
         from .graph import Graph
         from .guard import drop_orphans
 
-        if self.settings.driver == "kuzu":  # what a compaction cut short left beside the graph
+        if self.settings.embedded:  # what a compaction cut short left beside the graph
             await asyncio.to_thread(compact.clean_leftovers, compact.db_path(self))
         self.graph = await asyncio.to_thread(Graph, self.settings, self.memory.home, self.group_id, embedder,
                                              llm_settings(self.memory.settings))
         try:
             await self.graph.ensure_indexes()
-            if self.settings.driver == "kuzu":  # one owner: nobody is half-way through a write
+            if self.settings.embedded:  # one owner: nobody is half-way through a write
                 await drop_orphans(self)
                 if compact.pending(self):  # forgotten text may still be in the file: a forget was cut short
                     await compact.compact(self)
@@ -100,7 +100,7 @@ class GraphitiLayer(Layer):
         novelty = self.memory.rankers.get("novelty")
         if novelty is not None and hasattr(novelty, "stop"):  # counts kept in the graph: the last batch
             await novelty.stop()
-        if self.settings.driver == "kuzu":
+        if self.settings.embedded:
             from .compact import at_close
 
             await at_close(self)
@@ -263,10 +263,10 @@ class GraphitiLayer(Layer):
 
     async def snapshot(self, dest: Path) -> list[str] | None:
         """The embedded graph, copied with writes paused and the WAL checkpointed into the main file."""
-        if self.graph is None or self.settings.driver != "kuzu":
+        if self.graph is None or not self.settings.embedded:
             return None  # a graph server is backed up by its own tools
         home = Path(self.memory.home).resolve()
-        db = (home / self.settings.path).resolve()
+        db = (home / self.settings.db_file).resolve()
         if home not in db.parents:
             return None
         rel = db.relative_to(home)
@@ -279,7 +279,7 @@ class GraphitiLayer(Layer):
             export = dest / ".graph-export"
             await self.graph.query(f"EXPORT DATABASE '{_cypher_path(export)}'")
             try:
-                await asyncio.to_thread(_import_db, export, dest / rel)
+                await _import_db(self, export, dest / rel)
             finally:
                 await asyncio.to_thread(shutil.rmtree, export, True)
         return [str(rel), f"{rel}.wal"]  # the live WAL is left behind: the checkpoint folded it in
@@ -289,7 +289,7 @@ class GraphitiLayer(Layer):
         the archive's name to this one, so every entity, fact and episode is found again. A graph on a server
         (Neo4j, FalkorDB) is not in the archive: its partition is left alone."""
         old_entity = manifest.get("entity")
-        if not old_entity or self.graph is None or self.settings.driver != "kuzu":
+        if not old_entity or self.graph is None or not self.settings.embedded:
             return
         old = self.settings.resolved_group_id(str(old_entity))
         if old == self.group_id:
@@ -349,38 +349,13 @@ def _cypher_path(path: Path) -> str:
     return text
 
 
-def _import_db(export: Path, target: Path) -> None:
-    """A fresh Kuzu database at ``target`` from an EXPORT DATABASE folder (tables, data and indexes)."""
-    import re
-
-    import kuzu
-
-    def statements(path: Path) -> list[str]:
-        return [s.strip() for s in re.split(r";\s*\n", path.read_text()) if s.strip()] if path.exists() else []
-
-    # Kuzu's import of its own export fails on full-text indexes (their tokenizer macros and stopword table are
-    # created twice): the macros are left out and each index is made again, one statement at a time, after it.
-    schema = [s for s in statements(export / "schema.cypher") if not re.match(r"CREATE MACRO `\w+_TOKENIZE`", s)]
-    (export / "schema.cypher").write_text("".join(s + ";\n" for s in schema))
-    indexes = statements(export / "index.cypher")
-    (export / "index.cypher").write_text("")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    db = kuzu.Database(str(target))
-    try:
-        conn = kuzu.Connection(db)
-        try:
-            try:
-                conn.execute("LOAD EXTENSION fts")  # the full-text indexes are recreated by the import
-            except RuntimeError:
-                pass
-            conn.execute(f"IMPORT DATABASE '{_cypher_path(export)}'")
-            for statement in indexes:
-                conn.execute(statement)
-            conn.execute("CHECKPOINT")
-        finally:
-            conn.close()
-    finally:
-        db.close()
+async def _import_db(layer: GraphitiLayer, export: Path, target: Path) -> None:
+    """A fresh database at ``target`` from an EXPORT DATABASE folder (tables, data and indexes), built by the
+    graph's engine process (a native failure there costs this call, never the server)."""
+    handle = layer.require().kuzu
+    assert handle is not None
+    _cypher_path(export)
+    await asyncio.wrap_future(handle.engine.call("import_db", str(export), str(target), handle.fts))
 
 
 def _copy_db(db: Path, target: Path) -> None:

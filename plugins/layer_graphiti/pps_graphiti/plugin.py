@@ -14,7 +14,7 @@ def pps_layers(memory):
 
     layer = GraphitiLayer(memory)
     # A graph server keeps every byte of the layer (novelty counts included): nothing in the home to own.
-    layer.exclusive = layer.settings.driver == "kuzu"
+    layer.exclusive = layer.settings.embedded
     return [layer]
 
 
@@ -31,7 +31,7 @@ def pps_rankers(memory):
     from .settings import GraphitiSettings
 
     s = memory.settings.plugin_settings(GraphitiSettings, "graphiti")
-    if s.driver == "kuzu":
+    if s.embedded:
         novelty = Novelty(memory.home / "graphiti" / "novelty.sqlite3", s.novelty_half_count, s.novelty_decay_days,
                           s.novelty_settle_s)
     else:  # on a graph server the counts live in the graph (pps_graphiti.novelty_graph)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 
 from pps_core import PluginSettings, StorePath
 
@@ -13,10 +13,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from pps_core.settings import EntitySettings
 
 
+#: The embedded engines (Kuzu's dialect and files; each runs in an engine process of its own).
+EMBEDDED = ("kuzu", "ladybug")
+
+
 class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
-    driver: Literal["kuzu", "neo4j", "falkordb"] = Field(
-        "kuzu", description="kuzu = embedded file in the entity's home (no server); neo4j / falkordb = a server")
-    path: StorePath = Field("graphiti/graph.kuzu", description="the Kuzu database, relative to the entity's home")
+    driver: Literal["kuzu", "ladybug", "neo4j", "falkordb"] = Field(
+        "kuzu", description="kuzu / ladybug = an embedded file in the entity's home (no server), run in an engine "
+                            "process of its own; neo4j / falkordb = a server")
+    path: StorePath | None = Field(None, description="the embedded database, relative to the entity's home; default "
+                                                     "graphiti/graph.kuzu (kuzu) or graphiti/graph.lbug (ladybug)")
+    engine_max_rss_mb: int = Field(1024, ge=0, description="kuzu / ladybug: the engine process is recycled (closed "
+                                                           "and started afresh, between queries) once its memory "
+                                                           "passes this; 0 = never")
     uri: str = Field("bolt://127.0.0.1:7687", description="Neo4j URI")
     user: str = Field("neo4j", description="Neo4j user")
     password: SecretStr = Field(SecretStr(""), description="Neo4j password")
@@ -45,6 +54,21 @@ class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
     novelty_half_count: float = Field(5.0, gt=0, description="surfacings that halve a fact's weight")
     novelty_decay_days: float = Field(7.0, gt=0, description="a fact's surface count halves every this many days")
     novelty_settle_s: float = Field(60.0, ge=0, description="surfacings this close together count once (one turn)")
+
+    @model_validator(mode="after")
+    def _default_path(self) -> GraphitiSettings:
+        if self.path is None:
+            self.path = "graphiti/graph.lbug" if self.driver == "ladybug" else "graphiti/graph.kuzu"
+        return self
+
+    @property
+    def embedded(self) -> bool:
+        """An embedded graph file in the entity's home (Kuzu or LadybugDB), not a graph server."""
+        return self.driver in EMBEDDED
+
+    @property
+    def db_file(self) -> str:
+        return str(self.path)
 
     def focal(self, settings: EntitySettings) -> str:
         """The focal entity: ``[graphiti] focal_entity``, else a top-level ``focal_entity`` (pps.toml written before

@@ -135,7 +135,11 @@ async def main(home):
     cut = EntityNode(name="Half written", group_id=layer.group_id, labels=["Entity"], created_at=now_utc(), summary="")
     await cut.generate_name_embedding(layer.graph.graphiti.embedder)
     await cut.save(layer.graph.driver)  # a write cut between a triplet's entities and its fact
-    os._exit(0)  # no close: the WAL is replayed at the next open
+    # No close, and the engine process killed too (a power cut): the WAL is replayed at the next open. (The
+    # server's own exit alone has the engine close the graph cleanly.)
+    os.kill(layer.graph.kuzu.engine.proc.pid, 9)
+    layer.graph.kuzu.engine.proc.wait()
+    os._exit(0)
 
 asyncio.run(main(sys.argv[1]))
 """

@@ -1,0 +1,75 @@
+"""A native failure of the graph engine costs the graph layer for one call, never the server or another entity.
+
+The embedded graph runs in an engine process of its own (``pps_graphiti.engine``). Here it is killed in the
+middle of a call on ``pps serve http --entities a,b``: that call answers 503, a's other layers and entity b go on
+answering, and a's next graph call starts a fresh engine that finds every fact. (Before, Kuzu ran in the
+server's process: its segfault ended the server and every entity served by it.)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+from pps_core.testing.server import init_entity, start_server
+
+
+def engine_of(server_pid: int, home: Path) -> int:
+    """The pid of the engine process (a child of the server) that holds ``home``'s graph file open."""
+    target = str((home / "graphiti" / "graph.kuzu").resolve())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) != server_pid:
+                continue
+            if b"pps_graphiti.engine" not in (entry / "cmdline").read_bytes():
+                continue
+            if any(os.readlink(fd) == target for fd in (entry / "fd").iterdir()):
+                return int(entry.name)
+        except OSError:
+            continue
+    raise AssertionError(f"no engine process of {server_pid} holds {target}")
+
+
+def test_killing_the_graph_engine_mid_call_costs_that_call_only(tmp_path):
+    root = tmp_path / "root"
+    for name in ("a", "b"):
+        init_entity(root, name, "sqlite,embeddings,graphiti,http")
+    server = start_server(root, "--entities", "a,b", timeout=120)
+    try:
+        for name in ("a", "b"):
+            r = server.call("texture_add_triplet", {"source": f"Keeper{name}", "relationship": "TENDS",
+                                                    "target": "Lamp"}, entity=name, timeout=120)
+            assert r.status_code == 200, r.text
+        engine = engine_of(server.proc.pid, root / "a")
+        assert engine != engine_of(server.proc.pid, root / "b")  # one engine per entity
+        os.kill(engine, signal.SIGSTOP)  # the call below is then under way in the engine when it dies
+        answers: list = []
+        caller = threading.Thread(target=lambda: answers.append(
+            server.call("texture_search", {"query": "who tends the lamp"}, entity="a", timeout=60)))
+        caller.start()
+        time.sleep(1.0)
+        os.kill(engine, signal.SIGKILL)
+        caller.join(60)
+        assert answers and answers[0].status_code == 503, answers and answers[0].text
+        assert "engine" in answers[0].json()["message"]
+        assert server.proc.poll() is None  # the server lives
+        # a's other layers and entity b answer as before.
+        stored = server.call("store_message", {"content": "still here", "author_name": "Jeff", "channel": "t"},
+                             entity="a")
+        assert stored.status_code == 200, stored.text
+        other = server.call("texture_search", {"query": "who tends the lamp"}, entity="b")
+        assert other.status_code == 200 and "Keeperb" in other.text, other.text
+        # a's next graph call starts a fresh engine on the same file: the fact is there.
+        again = server.call("texture_search", {"query": "who tends the lamp"}, entity="a", timeout=120)
+        assert again.status_code == 200 and "Keepera" in again.text, again.text
+        assert engine_of(server.proc.pid, root / "a") != engine
+        health = server.call("pps_health", entity="a").json()["layers"]["rich_texture"]
+        assert health["available"], health
+    finally:
+        assert server.stop() in (0, -15)
