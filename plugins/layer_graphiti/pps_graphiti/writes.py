@@ -202,8 +202,8 @@ async def rebuild_summaries(layer: GraphitiLayer, node_uuids: set[str]) -> int:
 
 
 async def forget_episodes(layer: GraphitiLayer, uuids: list[str]) -> dict[str, int]:
-    """Delete these episodes, the facts extracted only from them (a fact another episode also supports keeps
-    that episode), the entities only they mentioned, and rebuild the summaries of the entities that stay and
+    """Delete these episodes, the facts extracted only from them or whose text they wrote (a fact another episode
+    wrote and this one repeated stays, without it), the entities only they mentioned, and rebuild the summaries of the entities that stay and
     were touched. The caller holds ``layer.write_lock``."""
     from graphiti_core.nodes import EpisodicNode
 
@@ -218,7 +218,11 @@ async def forget_episodes(layer: GraphitiLayer, uuids: list[str]) -> dict[str, i
         for edge in edges:
             touched.update((edge.source_node_uuid, edge.target_node_uuid))
             rest = [e for e in (edge.episodes or []) if e != episode.uuid]
-            if rest:  # another turn says it too: it stays, without this one
+            # graphiti merges a later turn's duplicate into the earlier edge, which keeps the fact text and
+            # embedding the first episode gave it: a fact this episode wrote leaves with it even when a later turn
+            # repeated it (no LLM here to write it again from what remains; issue 35 item 3).
+            wrote_it = bool(edge.episodes) and edge.episodes[0] == episode.uuid
+            if rest and not wrote_it:  # another turn wrote it, this one repeated it: it stays, without this one
                 await edge.load_fact_embedding(graph.driver)
                 edge.episodes = rest
                 await edge.save(graph.driver)
