@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 os.environ.setdefault("GRAPHITI_TELEMETRY_ENABLED", "false")  # before graphiti_core is imported (lazily)
 
+from pps_core.errors import Unavailable  # noqa: E402
+
 from .records import (  # noqa: E402
     EDGE_RETURN,
     FULLTEXT_INDEXES,
@@ -33,8 +35,6 @@ from .records import (  # noqa: E402
     rrf,
 )
 from .settings import GraphitiSettings  # noqa: E402
-
-from pps_core.errors import Unavailable  # noqa: E402
 
 log = logging.getLogger("pps.graphiti")
 
@@ -81,7 +81,6 @@ class EngineProcess:
         import socket
         from multiprocessing.connection import Connection
 
-        from .records import SCHEMA_QUERIES
 
         self.stop()
         ours, theirs = socket.socketpair()

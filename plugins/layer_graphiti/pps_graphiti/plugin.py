@@ -94,7 +94,8 @@ def pps_turn_copies(memory):
     s = memory.settings.plugin_settings(_settings(), "graphiti")
     where = f"graph database ({s.driver})"
     return [TurnCopy("graph episodes, facts and entity summaries", where, forget=forget,
-                     how="the turns' episodes are deleted, with the facts and entities only they gave the graph; "
+                     how="the turns' episodes are deleted, with the facts and entities only they gave the graph and the facts "
+                         "whose text they wrote (a later duplicate merged into them); "
                          "the summaries of entities that stay are rebuilt from their remaining facts; the "
                          "embedded graph's file is compacted (exported and imported afresh) before forget returns")]
 
