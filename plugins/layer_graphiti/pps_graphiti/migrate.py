@@ -72,9 +72,14 @@ async def _page(cls, graph, **kw: Any) -> list[Any]:
 
 
 async def read_all(graph, kind: Kind) -> list[Any]:
-    """Every object of one kind in the graph's partition, with embeddings, in pages of PAGE."""
+    """Every object of one kind in the graph's partition, with embeddings, in pages of PAGE.
+
+    graphiti pages by uuid (``uuid < $cursor ORDER BY uuid DESC LIMIT``), taking the last row as the next cursor;
+    FalkorDB does not hand a page back in that order, so the last row was not the smallest and pages overlapped
+    (a 3,040-fact graph read back with duplicates: "counts differ"). The cursor here is the page's smallest uuid,
+    and each object is kept once."""
     cls = _model(kind)
-    out: list[Any] = []
+    out: dict[str, Any] = {}
     cursor: str | None = None
     while True:
         kw: dict[str, Any] = {"limit": PAGE, "uuid_cursor": cursor}
@@ -84,17 +89,16 @@ async def read_all(graph, kind: Kind) -> list[Any]:
             page = await _page(cls, graph, **kw)
         except Exception as exc:
             if _missing_table(exc):
-                return out
+                return list(out.values())
             raise
-        if not page:
-            return out
+        fresh = [obj for obj in page if obj.uuid not in out]
         if kind.embedding:
-            for obj in page:
+            for obj in fresh:
                 await getattr(obj, kind.embedding)(graph.driver)
-        out.extend(page)
-        if len(page) < PAGE:
-            return out
-        cursor = page[-1].uuid
+        out.update((obj.uuid, obj) for obj in fresh)
+        if len(page) < PAGE or not fresh:
+            return list(out.values())
+        cursor = min(obj.uuid for obj in page)
 
 
 def _stamp(value) -> str | None:

@@ -84,3 +84,52 @@ def test_migrate_refuses_the_source_as_target(tmp_path):
     assert out.returncode == 2 and "the target is the source" in out.stderr
     out = pps(root, "graph", "migrate", "--entity", "lyra", "--to", "mysql", check=False)
     assert out.returncode == 2 and "--to" in out.stderr
+
+
+NODES = """UNWIND $rows AS r MERGE (n:Entity {uuid: r.uuid}) SET n.name = r.name, n.group_id = r.group_id,
+    n.labels = ['Entity'], n.created_at = r.created_at, n.name_embedding = r.vec, n.summary = '', n.attributes = '{}'"""
+EDGES = """UNWIND $rows AS r MATCH (s:Entity {uuid: r.s}) MATCH (t:Entity {uuid: r.t})
+    CREATE (s)-[:RELATES_TO]->(e:RelatesToNode_ {uuid: r.uuid, group_id: r.group_id, created_at: r.created_at,
+    name: 'VISITS', fact: r.fact, fact_embedding: r.vec, episodes: CAST([] AS STRING[]), valid_at: r.created_at,
+    attributes: '{}'})-[:RELATES_TO]->(t)"""
+
+
+async def test_migrate_at_size_copies_every_fact_once(make_memory, falkordb_server, tmp_path):
+    """3,000 facts Kuzu -> FalkorDB: graphiti's uuid-cursor pages overlapped on FalkorDB, so a complete copy was
+    counted twice in places and the command exited 1 ("counts differ"). Written straight into Kuzu (no LLM, random
+    unit vectors): the copy is what is measured, not the writing."""
+    import random
+    import uuid as uuidlib
+
+    from pps_core.timeutil import now_utc
+
+    root = tmp_path / "root"
+    home = init_entity(root, "lyra", "sqlite,embeddings,graphiti")
+    set_driver(home)
+    memory = await make_memory("lyra", home=home)
+    graph = memory.layer("rich_texture").graph
+    rng = random.Random(3)
+    dim = memory.embedder.dimension
+
+    def vec() -> list[float]:
+        v = [rng.gauss(0, 1) for _ in range(dim)]
+        n = sum(x * x for x in v) ** 0.5
+        return [x / n for x in v]
+
+    now = now_utc().replace(tzinfo=None)
+    nodes = [{"uuid": str(uuidlib.UUID(int=rng.getrandbits(128), version=4)), "name": f"place {i}",
+              "group_id": graph.group_id, "created_at": now, "vec": vec()} for i in range(400)]
+    await graph.query(NODES, rows=nodes)
+    facts = [{"uuid": str(uuidlib.UUID(int=rng.getrandbits(128), version=4)), "s": nodes[i % 400]["uuid"],
+              "t": nodes[(i * 7 + 1) % 400]["uuid"], "fact": f"place {i % 400} visits place {(i * 7 + 1) % 400} "
+              f"time {i}", "group_id": graph.group_id, "created_at": now, "vec": vec()} for i in range(3000)]
+    for i in range(0, len(facts), 500):
+        await graph.query(EDGES, rows=facts[i:i + 500])
+    assert (await graph.counts())["facts"] == 3000
+    await memory.close()
+
+    out = pps(root, "graph", "migrate", "--entity", "lyra", "--to", "falkordb", "--port", str(falkordb_server.port),
+              check=False, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout.split("\n\n")[0])
+    assert report["problems"] == [] and report["copied"]["facts"] == 3000 and report["copied"]["entities"] == 400
