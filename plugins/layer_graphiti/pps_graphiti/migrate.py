@@ -145,6 +145,38 @@ async def copy_graph(source, target, bar=None) -> dict[str, Any]:
     return report
 
 
+async def copy_novelty(home: Path, src, source_settings, dst, target_settings) -> int:
+    """The novelty counts (how often each fact surfaced, :class:`~pps_graphiti.rankers.Novelty`) go with the graph:
+    an embedded graph keeps them in ``graphiti/novelty.sqlite3``, a graph server as ``PPSSurfaced`` nodes
+    (:mod:`.novelty_graph`). Answers how many were carried (none between two embedded graphs of one home: they
+    share the file)."""
+    from .novelty_graph import LOAD
+    from .rankers import Novelty
+
+    if source_settings.embedded and target_settings.embedded:
+        return 0
+    store = Novelty(home / "graphiti" / "novelty.sqlite3")
+    if source_settings.embedded:
+        counts = dict(store._load())
+    else:
+        rows = await src.query(LOAD, group_id=src.group_id)
+        counts = {(r["layer"], r["source"]): (float(r["count"]), float(r["last"])) for r in rows}
+    if not counts:
+        return 0
+    if target_settings.embedded:
+        held = store._load()
+        held.update(counts)
+        store._dirty.update(counts)
+        store.flush()
+    else:
+        rows = [{"layer": la, "source": so, "count": c, "last": last} for (la, so), (c, last) in counts.items()]
+        for i in range(0, len(rows), PAGE):
+            await dst.query("UNWIND $rows AS r MERGE (s:PPSSurfaced {group_id: $group_id, layer: r.layer, "
+                            "source: r.source}) SET s.count = r.count, s.last = r.last",
+                            group_id=dst.group_id, rows=rows[i:i + PAGE])
+    return len(counts)
+
+
 async def _is_empty(graph) -> bool:
     for kind in KINDS[:2] + KINDS[4:5]:  # entities, episodes, facts
         if await _page(_model(kind), graph, limit=1):
@@ -168,6 +200,7 @@ async def migrate(home: Path, entity: str, source_settings, target_settings, llm
                                   f"{group_id!r}): nothing was copied. Empty that partition first, or choose "
                                   "another target (--path, --host/--port, --uri)")
             report = await copy_graph(src, dst, bar)
+            report["novelty"] = await copy_novelty(home, src, source_settings, dst, target_settings)
             if dst.provider.value == "kuzu":
                 await dst.query("CHECKPOINT;")
         finally:

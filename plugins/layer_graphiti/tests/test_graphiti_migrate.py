@@ -127,9 +127,22 @@ async def test_migrate_at_size_copies_every_fact_once(make_memory, falkordb_serv
         await graph.query(EDGES, rows=facts[i:i + 500])
     assert (await graph.counts())["facts"] == 3000
     await memory.close()
+    from pps_graphiti.rankers import Novelty
+
+    novelty = Novelty(home / "graphiti" / "novelty.sqlite3")  # facts that surfaced: their counts go too
+    counts = {("rich_texture", f["uuid"]): (float(i % 5 + 1), 1_790_000_000.0 + i) for i, f in enumerate(facts[:40])}
+    novelty._load().update(counts)
+    novelty._dirty.update(counts)
+    novelty.flush()
 
     out = pps(root, "graph", "migrate", "--entity", "lyra", "--to", "falkordb", "--port", str(falkordb_server.port),
               check=False, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout.split("\n\n")[0])
     assert report["problems"] == [] and report["copied"]["facts"] == 3000 and report["copied"]["entities"] == 400
+    assert report["novelty"] == 40
+    from falkordb import FalkorDB
+
+    rows = FalkorDB(host="127.0.0.1", port=falkordb_server.port).select_graph("lyra").query(
+        "MATCH (s:PPSSurfaced) RETURN s.layer, s.source, s.count, s.last").result_set
+    assert {(la, so): (c, last) for la, so, c, last in rows} == counts
