@@ -55,6 +55,32 @@ QUERIES = ["who visits the lighthouse at dawn", "plans for the garden", "coffee 
            "worries about the move", "snow at the cabin", "building the greenhouse", "the old chapel"]
 
 
+#: Per engine, per probe query: the uuids of the 10 facts its hybrid edge search ranks first, and the 10 its
+#: cosine half alone ranks first (the lexical half is each engine's own full-text index, or none on LadybugDB).
+TOP10: dict[str, dict[str, list[str]]] = {}
+COSINE10: dict[str, dict[str, list[str]]] = {}
+
+
+async def cosine_top10(graph, query: str) -> list[str]:
+    """The cosine half of the edge hybrid search alone (the same query text the read path sends)."""
+    vector = await graph.embed_query(query)
+    if graph.kind == "falkordb":
+        cypher = ("MATCH (:Entity)-[e:RELATES_TO]->(:Entity) WHERE e.group_id = $group_id "
+                  "WITH e, (2 - vec.cosineDistance(e.fact_embedding, vecf32($vector))) / 2 AS score "
+                  "WHERE score > 0.6 RETURN e.uuid AS uuid ORDER BY score DESC, uuid LIMIT 10")
+    else:
+        cypher = ("MATCH (e:RelatesToNode_) WHERE e.group_id = $group_id WITH e, array_cosine_similarity("
+                  f"e.fact_embedding, CAST($vector AS FLOAT[{len(vector)}])) AS score WHERE score > 0.6 "
+                  "RETURN e.uuid AS uuid ORDER BY score DESC, uuid LIMIT 10")
+    return [r["uuid"] for r in await graph.query(cypher, group_id=graph.group_id, vector=vector)]
+
+
+def overlap(mine: dict[str, list[str]], base: dict[str, list[str]]) -> float:
+    """Mean share of the base's top 10 that ``mine`` also has, over the probes where the base found anything."""
+    asked = [q for q in base if base[q]]
+    return sum(len(set(mine[q]) & set(base[q])) / len(base[q]) for q in asked) / max(1, len(asked))
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
@@ -347,13 +373,17 @@ async def main() -> None:
     engines = {"both": ["kuzu", "falkordb"], "all": ["kuzu", "ladybug", "falkordb"]}.get(args.driver, [args.driver])
     for driver in engines:
         summary.append(await run(driver, args))
+    if len(summary) > 1 and "kuzu" in TOP10:
+        for s in summary:
+            s["top-10 overlap with kuzu (hybrid edges)"] = overlap(TOP10[s["engine"]], TOP10["kuzu"])
+            s["top-10 overlap with kuzu (cosine half)"] = overlap(COSINE10[s["engine"]], COSINE10["kuzu"])
     if len(summary) > 1:
         print("\nside by side (same graph, same queries, same run):")
         keys = list(summary[0])[1:]
         print(f"| {'':<44} |" + "".join(f" {s['engine']:>12} |" for s in summary))
         print(f"|{'-' * 46}|" + "".join(f"{'-' * 14}|" for s in summary))
         for k in keys:
-            print(f"| {k:<44} |" + "".join(f" {s[k]:>12.{2 if k.startswith('recall') else 1}f} |" for s in summary))
+            print(f"| {k:<44} |" + "".join(f" {s[k]:>12.{2 if k.startswith(('recall', 'top-10')) else 1}f} |" for s in summary))
 
 
 async def write_only(args) -> None:
@@ -403,6 +433,11 @@ async def run(driver: str, args) -> dict:
             queries = [QUERIES[i % len(QUERIES)] + ("" if i < len(QUERIES) else f" {rng.choice(DETAILS)}")
                        for i in range(args.queries)]
             layer = memory.layer("rich_texture")
+            # The same graph (same seed, same uuids) on each engine: what each one's search ranks first, before
+            # any ranker with state (novelty) has run, for the overlap with Kuzu's (what a migration shows).
+            probes = QUERIES + [f"{rng.choice(FIRST)} {rng.choice(VERBS)} the {rng.choice(THINGS)}" for _ in range(35)]
+            TOP10[driver] = {q: [e.uuid for e in await layer.graph.hybrid_edges(q, 10)] for q in probes}
+            COSINE10[driver] = {q: await cosine_top10(layer.graph, q) for q in probes}
             graphiti = layer.graph.graphiti
             plain_ok = driver != "ladybug"  # graphiti's own search needs the full-text extension
             for q in QUERIES[:5]:  # warm-up: model load, first queries, focal lookup

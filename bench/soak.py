@@ -1,6 +1,6 @@
 """Memory over a long life: a real ``pps serve http`` answering thousands of mixed graph calls and backups.
 
-    .venv/bin/python bench/soak.py [--calls 2000] [--backups 5] [--every 500] [--facts 300]
+    .venv/bin/python bench/soak.py [--calls 2000] [--backups 5] [--every 500] [--facts 300] [--graph-only]
 
 Two servers, one after the other, each on a fresh entity with the same turns stored: one with the graph
 (sqlite, embeddings, graphiti, http) and one without it (sqlite, embeddings, http). Each gets the same calls in
@@ -120,8 +120,14 @@ def main() -> None:
     ap.add_argument("--backups", type=int, default=5)
     ap.add_argument("--every", type=int, default=500)
     ap.add_argument("--facts", type=int, default=300, help="triplets written before the soak")
+    ap.add_argument("--graph-only", action="store_true",
+                    help="only the server with the graph (e.g. run by another checkout's python, as a before)")
     args = ap.parse_args()
     with_graph = soak(True, args)
+    if args.graph_only:
+        print(f"\nserver growth over {args.calls} calls and {args.backups} backups: "
+              f"{with_graph[-1][1] - with_graph[0][1]:+.1f} MiB")
+        return
     without = soak(False, args)
     print("\n| calls | server RSS, graph (MiB) | graph engine RSS (MiB) | server RSS, no graph (MiB) |")
     print("|------:|------------------------:|-----------------------:|---------------------------:|")

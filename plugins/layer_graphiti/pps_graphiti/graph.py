@@ -454,7 +454,8 @@ class Graph:
                 async with self.kuzu.pps_gate.closed():
                     await asyncio.to_thread(self.kuzu.reopen)
                 log.info("graph engine recycled at %.0f MiB", rss / 2**20)
-                await self.ensure_indexes()
+                if self.kuzu.pps_replayed:  # closed cleanly, its indexes are whole (it replays nothing)
+                    await self.ensure_indexes()
         except Exception as exc:  # the next query starts one
             log.warning("recycling the graph engine failed: %s", exc)
         finally:

@@ -73,3 +73,23 @@ def test_killing_the_graph_engine_mid_call_costs_that_call_only(tmp_path):
         assert health["available"], health
     finally:
         assert server.stop() in (0, -15)
+
+
+async def test_an_engine_past_its_memory_bound_is_recycled_between_queries_and_loses_nothing(graph_memory):
+    """``[graphiti] engine_max_rss_mb``: Kuzu never gives back what it grows (~11 KB a query); an engine past the
+    bound is closed and started afresh between queries. Here the bound is 1 MiB, so every query recycles it."""
+    import asyncio
+
+    memory = await graph_memory(graphiti={"engine_max_rss_mb": 1})
+    engine = memory.layer("rich_texture").graph.kuzu.engine
+    first = engine.generation
+    for i in range(2):
+        await memory.call("texture_add_triplet", {"source": f"Keeper{i}", "relationship": "TENDS", "target": "Lamp"})
+        found = await memory.call("texture_search", {"query": f"Keeper{i} tends the lamp"})
+        assert any(f"Keeper{i}" in r["content"] for r in found["results"])
+    for _ in range(100):  # the last recycle runs as a task after the query that found the engine too big
+        if memory.layer("rich_texture").graph._recycling is None:
+            break
+        await asyncio.sleep(0.05)
+    assert engine.generation > first + 1
+    assert (await memory.call("texture_facts", {}))["total"] == 2
