@@ -88,7 +88,8 @@ class EngineProcess:
             # -P: the working directory stays off sys.path (a project's folder must not shadow a module here).
             self.proc = subprocess.Popen(
                 [sys.executable, "-P", "-m", "pps_graphiti.engine", str(theirs.fileno()), str(os.getpid())],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, close_fds=True)
+                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=2, close_fds=True,
+                cwd=self.path.parent)  # stdout may be a stdio MCP session's: the engine's goes to stderr
         finally:
             theirs.close()
         self._conn = Connection(ours.detach())
