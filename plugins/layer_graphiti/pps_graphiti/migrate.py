@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .settings import EMBEDDED
+
 PAGE = 500
 
 
@@ -214,6 +216,8 @@ async def migrate(home: Path, entity: str, source_settings, target_settings, llm
 def target_settings(source, args: argparse.Namespace):
     """The entity's [graphiti] settings with the driver and connection options of the command line."""
     update: dict[str, Any] = {"driver": args.to}
+    if args.to != source.driver and args.to in EMBEDDED:  # another engine's file: its own default name
+        update["path"] = None
     for name in ("path", "host", "port", "uri", "user"):
         value = getattr(args, name, None)
         if value is not None:
@@ -232,7 +236,7 @@ def target_settings(source, args: argparse.Namespace):
 
 def toml_lines(t) -> list[str]:
     lines = ["[graphiti]", f'driver = "{t.driver}"']
-    if t.driver == "kuzu":
+    if t.embedded:
         lines.append(f'path = "{t.path}"')
     elif t.driver == "falkordb":
         lines += [f'host = "{t.host}"', f"port = {t.port}"]
@@ -255,16 +259,16 @@ def cmd_graph_migrate(args: argparse.Namespace) -> int:
     settings = load_settings(args.entity, args.home, must_exist=True)
     source = settings.plugin_settings(GraphitiSettings, "graphiti")
     target = target_settings(source, args)
-    if source.driver == target.driver == "kuzu" and source.path == target.path:
+    if source.driver == target.driver and target.embedded and source.path == target.path:
         print("pps graph migrate: the target is the source (give another --path)", file=sys.stderr)
         return 2
-    if source.driver == target.driver and target.driver != "kuzu" and (source.host, source.port, source.uri) == (
+    if source.driver == target.driver and not target.embedded and (source.host, source.port, source.uri) == (
             target.host, target.port, target.uri):
         print("pps graph migrate: the target is the source (give another --host/--port or --uri)", file=sys.stderr)
         return 2
     home = Path(settings.home)
     lock = None
-    if "kuzu" in (source.driver, target.driver):
+    if source.embedded or target.embedded:
         from pps_core.owner import OwnerLock
 
         lock = OwnerLock(home)
@@ -293,12 +297,12 @@ def cmd_graph_migrate(args: argparse.Namespace) -> int:
 
 
 def register(cli) -> None:
-    p = cli.add("graph", _dispatch, help="the knowledge graph: pps graph migrate --to falkordb|neo4j|kuzu")
+    p = cli.add("graph", _dispatch, help="the knowledge graph: pps graph migrate --to falkordb|neo4j|kuzu|ladybug")
     sub = p.add_subparsers(dest="graph_command", metavar="SUBCOMMAND", required=True)
     m = sub.add_parser("migrate", help="copy the entity's graph to another driver, checked kind by kind")
     cli.entity_args(m)
-    m.add_argument("--to", required=True, choices=["falkordb", "neo4j", "kuzu"], help="the target driver")
-    m.add_argument("--path", help="kuzu: the target file, relative to the entity's home")
+    m.add_argument("--to", required=True, choices=["falkordb", "neo4j", "kuzu", "ladybug"], help="the target driver")
+    m.add_argument("--path", help="kuzu, ladybug: the target file, relative to the entity's home")
     m.add_argument("--host", help="falkordb: host (default: [graphiti] host)")
     m.add_argument("--port", type=int, help="falkordb: port (default: [graphiti] port)")
     m.add_argument("--uri", help="neo4j: bolt URI (default: [graphiti] uri)")
