@@ -56,15 +56,16 @@ class Engine:
         self._conns: list[Any] = []
         self._lock = threading.Lock()
 
-    def open(self, module: str, path: str, schema: str) -> bool:
-        """Open (creating) the database; answers whether a WAL was replayed (the last owner did not close it)."""
+    def open(self, module: str, path: str, schema: str, buffer_pool: int = 0) -> bool:
+        """Open (creating) the database; answers whether a WAL was replayed (the last owner did not close it).
+        ``buffer_pool``: bytes of pages the engine may cache (0: the engine's default, 80% of the machine)."""
         self.module = importlib.import_module(module)
         try:
             wal = os.stat(f"{path}.wal").st_size
         except OSError:
             wal = 0
         Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.db = self.module.Database(path)
+        self.db = self.module.Database(path, buffer_pool_size=buffer_pool)
         conn = self.module.Connection(self.db)
         try:
             conn.execute(schema)

@@ -45,6 +45,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Set while the engine is being restarted: the restart's own queries pass, every other one waits for it.
 _REVIVING: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_graph_reviving", default=False)
+#: At most one recycle of an engine this often (seconds): a graph whose pages alone fill the bound (a buffer pool
+#: set larger than it) is then recycled now and then, not after every query.
+RECYCLE_MIN_S = 60.0
 #: How long opening waits for the file's lock, held by the last owner's engine while it ends.
 LOCK_WAIT_S = 15.0
 
@@ -58,8 +61,8 @@ class EngineProcess:
     """The client of one engine process (:mod:`pps_graphiti.engine`): requests with ids over a socket, answered
     on a reader thread, so queries from several tasks are under way at once."""
 
-    def __init__(self, module: str, path: Path, label: str) -> None:
-        self.module, self.path, self.label = module, path, label
+    def __init__(self, module: str, path: Path, label: str, buffer_pool: int = 0) -> None:
+        self.module, self.path, self.label, self.buffer_pool = module, path, label, buffer_pool
         self.proc: subprocess.Popen[bytes] | None = None
         self._conn: Any = None
         self._send = threading.Lock()
@@ -99,7 +102,8 @@ class EngineProcess:
         deadline = time.monotonic() + LOCK_WAIT_S
         while True:
             try:
-                replayed = bool(self.call("open", self.module, str(self.path), SCHEMA_QUERIES).result())
+                replayed = bool(self.call("open", self.module, str(self.path), SCHEMA_QUERIES,
+                                          self.buffer_pool).result())
                 break
             except RuntimeError as exc:  # the last owner's engine is still ending (it exits with its server)
                 if "Could not set lock" not in str(exc) or time.monotonic() > deadline:
@@ -182,14 +186,16 @@ class KuzuHandle:
     LadybugDB), behind a :class:`QueryGate`. graphiti's driver (built only when something writes through graphiti)
     shares them."""
 
-    def __init__(self, path: Path, module: str = "kuzu", max_rss_mb: int = 0) -> None:
+    def __init__(self, path: Path, module: str = "kuzu", max_rss_mb: int = 0, buffer_pool_mb: int = 0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
         self.module = module
         #: Whether the engine has the full-text extension built in (Kuzu does; LadybugDB downloads it).
         self.fts = module == "kuzu"
         self.max_rss = max_rss_mb * 1024 * 1024
-        self.engine = EngineProcess(module, path, path.parent.parent.name)
+        self.engine = EngineProcess(module, path, path.parent.parent.name, buffer_pool_mb * 1024 * 1024)
+        #: When the engine was last recycled (monotonic): at most one recycle a RECYCLE_MIN_S.
+        self.recycled = time.monotonic()
         #: The WAL was replayed (the last owner did not close the graph): see Graph.ensure_indexes.
         self.pps_replayed = self.engine.start()
         owner_only(path)
@@ -321,7 +327,8 @@ class Graph:
         self.engine = settings.driver
         kuzu = self.kind == "kuzu"
         self.kuzu: KuzuHandle | None = KuzuHandle((home / settings.db_file).resolve(), settings.driver,
-                                                  settings.engine_max_rss_mb) if kuzu else None
+                                                  settings.engine_max_rss_mb,
+                                                  settings.engine_buffer_pool_mb) if kuzu else None
         self._revive_lock = asyncio.Lock()
         self._recycling: asyncio.Task | None = None
         self._driver: GraphDriver | None = None if kuzu else open_driver(settings, group_id)
@@ -420,7 +427,8 @@ class Graph:
             if (not self.kuzu.engine.alive or self._revive_lock.locked()) and not _REVIVING.get():
                 await self.revive()
             records, header, _ = await self.kuzu.pps_gate.execute_query(cypher, **params)
-            if self.kuzu.max_rss and self.kuzu.engine.rss > self.kuzu.max_rss and self._recycling is None:
+            if (self.kuzu.max_rss and self.kuzu.engine.rss > self.kuzu.max_rss and self._recycling is None
+                    and time.monotonic() - self.kuzu.recycled >= RECYCLE_MIN_S):
                 self._recycling = asyncio.get_running_loop().create_task(self.recycle(), name="pps-graph-recycle")
         else:
             records, header, _ = await self.driver.execute_query(cypher, **params)
@@ -452,6 +460,7 @@ class Graph:
         try:
             async with self._revive_lock:
                 rss = self.kuzu.engine.rss
+                self.kuzu.recycled = time.monotonic()
                 async with self.kuzu.pps_gate.closed():
                     await asyncio.to_thread(self.kuzu.reopen)
                 log.info("graph engine recycled at %.0f MiB", rss / 2**20)

@@ -26,6 +26,10 @@ class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
     engine_max_rss_mb: int = Field(1024, ge=0, description="kuzu / ladybug: the engine process is recycled (closed "
                                                            "and started afresh, between queries) once its memory "
                                                            "passes this; 0 = never")
+    engine_buffer_pool_mb: int = Field(512, ge=0, description="kuzu / ladybug: the pages the engine may cache (0 = "
+                                                              "the engine's default, 80% of the machine's memory); "
+                                                              "below engine_max_rss_mb, so what the engine caches "
+                                                              "never triggers a recycle, what it leaks does")
     uri: str = Field("bolt://127.0.0.1:7687", description="Neo4j URI")
     user: str = Field("neo4j", description="Neo4j user")
     password: SecretStr = Field(SecretStr(""), description="Neo4j password")

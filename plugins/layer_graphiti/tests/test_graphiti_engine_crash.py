@@ -75,11 +75,15 @@ def test_killing_the_graph_engine_mid_call_costs_that_call_only(tmp_path):
         assert server.stop() in (0, -15)
 
 
-async def test_an_engine_past_its_memory_bound_is_recycled_between_queries_and_loses_nothing(graph_memory):
+async def test_an_engine_past_its_memory_bound_is_recycled_between_queries_and_loses_nothing(graph_memory,
+                                                                                             monkeypatch):
     """``[graphiti] engine_max_rss_mb``: Kuzu never gives back what it grows (~11 KB a query); an engine past the
     bound is closed and started afresh between queries. Here the bound is 1 MiB, so every query recycles it."""
     import asyncio
 
+    import pps_graphiti.graph
+
+    monkeypatch.setattr(pps_graphiti.graph, "RECYCLE_MIN_S", 0.0)  # (at most one a minute otherwise)
     memory = await graph_memory(graphiti={"engine_max_rss_mb": 1})
     engine = memory.layer("rich_texture").graph.kuzu.engine
     first = engine.generation
