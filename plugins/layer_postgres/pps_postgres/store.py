@@ -531,14 +531,17 @@ class PostgresStore:
             (from_storage(since), from_storage(until), channel, len(channel) + 1, channel + ":"))
         return [r["id"] for r in rows]
 
-    async def forget(self, ids, who, how):
+    async def forget(self, ids, who, how, owed=()):
         """As ``pps_sqlite``: turns, the summaries that covered them (their turns back to the backlog),
-        tombstones of their message ids, a log row of ids; then VACUUM FULL (``forget_rewrite``), so the dead rows'
-        bytes leave the table and index files."""
+        tombstones of their message ids, a log row of ids, the owed forget (``owed``); then VACUUM FULL
+        (``forget_rewrite``), so the dead rows' bytes leave the table and index files."""
         ids = sorted(set(ids))
+        owed = list(owed)
+        owed_id = None
         async with self.connection() as conn, conn.transaction():
-            rows = await (await conn.execute("SELECT id, summary_id, message_id FROM messages WHERE id = ANY(%s)",
-                                             (ids,))).fetchall()
+            rows = await (await conn.execute(
+                f"SELECT id, summary_id, message_id{', content' if owed else ''} FROM messages WHERE id = ANY(%s) "
+                "ORDER BY id", (ids,))).fetchall()
             found = sorted(r["id"] for r in rows)
             summaries = sorted({r["summary_id"] for r in rows if r["summary_id"] is not None})
             gone_covered = sum(1 for r in rows if r["summary_id"] is not None)
@@ -557,10 +560,46 @@ class PostgresStore:
             if found:
                 await conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (%s, %s, %s, %s)",
                                    (who, how, json.dumps(found), json.dumps(summaries)))
+            if found and owed:
+                owed_id = (await (await conn.execute(
+                    "INSERT INTO owed_forgets (who, turn_ids, message_ids, texts, copies) VALUES (%s, %s, %s, %s, %s) "
+                    "RETURNING id", (who, json.dumps(found), json.dumps(
+                        [r["message_id"] for r in rows if r["message_id"] is not None], ensure_ascii=False),
+                        json.dumps([r["content"] for r in rows], ensure_ascii=False), json.dumps(owed)))).fetchone())["id"]
         if found:  # the vectors went with their rows (ON DELETE CASCADE); VACUUM FULL rebuilds the HNSW index too
             await self._vacuum("messages", "message_vectors", "message_summaries", "summary_vectors")
         return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_removed": summaries,
-                "returned_to_backlog": returned}
+                "returned_to_backlog": returned, "owed": owed_id}
+
+    async def owed_forgets(self, texts=False):
+        rows = await self.fetch(f"SELECT id, forgotten_at, who, turn_ids, message_ids, copies{', texts' if texts else ''} "
+                                "FROM owed_forgets ORDER BY id")
+        out = []
+        for r in rows:
+            item = {"id": r["id"], "forgotten_at": ts(r["forgotten_at"]), "who": r["who"],
+                    "turn_ids": json.loads(r["turn_ids"]), "message_ids": json.loads(r["message_ids"]),
+                    "copies": json.loads(r["copies"])}
+            if texts:
+                item["texts"] = json.loads(r["texts"])
+            out.append(item)
+        return out
+
+    async def settle_forget(self, owed_id, confirmed):
+        """Strike confirmed copies off; the last one deletes the row and VACUUM FULL rewrites the table without
+        its bytes."""
+        async with self.connection() as conn, conn.transaction():
+            row = await (await conn.execute("SELECT copies FROM owed_forgets WHERE id = %s FOR UPDATE",
+                                            (owed_id,))).fetchone()
+            if row is None:
+                return []
+            left = [c for c in json.loads(row["copies"]) if c not in set(confirmed)]
+            if left:
+                await conn.execute("UPDATE owed_forgets SET copies = %s WHERE id = %s", (json.dumps(left), owed_id))
+            else:
+                await conn.execute("DELETE FROM owed_forgets WHERE id = %s", (owed_id,))
+        if not left or confirmed:
+            await self._vacuum("owed_forgets")
+        return left
 
     async def _vacuum(self, *tables: str) -> None:
         """Dead rows keep their bytes in the table files until the pages are reused; VACUUM FULL writes new files

@@ -266,13 +266,17 @@ def in_range(conn: sqlite3.Connection, channel: str, since: str, until: str) -> 
     return [r[0] for r in rows]
 
 
-def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict[str, Any]:
+def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str, owed: list[str] | None = None) -> dict[str, Any]:
     """Delete turns for good, in one transaction: the row, its FTS entry and vector (trigger, cascade); every
     summary that covered one (its text, FTS entry and vector), the turns it still covered going back to the
     backlog; authors nobody speaks as any more; a tombstone per message id. A forget_log row records ids, time
     and who. Then the full-text indexes are merged (old segments still held the words) and, with secure_delete,
-    every freed page is zeroed and the WAL checkpointed, so no copy of the file (a backup) holds the text."""
+    every freed page is zeroed and the WAL checkpointed, so no copy of the file (a backup) holds the text. With
+    ``owed`` (copies that must still forget them), an owed forget row in the same transaction keeps their ids,
+    message ids and texts until those copies confirm (:func:`settle_forget`)."""
     ids = sorted(set(ids))
+    kept: dict[int, tuple[str, str | None]] = {}
+    owed_id = None
     found: list[int] = []
     covering: set[int] = set()
     authors: set[str] = set()
@@ -285,8 +289,11 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict
             for k in range(0, len(ids), 500):
                 chunk = ids[k:k + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT id, summary_id, author_name, message_id FROM messages "
-                                    f"WHERE id IN ({marks})", chunk).fetchall()
+                rows = conn.execute(f"SELECT id, summary_id, author_name, message_id"
+                                    f"{', content' if owed else ''} FROM messages WHERE id IN ({marks})",
+                                    chunk).fetchall()
+                if owed:
+                    kept.update((r[0], (r[4], r[3])) for r in rows)
                 found += [r[0] for r in rows]
                 covering.update(r[1] for r in rows if r[1] is not None)
                 covered_and_gone += sum(1 for r in rows if r[1] is not None)
@@ -311,6 +318,13 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict
             if found:
                 conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (?, ?, ?, ?)",
                              (who, how, json.dumps(sorted(found)), json.dumps(summaries)))
+            if found and owed:
+                order = sorted(kept)
+                owed_id = conn.execute(
+                    "INSERT INTO owed_forgets (who, turn_ids, message_ids, texts, copies) VALUES (?, ?, ?, ?, ?)",
+                    (who, json.dumps(order), json.dumps([kept[i][1] for i in order if kept[i][1] is not None],
+                                                        ensure_ascii=False),
+                     json.dumps([kept[i][0] for i in order], ensure_ascii=False), json.dumps(list(owed)))).lastrowid
         if found:
             conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
             if summaries:
@@ -319,7 +333,42 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict
     finally:
         conn.execute(f"PRAGMA secure_delete = {int(previous)}")
     return {"forgotten": sorted(found), "not_found": sorted(set(ids) - set(found)),
-            "summaries_removed": summaries, "returned_to_backlog": returned - covered_and_gone}
+            "summaries_removed": summaries, "returned_to_backlog": returned - covered_and_gone, "owed": owed_id}
+
+
+def owed_forgets(conn: sqlite3.Connection, texts: bool = False) -> list[dict[str, Any]]:
+    rows = conn.execute(f"SELECT id, forgotten_at, who, turn_ids, message_ids, copies{', texts' if texts else ''} "
+                        "FROM owed_forgets ORDER BY id").fetchall()
+    out = []
+    for r in rows:
+        item = {"id": r[0], "forgotten_at": r[1], "who": r[2], "turn_ids": json.loads(r[3]),
+                "message_ids": json.loads(r[4]), "copies": json.loads(r[5])}
+        if texts:
+            item["texts"] = json.loads(r[6])
+        out.append(item)
+    return out
+
+
+def settle_forget(conn: sqlite3.Connection, owed_id: int, confirmed: list[str]) -> list[str]:
+    """Strike confirmed copies off an owed forget; the last one deletes the row, its freed pages zeroed and the
+    WAL checkpointed (no copy of the file keeps the texts)."""
+    previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        with Tx(conn):
+            row = conn.execute("SELECT copies FROM owed_forgets WHERE id = ?", (owed_id,)).fetchone()
+            if row is None:
+                return []
+            left = [c for c in json.loads(row[0]) if c not in set(confirmed)]
+            if left:
+                conn.execute("UPDATE owed_forgets SET copies = ? WHERE id = ?", (json.dumps(left), owed_id))
+            else:
+                conn.execute("DELETE FROM owed_forgets WHERE id = ?", (owed_id,))
+        if not left:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(previous)}")
+    return left
 
 
 def save_forget_token(conn: sqlite3.Connection, token_digest: str, query_digest: str, ids: list[int],

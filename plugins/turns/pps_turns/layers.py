@@ -186,6 +186,14 @@ class RawCaptureLayer(Layer):
     async def count_uningested(self) -> int:
         return (await self.backend.counts())["uningested"]
 
+    async def owed_forgets(self) -> list[dict[str, Any]]:
+        """:class:`pps_core.contracts.OwedForgets`: what forgets still owe."""
+        return await self.domain.owed_forgets()
+
+    async def settle_owed_forgets(self) -> dict[str, Any]:
+        """:class:`pps_core.contracts.OwedForgets`: retry what forgets still owe."""
+        return await self.domain.settle_owed_forgets()
+
     async def unread_for_recall(self, consumer_key: str, channel: str | None) -> StartupItems | None:
         found = await self.backend.poll(consumer_key, channel, UNREAD_PREVIEW, newest_first_preview=True)
         if not found["turns"]:

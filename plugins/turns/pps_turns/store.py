@@ -155,14 +155,32 @@ class TurnStore(Protocol):
         < until, in time order."""
         ...
 
-    async def forget(self, ids: list[int], who: str, how: str) -> dict[str, Any]:
+    async def forget(self, ids: list[int], who: str, how: str, owed: Sequence[str] = ()) -> dict[str, Any]:
         """Delete turns for good, in one transaction: the row, its full-text entry, its vector and any copy the
         store keeps (an in-memory matrix, an index file), so no copy of the store (a backup) holds the text;
         every summary that covered one goes too (text, full-text entry, vector), and the turns it still covered
         return to the backlog (unsummarized); a tombstone per ``message_id``; authors nobody speaks as any more.
         Log ids, time, ``who`` and ``how`` (``"ids"``, ``"range"`` or ``"search"``), never content.
+
+        ``owed`` names the copies (``"plugin/copy"``, :meth:`pps_core.events.Events.owed_copies`) that must still
+        forget these turns: when it is not empty and a turn was found, the same transaction records an *owed
+        forget* holding what those copies' ``forget`` needs without the rows: the found turns' ids, their
+        ``message_id`` s, their texts, ``who`` and the copies (:meth:`owed_forgets`). A crash right after the
+        commit leaves it for the next open to finish.
         Returns ``{"forgotten": [ids], "not_found": [ids], "summaries_removed": [ids],
-        "returned_to_backlog": n}``."""
+        "returned_to_backlog": n, "owed": id of the owed forget, or None}``."""
+        ...
+
+    async def owed_forgets(self, texts: bool = False) -> list[dict[str, Any]]:
+        """Every owed forget, oldest first: ``{"id", "forgotten_at", "who", "turn_ids", "message_ids",
+        "copies"}`` (``message_ids``: those of the turns that had one; ``copies``: the keys still owed), plus
+        ``"texts"`` (in the order of ``turn_ids``) when ``texts``."""
+        ...
+
+    async def settle_forget(self, owed_id: int, confirmed: Sequence[str]) -> list[str]:
+        """Strike the ``confirmed`` copies off an owed forget, in one transaction; when none is left the record
+        is deleted and its bytes with it (as :meth:`forget` deletes a turn's: no copy of the store keeps the
+        texts once nothing is owed). The copies still owed (``[]`` when it is gone, or unknown)."""
         ...
 
     async def forget_log(self, limit: int, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
