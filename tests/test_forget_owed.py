@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from pps_core import TurnCopy, hookimpl
 from pps_core.testing.scripted_llm import ScriptedLLM, minimal_instance
 
 pytest.importorskip("pps_graphiti")
@@ -207,3 +208,72 @@ async def test_a_process_killed_between_the_deletion_and_the_copies_leaves_the_f
     assert CANARY not in text and "again for tea" in text
     await memory.close()
     assert bytes_of(home, CANARY) == []
+
+
+class Flaky:
+    """A plugin keeping a copy of every turn's text, whose forget fails while ``down``; and a listener
+    (``pps_messages_forgotten``), owed the same way."""
+
+    __pps_name__ = "flaky"
+
+    def __init__(self):
+        self.down = True
+        self.kept: dict[int, str] = {}
+        self.heard: list[int] = []
+
+    @hookimpl
+    def pps_message_stored(self, memory, message):
+        self.kept[message.id] = message.content
+
+    @hookimpl
+    def pps_messages_forgotten(self, memory, ids):
+        if self.down:
+            raise RuntimeError("listener offline")
+        self.heard += ids
+
+    @hookimpl
+    def pps_turn_copies(self, memory):
+        def forget(turns):
+            if self.down:
+                raise ConnectionError("cache server down")
+            assert turns.texts == tuple(self.kept[i] for i in turns.ids)  # what it needs, without the rows
+            for i in turns.ids:
+                self.kept.pop(i, None)
+
+        return [TurnCopy("turn cache", "a cache server", "entries deleted", forget)]
+
+
+@pytest.mark.parametrize("plugin", ["sqlite", "memstore"])
+async def test_any_copy_that_fails_is_owed_and_the_next_forget_finishes_it(make_memory, plugin):
+    if plugin == "memstore":
+        pytest.importorskip("pps_memstore")
+    flaky = Flaky()
+    memory = await make_memory(plugins=[plugin], extra_plugins=[flaky])
+    for text in ("first secret", "second", "third secret"):
+        await memory.call("store_message", {"content": text, "author_name": "Ana", "channel": "web"})
+    out = await memory.call("forget_turns", {"ids": [1, 3]})
+    assert out["pending"] == ["flaky/pps_messages_forgotten", "flaky/turn cache"], out
+    assert any("cache server down" in p for p in out["incomplete"]) and "first secret" not in json.dumps(out)
+    assert flaky.kept == {1: "first secret", 2: "second", 3: "third secret"}
+    copies = await memory.call("turn_copies")
+    assert [c["owed"] for c in copies["copies"] if c["plugin"] == "flaky"] == [1]
+
+    flaky.down = False
+    out = await memory.call("forget_turns", {"ids": [2]})
+    assert out["settled"] == 1 and out["pending"] == []
+    assert flaky.kept == {} and sorted(flaky.heard) == [1, 2, 3]
+    assert (await memory.call("pps_health"))["owed_forgets"]["count"] == 0
+
+
+async def test_a_copy_whose_plugin_is_no_longer_loaded_stays_owed(make_memory, pps_home):
+    flaky = Flaky()
+    home = pps_home / "e"
+    memory = await make_memory(home=home, plugins=["sqlite"], extra_plugins=[flaky])
+    await memory.call("store_message", {"content": "kept by flaky", "author_name": "Ana", "channel": "web"})
+    assert (await memory.call("forget_turns", {"ids": [1]}))["pending"]
+    await memory.close()
+    memory = await make_memory(home=home, plugins=["sqlite"])  # flaky is gone, its cache may not be
+    health = await memory.call("pps_health")
+    assert health["owed_forgets"]["copies"] == {"flaky/pps_messages_forgotten": 1, "flaky/turn cache": 1}
+    out = await memory.call("forget_turns", {"ids": [99]})
+    assert any("not loaded" in p for p in out["incomplete"]), out
