@@ -68,6 +68,12 @@ def health_text(answer: dict[str, Any]) -> str:
             lines.append(f"      backlog: {named_counts(h['backlog'])}")
         if h.get("detail"):
             lines.append(f"      {h['detail']}")
+    owed = answer.get("owed_forgets") or {}
+    if owed.get("count"):
+        lines.append("")
+        lines.append(f"forgets owed: {owed['count']} (the text is still in the copies below; retried when the entity "
+                     "opens, by upkeep and at the next forget)")
+        lines += [f"  {key}: {n}" for key, n in (owed.get("copies") or {}).items()]
     lines.append("")
     llm = "configured" if answer.get("llm_configured") else \
         "none (no plugin of this entity provides a chat model; what needs one says so)"

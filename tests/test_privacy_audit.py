@@ -287,3 +287,59 @@ def _hook(root: Path, env: dict, cwd: Path, event: str, transcript: Path):
     out = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True, env=env,
                          cwd=cwd, timeout=60)
     assert out.returncode == 0, (event, out.stderr)
+
+
+def test_a_forget_the_graph_could_not_do_is_owed_and_finished_later_leaving_no_byte(tmp_path):
+    """Issue 35 item 2: a canary ingested into the graph is forgotten while the graph refuses writes (its disk under
+    ``min_free_mb``): the answer names the graph as pending and ``pps health`` shows the forget owed. The server
+    is restarted with the graph writable: the open finishes the forget. Then no byte of the canary is anywhere:
+    the home (the owed record in pps.db included), the graph's files, the logs, a fresh backup."""
+    root = tmp_path / "root"
+    word = canary("f", "owedgraph")
+    with GraphLLM() as llm:
+        init_entity(root, "lyra", "sqlite,embeddings,graphiti,recap,upkeep,http", "[llm]", f'base_url = "{llm.base_url}"', 'model = "scripted"',
+                    'api_key = "test"')
+        env = pps_env(root, PPS_CLAUDE_CODE_AUTOSTART="false")
+        server = start_server(root, "--entity", "lyra", env=env)
+        try:
+            call = lambda op, params: _ok(server.call(op, params, timeout=120))  # noqa: E731
+            turn = call("store_message", {"content": f"Jeff met Orla near {word}", "author_name": "Jeff",
+                                          "channel": "web"})
+            call("store_message", {"content": "Jeff met Orla again for tea", "author_name": "Jeff", "channel": "web"})
+            call("ingest_batch_to_graphiti", {"batch_size": 50})
+        finally:
+            server.stop()
+
+        full = {**env, "PPS_GRAPHITI_MIN_FREE_MB": str(10**9)}  # the graph's disk "full": its writes are refused
+        server = start_server(root, "--entity", "lyra", env=full, log_name="server-full.log")
+        try:
+            out = _ok(server.call("forget_turns", {"ids": [turn["id"]], "requested_by": "audit"}, timeout=120))
+            assert out["forgotten"] == [turn["id"]] and "graphiti/graph episodes, facts and entity summaries" in \
+                out["pending"], out
+            health = json.loads(pps(root, "health", "--entity", "lyra", "--json", env=full, check=False).stdout)
+            assert health["owed_forgets"]["count"] == 1, health
+            text = pps(root, "health", "--entity", "lyra", env=full, check=False).stdout
+            assert "forgets owed: 1" in text and "graphiti/graph episodes" in text, text
+            assert hits(root, [word]), "the graph should still hold the canary while its forget is owed"
+        finally:
+            server.stop()
+
+        server = start_server(root, "--entity", "lyra", env=env, log_name="server-back.log")
+        try:
+            for _ in range(300):  # the open retries what is owed, in the background
+                health = _ok(server.call("pps_health", {}))
+                if health["owed_forgets"]["count"] == 0:
+                    break
+                import time
+
+                time.sleep(0.2)
+            assert health["owed_forgets"]["count"] == 0, health["owed_forgets"]
+            assert _ok(server.call("turn_copies", {}))["owed"] == []
+        finally:
+            server.stop()
+        _run(root, env, "backup", "--entity", "lyra", str(tmp_path / "lyra.tar.gz"))
+        extracted = tmp_path / "extracted"
+        with tarfile.open(tmp_path / "lyra.tar.gz") as tar:
+            tar.extractall(extracted, filter="data")
+    assert hits(root, [word]) == {}, "a forget once owed left forgotten text behind"
+    assert hits(extracted, [word]) == {}, "the backup keeps text of a forget once owed"
