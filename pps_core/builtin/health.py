@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from .. import auth
-from ..contracts import OwedForgets
 from ..catalog import Operation
+from ..contracts import OwedForgets
 from ..hookspecs import hookimpl
 from ..plugins import describe
 
