@@ -90,8 +90,8 @@ class Events:
                 result = impl.function(**{n: given[n] for n in impl.argnames})
                 if inspect.isawaitable(result):
                     await result
-            except Exception as exc:  # a PPSError too: the deletion is done, the copy stays owed
-                failed[key] = f"{key}: {type(exc).__name__}: {exc}"
+            except Exception as exc:  # a PPSError too: the deletion is done, the listener stays owed
+                failed[key] = f"{impl.plugin_name}: {type(exc).__name__}: {exc}"
         for problem in failed.values():
             log.warning("forgetting turns: a copy failed: %s", problem)
         return failed
