@@ -38,6 +38,9 @@ log = logging.getLogger("pps")
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 T = TypeVar("T")
+#: How long closing waits for the retry of owed forgets begun at open before it cancels it (what is not
+#: finished stays owed).
+SETTLE_AT_CLOSE_S = 30.0
 _IN_WRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_in_write", default=False)
 #: True while a read runs on a memory that opened only the layers of the operation's plugin.
 _SCOPED: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_scoped_read", default=False)
@@ -391,10 +394,11 @@ class Memory:
 
     async def close(self) -> None:
         settling, self._settling = self._settling, None
-        if settling is not None and not settling.done():  # what it has not finished stays owed
-            settling.cancel()
-            with contextlib.suppress(BaseException):
-                await settling
+        if settling is not None and not settling.done():  # a copy mid-forget (a graph compacting) ends first
+            await asyncio.wait([settling], timeout=SETTLE_AT_CLOSE_S)
+            if not settling.done():  # what it has not finished stays owed
+                settling.cancel()
+                await asyncio.wait([settling])
         if self.opened and not self.glance:
             self.events.memory_closing()
         await self._close_layers()

@@ -389,11 +389,16 @@ class TurnDomain:
         settled = 0
         pending: dict[str, int] = {}
         problems: list[str] = []
+        down: dict[str, str] = {}  # a copy that failed now is not asked again in this round (a server down)
         for record in await store.owed_forgets(texts=True):
             turns = ForgottenTurns(tuple(record["turn_ids"]), tuple(record["texts"]), tuple(record["message_ids"]),
                                    record["who"])
-            failed = await self.memory.events.forget_copies(turns, record["copies"])
-            left = await store.settle_forget(record["id"], [k for k in record["copies"] if k not in failed])
+            ask = [k for k in record["copies"] if k not in down]
+            failed = {**(await self.memory.events.forget_copies(turns, ask) if ask else {}),
+                      **{k: down[k] for k in record["copies"] if k in down}}
+            down.update(failed)
+            confirmed = [k for k in record["copies"] if k not in failed]
+            left = await store.settle_forget(record["id"], confirmed) if confirmed else list(record["copies"])
             if not left:
                 settled += 1
             for key in left:
