@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pps_core.errors import InvalidParams, NotFound
 from pps_core.layer import Layer
 from pps_core.models import LayerHealth, SearchResult, SectionConfig, StartupItems
+from pps_core.params import HostPath
 
 from . import store
 
@@ -27,7 +28,7 @@ NOVELTY_SKIP = {"raw_capture", "session_recap"}
 class SessionRecapParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    log: str | None = Field(None, max_length=4096,
+    log: HostPath | None = Field(None, max_length=4096,
                             description="session log (JSONL: mindloop-style or a Claude Code transcript); "
                                         "default: the newest log of the entity")
     budget: int | None = Field(None, ge=50, le=100_000, description="token budget; default [recap] budget (1000)")
