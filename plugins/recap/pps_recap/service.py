@@ -232,8 +232,12 @@ class RecapLayer(Layer):
             saved = await asyncio.to_thread(store.load, settings)
         except Exception as exc:  # noqa: BLE001 - a health check reports, never raises
             return LayerHealth(layer=self.name, available=False, detail=f"{type(exc).__name__}: {exc}")
-        return LayerHealth(layer=self.name, available=True, detail=store.describe(settings),
-                           counts={"recap": int(saved is not None)})
+        counts, detail = {"recap": int(saved is not None)}, store.describe(settings)
+        refused = store.unreadable(Path(settings.home)) if store.recap_settings(settings).store == "files" else []
+        if refused:  # a link planted as the recap: never read (issue 35 item 9)
+            counts["unreadable"] = len(refused)
+            detail += "; not read: " + "; ".join(refused)
+        return LayerHealth(layer=self.name, available=True, detail=detail, counts=counts)
 
 def _entity_log(memory: Memory, path: Path) -> bool:
     home = Path(memory.home).resolve()
