@@ -15,7 +15,7 @@ class NotPlainFile(OSError):
 
 def link_problem(st: os.stat_result) -> str | None:
     """Why a file (its ``lstat``, or ``fstat`` of it opened) is not read as a layer's own file, or None: a link
-    would make a read return a file outside the folder (``ln -s ~/.ssh/id_ed25519 crystals/crystal_009.md``),
+    would make a read return a file outside the folder (``ln -s ~/.ssh/id_ed25519 notes/n.md``),
     and a hard link is another name of a file that may live elsewhere."""
     if stat.S_ISLNK(st.st_mode):
         return "a symbolic link: links are not followed (a plain file is read, a link never)"
