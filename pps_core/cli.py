@@ -159,6 +159,10 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the command line (the console script, `python -m pps_core.cli`), not a caller in-process
+        from .safepath import keep_cwd_off_path
+
+        keep_cwd_off_path()
     given = sys.argv[1:] if argv is None else argv
     command = next((a for a in given if not a.startswith("-")), None)
     # A kernel command (or --version) needs no plugin's commands: no plugin manager of every installed plugin is

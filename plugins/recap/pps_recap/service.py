@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pps_core.errors import InvalidParams, NotFound
 from pps_core.layer import Layer
 from pps_core.models import LayerHealth, SearchResult, SectionConfig, StartupItems
+from pps_core.params import HostPath
 
 from . import store
 
@@ -27,7 +28,7 @@ NOVELTY_SKIP = {"raw_capture", "session_recap"}
 class SessionRecapParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    log: str | None = Field(None, max_length=4096,
+    log: HostPath | None = Field(None, max_length=4096,
                             description="session log (JSONL: mindloop-style or a Claude Code transcript); "
                                         "default: the newest log of the entity")
     budget: int | None = Field(None, ge=50, le=100_000, description="token budget; default [recap] budget (1000)")
@@ -231,8 +232,12 @@ class RecapLayer(Layer):
             saved = await asyncio.to_thread(store.load, settings)
         except Exception as exc:  # noqa: BLE001 - a health check reports, never raises
             return LayerHealth(layer=self.name, available=False, detail=f"{type(exc).__name__}: {exc}")
-        return LayerHealth(layer=self.name, available=True, detail=store.describe(settings),
-                           counts={"recap": int(saved is not None)})
+        counts, detail = {"recap": int(saved is not None)}, store.describe(settings)
+        refused = store.unreadable(Path(settings.home)) if store.recap_settings(settings).store == "files" else []
+        if refused:  # a link planted as the recap: never read (issue 35 item 9)
+            counts["unreadable"] = len(refused)
+            detail += "; not read: " + "; ".join(refused)
+        return LayerHealth(layer=self.name, available=True, detail=detail, counts=counts)
 
 def _entity_log(memory: Memory, path: Path) -> bool:
     home = Path(memory.home).resolve()

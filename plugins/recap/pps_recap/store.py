@@ -35,6 +35,7 @@ from pps_claude_code.sessions import captured_sessions
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from pps_core.atomic import plain_problem, read_plain
 from pps_core.settings import PluginSettings
 
 RECAP_FILE = "_recap.md"
@@ -99,16 +100,18 @@ def load(where: Any) -> tuple[str, dict] | None:
         from . import pgstore
 
         return pgstore.load(*pg)
-    path = Path(home) / RECAP_FILE
-    if not path.is_file():
+    try:  # never through a link (issue 35 item 9): a planted `_recap.md -> ~/.ssh/id_ed25519` is not shown
+        text = read_plain(Path(home) / RECAP_FILE).decode("utf-8").strip()
+    except (OSError, ValueError):  # none, a link (NotPlainFile, named in health), not UTF-8
         return None
-    text = path.read_text(encoding="utf-8").strip()
-    meta: dict = {}
-    try:
-        meta = json.loads((Path(home) / META_FILE).read_text())
-    except (OSError, ValueError):
-        pass
+    meta = load_meta(home) or {}
     return (text, meta) if text else None
+
+
+def unreadable(home: Path) -> list[str]:
+    """The recap's files in ``home`` that are links (or not regular files), each with why: never read."""
+    return [f"{name} is {problem}" for name in (RECAP_FILE, META_FILE)
+            if (problem := plain_problem(Path(home) / name))]
 
 
 @contextlib.contextmanager
@@ -207,8 +210,8 @@ def forget(settings) -> bool:
 
 def load_meta(home: Path) -> dict | None:
     try:
-        meta = json.loads((Path(home) / META_FILE).read_text())
-    except (OSError, ValueError):
+        meta = json.loads(read_plain(Path(home) / META_FILE))
+    except (OSError, ValueError):  # none, a link (never read), not JSON
         return None
     return meta if isinstance(meta, dict) else None
 
