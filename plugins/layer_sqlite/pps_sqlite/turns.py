@@ -273,7 +273,8 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str, owed: l
     and who. Then the full-text indexes are merged (old segments still held the words) and, with secure_delete,
     every freed page is zeroed and the WAL checkpointed, so no copy of the file (a backup) holds the text. With
     ``owed`` (copies that must still forget them), an owed forget row in the same transaction keeps their ids,
-    message ids and texts until those copies confirm (:func:`settle_forget`)."""
+    message ids and texts until those copies confirm (:func:`settle_forget`); the WAL is then truncated when the
+    last one confirms (until then the texts are in the file anyway)."""
     ids = sorted(set(ids))
     kept: dict[int, tuple[str, str | None]] = {}
     owed_id = None
@@ -329,7 +330,8 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str, owed: l
             conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
             if summaries:
                 conn.execute("INSERT INTO summaries_fts(summaries_fts) VALUES ('optimize')")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if owed_id is None:  # else the owed forget, texts and all, is still here: settling it checkpoints
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.execute(f"PRAGMA secure_delete = {int(previous)}")
     return {"forgotten": sorted(found), "not_found": sorted(set(ids) - set(found)),
