@@ -243,12 +243,16 @@ class Flaky:
         return [TurnCopy("turn cache", "a cache server", "entries deleted", forget)]
 
 
-@pytest.mark.parametrize("plugin", ["sqlite", "memstore"])
-async def test_any_copy_that_fails_is_owed_and_the_next_forget_finishes_it(make_memory, plugin):
+@pytest.mark.parametrize("plugin", ["sqlite", "memstore", "postgres"])
+async def test_any_copy_that_fails_is_owed_and_the_next_forget_finishes_it(make_memory, plugin, request):
+    extra = {}
     if plugin == "memstore":
         pytest.importorskip("pps_memstore")
+    if plugin == "postgres":
+        pytest.importorskip("pps_postgres")
+        extra["postgres"] = request.getfixturevalue("postgres_section")("owed")
     flaky = Flaky()
-    memory = await make_memory(plugins=[plugin], extra_plugins=[flaky])
+    memory = await make_memory(plugins=[plugin], extra_plugins=[flaky], **extra)
     for text in ("first secret", "second", "third secret"):
         await memory.call("store_message", {"content": text, "author_name": "Ana", "channel": "web"})
     out = await memory.call("forget_turns", {"ids": [1, 3]})
