@@ -75,7 +75,7 @@ def read_lines(path: Path, start: int = 0) -> list[dict[str, Any]]:
             except ValueError:
                 continue
             if isinstance(entry, dict):
-                entries.append(drop_private_deep(entry))
+                entries.append(drop_private_deep(entry, strict=False))
     return entries
 
 
