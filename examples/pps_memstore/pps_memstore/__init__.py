@@ -73,9 +73,9 @@ class MemStore:
             if any(d in self.d["tombs"] for d in pps_turns.tombstones(t)):
                 acks.append(pps_turns.forgotten_ack(t))
                 continue
-            same = next((o for o in turns.values() if pps_turns.turn_digest(o) == pps_turns.turn_digest(t)
-                         and not (o["message_id"] and t.get("message_id"))), None)
-            if same:  # the same turn, back with another id (an export's) or none
+            same = next((o for o in turns.values() if t.get("message_id") and not o["message_id"]
+                         and pps_turns.turn_digest(o) == pps_turns.turn_digest(t)), None)
+            if same:  # the same turn, stored without an id, back with one (an export's)
                 acks.append({k: same[k] for k in ("id", "message_id", "created_at", "channel")})
                 continue
             row = {"id": max(turns, default=0) + 1, "message_id": t.get("message_id"), "content": t["content"],

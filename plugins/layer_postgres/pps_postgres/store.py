@@ -31,8 +31,8 @@ log = logging.getLogger("pps.postgres")
 COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
 SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
                    "summary_type, created_at, rewrite")
-#: One multi-row capture: new turns in input order, skipping message ids stored, turns stored already under another id
-#: or none (the same channel, author, time and content) and turns with a tombstone (``mark``: the message id's digest,
+#: One multi-row capture: new turns in input order, skipping message ids stored, turns stored without an id that come
+#: back with one (the same channel, author, time and content) and turns with a tombstone (``mark``: the message id's digest,
 #: ``key``: :func:`pps_turns.turn_digest`); summaries whose span strictly contains a new turn's time are flagged for
 #: rewrite ("backfill") and named in ``inside``.
 INSERT_BATCH = f"""
@@ -49,7 +49,7 @@ WITH batch AS (
       AND (b.message_id IS NULL OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_id = b.message_id))
       AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.created_at = b.created_at AND m.channel = b.channel
                                                  AND m.author_name = b.author_name AND m.content = b.content
-                                                 AND (m.message_id IS NULL OR b.message_id IS NULL))
+                                                 AND m.message_id IS NULL AND b.message_id IS NOT NULL)
     ORDER BY b.ord
     ON CONFLICT (message_id) DO NOTHING
     RETURNING {COLUMNS}
@@ -221,23 +221,23 @@ class PostgresStore:
 
     async def _store_now(self, batch):
         """One transaction of three statements, sent in one pipeline: the shared capture lock, then one multi-row
-        INSERT (``unnest`` of column arrays) that skips message ids already stored, turns stored already (the same
-        :func:`pps_turns.turn_digest`) and tombstoned ones, takes ids in input order (volatile ``nextval`` runs after
+        INSERT (``unnest`` of column arrays) that skips message ids already stored, turns stored without one that come
+        back with one (the same :func:`pps_turns.turn_digest`) and tombstoned ones, takes ids in input order (volatile ``nextval`` runs after
         the ORDER BY) and flags the summaries each new turn falls inside, all in one statement; then COMMIT
         (acknowledged once the WAL is flushed: ``synchronous_commit``). Only a repeat needs more queries (the first
         row, for its ack; or its tombstone)."""
         keys = [turn_digest(t) for t in batch]
         seen_mids: set[str] = set()
-        seen_keys: dict[str, list[str | None]] = {}  # turn digest -> the message ids it came with in the batch
-        fresh: list[int] = []  # the first of each message id and of each turn in the batch
+        plain_keys: set[str] = set()  # turns of the batch without a message_id, by turn digest
+        fresh: list[int] = []  # the first of each message id, and no turn the batch has without an id already
         for i, t in enumerate(batch):
             mid = t.get("message_id")
-            earlier = seen_keys.get(keys[i], [])
-            if (mid is not None and mid in seen_mids) or (earlier and (mid is None or None in earlier)):
+            if mid is not None and (mid in seen_mids or keys[i] in plain_keys):
                 continue
             if mid is not None:
                 seen_mids.add(mid)
-            seen_keys.setdefault(keys[i], []).append(mid)
+            else:
+                plain_keys.add(keys[i])
             fresh.append(i)
         cols: list[list[Any]] = [[] for _ in range(9)]
         for i in fresh:
@@ -254,7 +254,9 @@ class PostgresStore:
                 await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", (self.lock_key,))
                 cur = await conn.execute(INSERT_BATCH, (*cols, metas))
                 rows = await cur.fetchall()
-                inserted = {(turn_digest(row_to_turn(r)), r["message_id"]): r for r in rows}
+                inserted: dict[tuple[str, str | None], list[dict[str, Any]]] = {}  # in id order: the batch's order
+                for r in sorted(rows, key=lambda r: r["id"]):
+                    inserted.setdefault((turn_digest(row_to_turn(r)), r["message_id"]), []).append(r)
                 rest = [i for i in range(len(batch))
                         if i not in fresh_set or (keys[i], batch[i].get("message_id")) not in inserted]
                 by_mid = {r["message_id"]: r for r in rows if r["message_id"] is not None}
@@ -273,7 +275,8 @@ class PostgresStore:
                     found = await (await conn.execute(
                         "SELECT digest FROM forgotten_message_ids WHERE digest = ANY(%s)", (marks,))).fetchall()
                     forgotten = {r["digest"] for r in found}
-                    same = [i for i in rest if batch[i].get("message_id") not in by_mid]
+                    same = [i for i in rest if batch[i].get("message_id") is not None
+                            and batch[i]["message_id"] not in by_mid]
                     if same:
                         found = await (await conn.execute(
                             f"SELECT {COLUMNS} FROM messages WHERE (created_at, channel, author_name, content) IN "
@@ -289,7 +292,8 @@ class PostgresStore:
         new: list[dict[str, Any]] = []
         for i, t in enumerate(batch):
             mid = t.get("message_id")
-            row = inserted.get((keys[i], mid)) if i in fresh_set else None
+            group = inserted.get((keys[i], mid)) if i in fresh_set else None
+            row = group.pop(0) if group else None
             if row is not None:
                 turn = row_to_turn(row)
                 new.append(turn)
@@ -301,7 +305,7 @@ class PostgresStore:
             earlier = by_mid.get(mid) if mid is not None else None
             if earlier is None and not any(d in forgotten for d in tombstones(t)):
                 earlier = next((r for r in sorted(by_key.get(keys[i], []), key=lambda r: r["id"])
-                                if r["message_id"] is None or mid is None), None)
+                                if r["message_id"] is None and mid is not None), None)
             if earlier is not None:  # a repeat: answered as the first was
                 turn = row_to_turn(earlier)
                 acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})

@@ -44,8 +44,9 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
 
     ``created_at`` must already be canonical (the operations layer makes it so).
 
-    A turn whose ``message_id`` is already stored, or that is stored already under another id or none (the same
-    channel, author, time and content: :func:`pps_turns.turn_digest`), stores nothing and answers as the first did;
+    A turn whose ``message_id`` is already stored, or that was stored without one and comes back with one (the
+    same channel, author, time and content: :func:`pps_turns.turn_digest`), stores nothing and answers as the first
+    did;
     one with a tombstone (:func:`pps_turns.tombstones`) stores nothing and is acked as forgotten.
     """
     acks: list[dict[str, Any]] = []
@@ -63,11 +64,11 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
                             marks).fetchone():
                 acks.append(forgotten_ack(t))
                 continue
-            row = conn.execute(f"SELECT {COLUMNS} FROM messages WHERE created_at = ? AND channel = ? AND "
-                               "author_name = ? AND content = ? AND (message_id IS NULL OR ? IS NULL) "
-                               "ORDER BY id LIMIT 1", (t["created_at"], t["channel"], t["author_name"], t["content"],
-                                                       t.get("message_id"))).fetchone()
-            if row is not None:  # the same turn, back with an id (an export's) where it had none, or with none
+            row = None if t.get("message_id") is None else conn.execute(
+                f"SELECT {COLUMNS} FROM messages WHERE created_at = ? AND channel = ? AND author_name = ? AND "
+                "content = ? AND message_id IS NULL ORDER BY id LIMIT 1",
+                (t["created_at"], t["channel"], t["author_name"], t["content"])).fetchone()
+            if row is not None:  # the same turn, stored without an id, back with one (an export's, an importer's)
                 acks.append(_ack(row))
                 continue
             cur = conn.execute(

@@ -103,9 +103,10 @@ class TurnStore(Protocol):
         Returns (acks in input order, the turns newly stored, with their ids). An ack is ``{"id", "message_id",
         "created_at", "channel"}``, plus ``"inside_summaries": [ids]`` when the new turn's time falls strictly
         inside summaries' spans (those are flagged ``rewrite = "backfill"`` unless flagged already). A turn whose
-        ``message_id`` is already stored, or that is already stored without one or comes without one (the same
-        :func:`turn_digest`: the same channel, author, time and content; one earlier in the batch too; two
-        different message_ids are two turns), stores nothing and is acked as the first was. A turn with a tombstone (:func:`tombstones`: its ``message_id``'s
+        ``message_id`` is already stored, or that was stored without one and comes back with one (the same
+        :func:`turn_digest`: the same channel, author, time and content; one earlier in the batch too: what an
+        export re-imported sends), stores nothing and is acked as the first was (without a ``message_id`` a
+        repeat is a new turn; two different message_ids are two turns). A turn with a tombstone (:func:`tombstones`: its ``message_id``'s
         digest or its :func:`turn_digest`) stores nothing and is acked :func:`forgotten_ack`."""
         ...
 
