@@ -18,8 +18,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
-from .params import Text
-
 _TAG = re.compile(r"<\s*(/?)\s*private\s*>", re.IGNORECASE)
 
 #: What a text that was nothing but private spans keeps.
@@ -99,8 +97,16 @@ def drop_private_deep(value: Any, *, strict: bool = True) -> Any:
 #: :data:`pps_core.Text` and ``Field(max_length=...)`` as usual.
 Captured = Annotated[str, AfterValidator(drop_private)]
 
-#: :data:`pps_core.Text` (not blank, no NUL) captured from a channel: the content of a document a client writes.
-CapturedText = Annotated[Text, AfterValidator(drop_private)]
+def _text(value: str) -> str:  # as pps_core.params.Text (a sibling module: not imported)
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+#: As :data:`pps_core.Text` (not blank, no NUL), captured from a channel: the content of a document a client writes.
+CapturedText = Annotated[str, AfterValidator(_text), AfterValidator(drop_private)]
 
 #: JSON metadata captured from a channel: every string in it, keys included, filtered (keys that collide once
 #: filtered are refused: :class:`PrivateKeysCollide`, a 422 naming the parameter).
