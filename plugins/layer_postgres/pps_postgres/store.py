@@ -221,11 +221,11 @@ class PostgresStore:
 
     async def _store_now(self, batch):
         """One transaction of three statements, sent in one pipeline: the shared capture lock, then one multi-row
-        INSERT (``unnest`` of column arrays) that skips message ids already stored, turns stored without one that come
-        back with one (the same :func:`pps_turns.turn_digest`) and tombstoned ones, takes ids in input order (volatile ``nextval`` runs after
-        the ORDER BY) and flags the summaries each new turn falls inside, all in one statement; then COMMIT
-        (acknowledged once the WAL is flushed: ``synchronous_commit``). Only a repeat needs more queries (the first
-        row, for its ack; or its tombstone)."""
+        INSERT (``unnest`` of column arrays) that skips message ids already stored, turns stored without one that
+        come back with one (the same :func:`pps_turns.turn_digest`) and tombstoned ones, takes ids in input order
+        (volatile ``nextval`` runs after the ORDER BY) and flags the summaries each new turn falls inside, all in one
+        statement; then COMMIT (acknowledged once the WAL is flushed: ``synchronous_commit``). Only a repeat needs
+        more queries (the first row, for its ack; or its tombstone)."""
         keys = [turn_digest(t) for t in batch]
         seen_mids: set[str] = set()
         plain_keys: set[str] = set()  # turns of the batch without a message_id, by turn digest

@@ -65,8 +65,9 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
                 acks.append(forgotten_ack(t))
                 continue
             row = None if t.get("message_id") is None else conn.execute(
-                f"SELECT {COLUMNS} FROM messages WHERE created_at = ? AND channel = ? AND author_name = ? AND "
-                "content = ? AND message_id IS NULL ORDER BY id LIMIT 1",
+                # by its time (the planner would walk the message_id index over every turn stored without one)
+                f"SELECT {COLUMNS} FROM messages INDEXED BY idx_messages_created WHERE created_at = ? AND "
+                "channel = ? AND author_name = ? AND content = ? AND message_id IS NULL ORDER BY id LIMIT 1",
                 (t["created_at"], t["channel"], t["author_name"], t["content"])).fetchone()
             if row is not None:  # the same turn, stored without an id, back with one (an export's, an importer's)
                 acks.append(_ack(row))
