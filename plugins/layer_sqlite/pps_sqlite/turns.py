@@ -9,7 +9,8 @@ import json
 import sqlite3
 from typing import Any
 
-from pps_turns import forgotten_ack, tombstones
+from pps_turns import forgotten_ack
+from pps_turns import tombstones as turn_tombstones
 
 from pps_core.errors import Conflict
 from pps_core.textsearch import fts5_query
@@ -46,8 +47,7 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
 
     A turn whose ``message_id`` is already stored, or that was stored without one and comes back with one (the
     same channel, author, time and content: :func:`pps_turns.turn_digest`), stores nothing and answers as the first
-    did;
-    one with a tombstone (:func:`pps_turns.tombstones`) stores nothing and is acked as forgotten.
+    did; one with a tombstone (:func:`pps_turns.tombstones`) stores nothing and is acked as forgotten.
     """
     acks: list[dict[str, Any]] = []
     new: list[dict[str, Any]] = []
@@ -59,7 +59,7 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
                 if row is not None:
                     acks.append(_ack(row))
                     continue
-            marks = tombstones(t)
+            marks = turn_tombstones(t)
             if conn.execute(f"SELECT 1 FROM forgotten_message_ids WHERE digest IN ({','.join('?' * len(marks))})",
                             marks).fetchone():
                 acks.append(forgotten_ack(t))
@@ -281,13 +281,14 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict
     """Delete turns for good, in one transaction: the row, its FTS entry and vector (trigger, cascade); every
     summary that covered one (its text, FTS entry and vector), the turns it still covered going back to the
     backlog; authors nobody speaks as any more; the tombstones of each turn (what it is, and its message id). A
-    forget_log row records ids, time and who. Then the full-text indexes are merged (old segments still held the words) and, with secure_delete,
-    every freed page is zeroed and the WAL checkpointed, so no copy of the file (a backup) holds the text."""
+    forget_log row records ids, time and who. Then the full-text indexes are merged (old segments still held the
+    words) and, with secure_delete, every freed page is zeroed and the WAL checkpointed, so no copy of the file (a
+    backup) holds the text."""
     ids = sorted(set(ids))
     found: list[int] = []
     covering: set[int] = set()
     authors: set[str] = set()
-    marked: list[str] = []
+    tombstones: list[str] = []
     returned = covered_and_gone = 0
     previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
     conn.execute("PRAGMA secure_delete = ON")
@@ -302,9 +303,8 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict
                 covering.update(r[1] for r in rows if r[1] is not None)
                 covered_and_gone += sum(1 for r in rows if r[1] is not None)
                 authors.update(r[2] for r in rows)
-                marked += [d for r in rows for d in tombstones({"author_name": r[2], "message_id": r[3],
-                                                                 "channel": r[4], "created_at": r[5],
-                                                                 "content": r[6]})]
+                tombstones += [d for r in rows for d in turn_tombstones({
+                    "author_name": r[2], "message_id": r[3], "channel": r[4], "created_at": r[5], "content": r[6]})]
             summaries = sorted(covering)
             for k in range(0, len(summaries), 500):
                 chunk = summaries[k:k + 500]
@@ -318,7 +318,7 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict
                 chunk = summaries[k:k + 500]
                 conn.execute(f"DELETE FROM message_summaries WHERE id IN ({','.join('?' * len(chunk))})", chunk)
             conn.executemany("INSERT OR IGNORE INTO forgotten_message_ids (digest) VALUES (?)",
-                             [(d,) for d in marked])
+                             [(d,) for d in tombstones])
             conn.executemany("DELETE FROM authors WHERE name = ? AND NOT EXISTS "
                              "(SELECT 1 FROM messages WHERE author_name = ?)", [(a, a) for a in authors])
             if found:
