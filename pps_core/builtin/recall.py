@@ -26,6 +26,7 @@ from ..models import (
     StartupItems,
     item_json,
 )
+from ..privacy import Captured
 from ..render import SEPARATOR, Block
 from ..timeutil import now_utc
 from .budget import assemble
@@ -46,7 +47,7 @@ class AmbientRecallParams(BaseModel):
                          description="what is being talked about, or 'startup' for the startup package")
     limit_per_layer: int = Field(5, ge=0, le=100, description="results per layer (non-startup)")
     channel: str | None = Field(None, max_length=200, description="the caller's channel, e.g. 'terminal:abc'")
-    consumer_key: str | None = Field(None, max_length=200,
+    consumer_key: Captured | None = Field(None, max_length=200,
                                      description="the caller's read cursor: shows unread turns from other channels")
     budget: int | None = Field(None, ge=200, le=2_000_000,
                                description="most characters of text to return; what is left out is listed")

@@ -70,8 +70,13 @@ class MemStore:
             if old:
                 acks.append({k: old[k] for k in ("id", "message_id", "created_at", "channel")})
                 continue
-            if t.get("message_id") and pps_turns.message_id_digest(t["message_id"]) in self.d["tombs"]:
+            if any(d in self.d["tombs"] for d in pps_turns.tombstones(t)):
                 acks.append(pps_turns.forgotten_ack(t))
+                continue
+            same = next((o for o in turns.values() if t.get("message_id") and not o["message_id"]
+                         and pps_turns.turn_digest(o) == pps_turns.turn_digest(t)), None)
+            if same:  # the same turn, stored without an id, back with one (an export's)
+                acks.append({k: same[k] for k in ("id", "message_id", "created_at", "channel")})
                 continue
             row = {"id": max(turns, default=0) + 1, "message_id": t.get("message_id"), "content": t["content"],
                    "author_name": t["author_name"], "channel": t["channel"], "session_id": t.get("session_id"),
@@ -175,8 +180,7 @@ class MemStore:
         for i in found:
             t = turns.pop(i)
             self.d["tv"].pop(i, None)
-            if t["message_id"]:
-                self.d["tombs"].add(pps_turns.message_id_digest(t["message_id"]))
+            self.d["tombs"].update(pps_turns.tombstones(t))
         for t in turns.values():  # a summary that quoted a forgotten turn goes; its other turns: the backlog
             if t["summary_id"] in removed:
                 t["summary_id"] = None

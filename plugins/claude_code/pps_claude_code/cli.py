@@ -135,7 +135,8 @@ def cmd_import(args) -> int:
     with _client(args, settings) as client:
         report = importer.import_turns(client, turns, f"import {path.name}")
     added = "?" if report["added"] is None else report["added"]
-    print(f"read {report['read']} turns from {path}; {added} new (the rest were already stored); "
+    forgotten = f"{report['forgotten']} forgotten earlier, not stored again; " if report.get("forgotten") else ""
+    print(f"read {report['read']} turns from {path}; {added} new ({forgotten}the rest were already stored); "
           f"entity {settings.entity!r} now holds {report['total'] if report['total'] is not None else '?'} "
           f"turns (via {report['via']})")
     return 0

@@ -76,9 +76,9 @@ def cmd_import_chat(args) -> int:
     added = "?" if report["added"] is None else report["added"]
     total = "?" if report["total"] is None else report["total"]
     channels = len({t["channel"] for t in turns})
-    forgotten = f", {report['forgotten']} forgotten earlier, not stored again" if report["forgotten"] else ""
+    forgotten = f"{report['forgotten']} forgotten earlier, not stored again; " if report["forgotten"] else ""
     print(f"read {report['read']} messages in {channels} conversations ({len(conversations)} in the export) from "
-          f"{path}; {added} new (the rest were already stored{forgotten}); entity {settings.entity!r} now holds "
+          f"{path}; {added} new ({forgotten}the rest were already stored); entity {settings.entity!r} now holds "
           f"{total} turns (via {report['via']})")
     return 0
 

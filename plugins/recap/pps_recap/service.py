@@ -100,8 +100,8 @@ def _novelty_fn(memory: Memory, loop: asyncio.AbstractEventLoop):
 
 def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str | None, novelty: bool,
               loop: asyncio.AbstractEventLoop | None = None, progress=None, embed: bool = True):
-    """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds since
-    turns were last forgotten (:func:`store.readable_from`)."""
+    """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds but the
+    entries forgotten (:func:`store.read_plan`)."""
     from .pipeline import generate
     from .summarize import make_summarizer
 
@@ -111,7 +111,7 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
     embedder = memory.embedder if embed else None
     return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,
                     tz=memory.tz, chunk_tokens=rs.chunk_tokens, merge_threshold=rs.merge_threshold,
-                    progress=progress, start=store.readable_from(memory.settings, path))
+                    progress=progress, **store.read_plan(memory.settings, path))
 
 
 async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:
@@ -132,7 +132,8 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
                                     novelty=novelty and not p.fast, loop=loop, embed=not p.fast)
     written = None
     if p.write and recap.text:
-        saved = await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats, recap.start)
+        saved = await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats, recap.start,
+                                        recap.seen)
         written = str(saved) if saved else None
     return {
         "text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
@@ -188,7 +189,7 @@ class RecapLayer(Layer):
                           embed=False)  # inside the startup call's per-layer timeout: no model
         if not recap.text:
             return None
-        if store.save(settings, recap.text, newest, recap.stats, recap.start) is None:
+        if store.save(settings, recap.text, newest, recap.stats, recap.start, recap.seen) is None:
             return None  # turns were forgotten meanwhile
         return store.load(settings)
 

@@ -180,6 +180,23 @@ class TurnStoreContract:
         assert await store.owed_forgets() == []  # the texts went with the last copy
         assert await store.settle_forget(out["owed"], ["g/graph"]) == []  # unknown now: nothing owed
         assert [t["id"] for t in await store.turns_by_ids(ids)] == [ids[1]]
+    async def test_a_turn_is_known_by_what_it_says_whatever_id_it_comes_back_with(self, store: TurnStore) -> None:
+        """A turn stored without a message_id (plain ``store_message``) comes back from an export with a derived one
+        (``pps:<entity>:<id>``): kept, it is acked as the first and not stored twice; forgotten, it is tombstoned
+        by what it is (channel, author, time, content), so no id brings it back (issue 35 item 4)."""
+        _acks, new = await store.store([turn("kept words", at=at(1)), turn("zqgone words", at=at(2), author="Ana")])
+        kept, gone = new
+        again, fresh = await store.store([turn("kept words", at=at(1), message_id=f"pps:lyra:{kept['id']}")])
+        assert fresh == [] and again[0]["id"] == kept["id"]
+        await store.forget([gone["id"]], "tester", "ids")
+        for mid in (None, f"pps:lyra:{gone['id']}", "jsonl:0123"):
+            acks, fresh = await store.store([turn("zqgone words", at=at(2), author="Ana", message_id=mid)])
+            assert fresh == [] and acks[0]["id"] is None and acks[0]["forgotten"] is True, mid
+        acks, fresh = await store.store([turn("zqgone words", at=at(3), author="Ana")])  # said again, later: new
+        assert len(fresh) == 1 and acks[0]["id"] == fresh[0]["id"]
+        twice, fresh = await store.store([turn("same", at=at(4)), turn("same", at=at(4), message_id="x")])
+        assert len(fresh) == 1 and twice[0]["id"] == twice[1]["id"] == fresh[0]["id"]  # one batch: one turn
+        assert (await store.counts())["total"] == 3
 
     async def test_forget_tokens_are_single_use_and_bound_to_their_query(self, store: TurnStore) -> None:
         await store.save_forget_token("tok", "q1", [3, 4], expires_at=200.0, now=100.0)
