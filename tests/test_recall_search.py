@@ -20,9 +20,11 @@ async def test_all_layers_searched_and_fused(make_memory):
     assert {r["layer"] for r in out["results"]} == {"turns", "crystals", "notes"}
     assert {s["layer"]: s["status"] for s in out["layers"]} == {
         "turns": "ok", "crystals": "ok", "notes": "ok", "summaries": "ok"}
-    fused = [r["fused_score"] for r in out["results"]]
+    assert all(set(r) == {"layer", "content", "source", "score", "timestamp", "metadata"} for r in out["results"])
+    explained = await m.call("ambient_recall", {"context": "cedar beds", "limit_per_layer": 3, "explain": True})
+    fused = [r["fused_score"] for r in explained["results"]]
     assert fused == sorted(fused, reverse=True)
-    assert all("layer_score" in r["metadata"] for r in out["results"])
+    assert all("layer_score" in r["metadata"] for r in explained["results"])
     assert "Raw capture: " in out["text"] and "Crystals: " in out["text"] and "tax" not in out["text"]
 
 
