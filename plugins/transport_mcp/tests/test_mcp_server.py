@@ -17,7 +17,7 @@ PLUGINS = ["sqlite", "crystals"]
 
 async def test_tools_are_the_catalog(make_memory):
     memory = await make_memory(plugins=PLUGINS)
-    async with Client(create_server(memory)) as client:
+    async with Client(create_server(memory, tools="all")) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert list(tools) == memory.catalog.names()
     for op in memory.catalog:
