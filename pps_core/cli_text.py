@@ -142,6 +142,8 @@ def _hit_line(hit: dict[str, Any], tz: Any) -> str:
     body = " ".join(str(_body(hit)).split())
     parts.append(f"{who}: {body}" if who else body)
     tail = []
+    if isinstance(hit.get("match"), str):  # how it matched, when the layer says so
+        tail.append(f"by {hit['match']}" if hit["match"] in ("meaning", "words") else hit["match"])
     if isinstance(hit.get("score"), int | float):
         tail.append(f"score {hit['score']:.3g}")
     ident = hit.get("id", hit.get("source", hit.get("filename")))

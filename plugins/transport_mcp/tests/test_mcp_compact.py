@@ -40,6 +40,6 @@ async def test_ten_hits_without_explain_fit_in_3000_characters(make_memory):
     assert "[2026-11-25 19:00] [terminal:5f2c9a7e-1b2d-4c3e] Lyra: We should build" in line  # the entity's zone
     assert "score " in line and "id 1)" in line
     for hit in data["results"]:
-        assert set(hit) == {"id", "content", "author_name", "channel", "created_at", "score"}, hit
+        assert set(hit) == {"id", "content", "author_name", "channel", "created_at", "score", "match"}, hit
     assert "bm25" not in text and "coverage" not in json.dumps(data)
     assert all("bm25" in hit["scores"] for hit in explained.structured_content["results"])

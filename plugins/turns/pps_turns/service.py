@@ -175,10 +175,13 @@ class TurnDomain:
         return {**out, "results": [self._hit(r, p.explain) for r in results]}
 
     def _hit(self, r: Any, explain: bool) -> dict[str, Any]:
-        """A search hit: its id, content, author, channel, time and one score (the calibrated probability); the
+        """A search hit: its id, content, author, channel, time, one score (the calibrated probability) and how it
+        matched (``match``: strong, words, meaning or weak: retrieval.match_label); the
         caller's own metadata when it has some; the other fields and the signals of the score with ``explain``."""
         hit: dict[str, Any] = {"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
                                "channel": r.metadata.get("channel"), "created_at": r.timestamp, "score": r.score}
+        if r.signals and r.signals.get("match"):  # how it matched, in a word: the score alone reads as a percentage
+            hit["match"] = r.signals["match"]
         own = r.metadata.get("metadata") or {}
         if own or explain:
             hit["metadata"] = own
