@@ -44,7 +44,9 @@ class AmbientRecallParams(BaseModel):
     model_config = {"extra": "forbid"}
     context: str = Field(..., min_length=1, max_length=20_000,
                          description="what is being talked about, or 'startup' for the startup package")
-    limit_per_layer: int = Field(5, ge=0, le=100, description="results per layer (non-startup)")
+    limit_per_layer: int | None = Field(None, ge=0, le=100,
+                                        description="results per layer (non-startup); default: as many as the "
+                                                    "budget can show")
     channel: str | None = Field(None, max_length=200, description="the caller's channel, e.g. 'terminal:abc'")
     consumer_key: str | None = Field(None, max_length=200,
                                      description="the caller's read cursor: shows unread turns from other channels")
@@ -97,7 +99,7 @@ async def ambient_recall(memory: Memory, p: AmbientRecallParams) -> dict[str, An
     if is_startup:
         blocks, statuses, results, labels = await _startup_blocks(memory, p, seen)
     else:
-        blocks, statuses, results, labels = await _search_blocks(memory, p, seen)
+        blocks, statuses, results, labels = await _search_blocks(memory, p, seen, budget)
     if unread is not None:
         blocks = [_unread_block(memory, unread[0], unread[1], labels)] + blocks
     named = {s.layer for s in statuses}
@@ -274,10 +276,25 @@ def _quota_order(items: list[SectionItem], quotas: dict[str, int]) -> list[int]:
 # -- search ------------------------------------------------------------------------------------
 
 
-async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]) -> Blocks:
+#: Results per layer of a search that names no ``limit_per_layer``: the original five without a budget; with one,
+#: as many as a budget of this many characters each could show (a turn line is 100-300 characters), at most
+#: LIMIT_CAP. The budget then keeps the best of them in fused order: a 2,000-character answer is no longer five
+#: turns and 700 unused characters, nor a 4,000-character one the same five (issue 40; bench/locomo.py).
+DEFAULT_PER_LAYER = 5
+CHARS_PER_RESULT = 150
+LIMIT_CAP = 20
+
+
+def per_layer(budget: int | None) -> int:
+    if budget is None:
+        return DEFAULT_PER_LAYER
+    return max(DEFAULT_PER_LAYER, min(LIMIT_CAP, budget // CHARS_PER_RESULT))
+
+
+async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str], budget: int | None) -> Blocks:
     names = memory.settings.recall.layers or list(memory.layers)
     names = [n for n in names if memory.layer(n) is not None]
-    limit = p.limit_per_layer
+    limit = p.limit_per_layer if p.limit_per_layer is not None else per_layer(budget)
     budgets = memory.settings.recall.layer_budget_ms
     # every layer searches at once (each waits on its own store or model off the event loop), each within its budget
     outcomes = await asyncio.gather(
