@@ -92,7 +92,7 @@ def readable(answer: Any, tz: Any = None) -> str:
     entity's zone, when given), channel, author, the content, and its score and id; anything else is
     :func:`as_text`. Stored text is shown as text, never interpreted."""
     if isinstance(answer, dict) and isinstance(answer.get("text"), str):
-        return answer["text"]
+        return str(answer["text"])
     if not isinstance(answer, dict):
         return as_text(answer)
     lists = {k: v for k, v in answer.items()
@@ -120,13 +120,15 @@ def _body(hit: dict[str, Any]) -> str | None:
 def _when(value: Any, tz: Any) -> str | None:
     if not isinstance(value, str) or not value:
         return None
-    if tz is not None:
-        from .timeutil import render_minute
+    if tz is not None:  # the turn-line format of the startup package, in the entity's zone
+        from datetime import datetime
 
         try:
-            return render_minute(value, tz)
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if when.tzinfo is not None:
+                return when.astimezone(tz).strftime("%Y-%m-%d %H:%M")
         except ValueError:
-            return value
+            pass
     return value[:16].replace("T", " ")
 
 
