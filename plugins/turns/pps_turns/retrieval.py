@@ -451,7 +451,7 @@ def match_label(coverage: float, rare: bool, cosine: float | None, standout: boo
 
 
 def calibrate(ranked: list[tuple[int, float, dict]], texts: Mapping[int, str], terms: list[str],
-              weights: Weights, dense_on: bool, dense: Mapping[int, float] | None = None
+              weights: Weights, dense_on: bool, dense: Mapping[int, float] | None = None, lexical_on: bool = True
               ) -> list[tuple[int, float, dict]]:
     """Score fused candidates (``fuse_meta``'s output) with the calibrated probability; best first.
 
@@ -477,7 +477,8 @@ def calibrate(ranked: list[tuple[int, float, dict]], texts: Mapping[int, str], t
         ahead = lead(dense[i], best) if i in dense else 0.0
         standout = not matched[i] and ahead >= STANDOUT_LEAD and dense.get(i, 0.0) >= STANDOUT_COSINE
         score = max(p, STANDOUT) if standout else p
-        if dense_on:  # the absolute signals decide at the two ends: a match by meaning, a common word alone
+        if dense_on and lexical_on:  # the absolute signals decide at the two ends: a match by meaning, a common
+            # word alone (they correct the relative lexical half of the fused score: without one, nothing to correct)
             cosine = float(sig.get("dense") or 0.0)
             plain = CALIBRATION["plain_dense"]({"coverage": cov[i], "rare": x["rare"], "dense": cosine})
             if not matched[i] and cosine >= MEANING_MATCH:
