@@ -74,7 +74,9 @@ def session_of(dia_id: str) -> str:
     return dia_id.split(":")[0]
 
 
-def load(path: Path) -> list[dict]:
+def load(path: Path, adversarial: bool = False) -> list[dict]:
+    """Each conversation's turns and questions of categories 1-4 (and 5, the adversarial ones, with
+    ``adversarial``: only the session-level numbers read them)."""
     convs = []
     for sample in json.loads(path.read_text()):
         c = sample["conversation"]
@@ -92,7 +94,7 @@ def load(path: Path) -> list[dict]:
                               "metadata": {"dia_id": t["dia_id"], "session": n}})
         qs = [{"question": q["question"], "category": q["category"],
                "evidence": normalise_evidence(q.get("evidence"))} for q in sample["qa"]
-              if q["category"] in CATEGORIES or q["category"] == ADVERSARIAL]
+              if q["category"] in CATEGORIES or adversarial and q["category"] == ADVERSARIAL]
         convs.append({"id": sample.get("sample_id", str(len(convs))), "turns": turns, "questions": qs})
     return convs
 
@@ -322,7 +324,7 @@ def table(results: list[dict]) -> tuple[str, dict]:
 
 async def main_async(args) -> int:
     path = Path(args.file)
-    convs = load(path)
+    convs = load(path, adversarial=True)
     stores = {"sqlite": ({}, None)}
     if args.postgres:
         from pps_postgres.testing import start_postgres
