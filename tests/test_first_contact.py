@@ -89,7 +89,7 @@ def test_text_is_never_silently_ignored(tmp_path, entity):
     assert out.returncode == 0, out.stderr
     assert not out.stdout.lstrip().startswith("{")
     hit = out.stdout.splitlines()[1]  # a listing a person reads: one line per hit
-    assert hit.startswith("1. [") and "[t] J: the red kite  (score " in hit and hit.endswith(", id 1)"), out.stdout
+    assert hit.startswith("1. [") and "[t] J: the red kite  (strong, score " in hit and hit.endswith(", id 1)"), out.stdout
     assert "bm25" not in out.stdout and "coverage" not in out.stdout  # the signals only with explain
 
 
