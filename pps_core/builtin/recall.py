@@ -383,5 +383,6 @@ def pps_operations(memory: Memory) -> list[Operation]:
             "Recall memory for the current moment. context='startup' returns the startup package "
             "(recency, no search): clock, memory health, manifest, and each layer's startup section (the newest "
             "crystals, word-photos and summaries, ALL unsummarized turns with the default plugins). Any other "
-            "context searches every layer concurrently and returns fused, ranked results. Optional budget caps "
-            "the characters returned and lists what was left out with the call that fetches it."))]
+            "context searches every layer concurrently and returns fused, ranked results. The answer stays within a "
+            "budget of characters (default from pps.toml; budget=0 for everything) and lists what was left out "
+            "with the call that fetches it."))]
