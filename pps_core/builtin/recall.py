@@ -45,8 +45,7 @@ class AmbientRecallParams(BaseModel):
     context: str = Field(..., min_length=1, max_length=20_000,
                          description="what is being talked about, or 'startup' for the startup package")
     limit_per_layer: int | None = Field(None, ge=0, le=100,
-                                        description="results per layer (non-startup); default: as many as the "
-                                                    "budget can show")
+                                        description="results per layer (default: what the budget can show)")
     channel: str | None = Field(None, max_length=200, description="the caller's channel, e.g. 'terminal:abc'")
     consumer_key: str | None = Field(None, max_length=200,
                                      description="the caller's read cursor: shows unread turns from other channels")
