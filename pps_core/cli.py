@@ -326,9 +326,15 @@ def cmd_call(args: argparse.Namespace) -> int:
         return 2
     result = _run_call(args, args.operation, params)
     if args.text:
-        from .cli_text import as_text
+        from zoneinfo import ZoneInfo
 
-        print(result["text"] if isinstance(result, dict) and isinstance(result.get("text"), str) else as_text(result))
+        from .cli_text import readable
+
+        try:
+            tz = ZoneInfo(_settings(args).timezone)
+        except Exception:  # a listing in UTC rather than none
+            tz = None
+        print(readable(result, tz))
     else:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0

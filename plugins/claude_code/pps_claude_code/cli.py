@@ -49,8 +49,8 @@ def add_commands(cli) -> None:
     p.add_argument("--user-name", help="your name, as your prompts are stored (default: $USER)")
     p.add_argument("--settings", help="Claude Code settings file (default: ~/.claude/settings.json)")
     p.add_argument("--no-mcp", action="store_true", help="do not register the MCP server")
-    p.add_argument("--tools", default="essential", help="MCP tool profile: essential, all, or a comma list "
-                                                        "(default: essential)")
+    p.add_argument("--tools", default=None, help="MCP tool profile: essential, all, or a comma list "
+                                                 "(default: [mcp] tools of pps.toml, itself essential by default)")
     p.add_argument("--prompt-recall", action="store_true", help="inject relevant memories on every prompt")
 
 

@@ -146,7 +146,7 @@ class RawCaptureLayer(Layer):
         self.record_latency(started)
         results = [turn_result(t, score=t["score"]) for t in found]
         for r, t in zip(results, found, strict=True):
-            r.metadata["scores"] = t["signals"]  # the signals that made the score: bm25, dense, coverage, ...
+            r.signals = t["signals"]  # the signals that made the score: bm25, dense, coverage, ... (explain)
         return results
 
     async def recent(self, limit: int) -> list[SearchResult]:
@@ -265,7 +265,7 @@ class SummariesLayer(Layer):
         self.record_latency(started)
         results = [summary_result(s, s["score"]) for s in found]
         for r, s in zip(results, found, strict=True):
-            r.metadata["scores"] = s["signals"]
+            r.signals = s["signals"]
         return results
 
     async def recent(self, limit: int) -> list[SearchResult]:

@@ -74,6 +74,7 @@ class SearchParams(_Params):
                                     description="the floor: only results whose calibrated score (the probability "
                                                 "that it is relevant) is at least this; default the layer's "
                                                 "[recall] min_score; 0 lists every candidate")
+    explain: bool = Field(False, description="add each result's scoring signals")
 
 
 class SummarizeParams(_Params):

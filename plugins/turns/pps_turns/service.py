@@ -180,12 +180,24 @@ class TurnDomain:
             said = (f"{pending} turns have no vector yet, so this search found them by their words only; they are "
                     f"embedded in the background and by each search, or all at once with `pps reindex`")
             out["note"] = f"{out['note']}; {said}" if "note" in out else said
-        return {**out, "results": [{"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
-                             "channel": r.metadata.get("channel"), "session_id": r.metadata.get("session_id"),
-                             "message_id": r.metadata.get("message_id"), "summary_id": r.metadata.get("summary_id"),
-                             "created_at": r.timestamp, "local_time": render_iso_local(r.timestamp, self.memory.tz),
-                             "score": r.score, "scores": r.metadata.get("scores"),
-                             "metadata": r.metadata.get("metadata") or {}} for r in results]}
+        return {**out, "results": [self._hit(r, p.explain) for r in results]}
+
+    def _hit(self, r: Any, explain: bool) -> dict[str, Any]:
+        """A search hit: its id, content, author, channel, time, one score (the calibrated probability) and how it
+        matched (``match``: strong, words, meaning or weak: retrieval.match_label); the
+        caller's own metadata when it has some; the other fields and the signals of the score with ``explain``."""
+        hit: dict[str, Any] = {"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
+                               "channel": r.metadata.get("channel"), "created_at": r.timestamp, "score": r.score}
+        if r.signals and r.signals.get("match"):  # how it matched, in a word: the score alone reads as a percentage
+            hit["match"] = r.signals["match"]
+        own = r.metadata.get("metadata") or {}
+        if own or explain:
+            hit["metadata"] = own
+        if explain:
+            hit.update(session_id=r.metadata.get("session_id"), message_id=r.metadata.get("message_id"),
+                       summary_id=r.metadata.get("summary_id"),
+                       local_time=render_iso_local(r.timestamp, self.memory.tz), scores=r.signals)
+        return hit
 
     async def poll_channels(self, p: PollParams) -> dict[str, Any]:
         found = await self._open_store().poll(p.consumer_key, p.channel, p.limit)
@@ -240,7 +252,8 @@ class TurnDomain:
         return {"query": p.query, "count": len(results), "min_score": floor,
                 **self._nothing(results, floor, "summary"),
                 "results": [{"id": int(r.source.split()[-1]), "summary_text": r.content, "score": r.score,
-                             "time_span_end": r.timestamp, **r.metadata} for r in results]}
+                             "time_span_end": r.timestamp, **r.metadata,
+                             **({"scores": r.signals} if p.explain else {})} for r in results]}
 
     async def summary_stats(self, _p: NoParams) -> dict[str, Any]:
         return await self._open_store().summary_stats()
