@@ -26,6 +26,7 @@ from .lineage import Lineage, undeclared_observers
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
 from .plugins import build_plugin_manager
+from .privacy import reset_secret_scanner, use_secret_scanner
 from .ranking import Ranker
 from .settings import EntitySettings, load_settings
 
@@ -169,6 +170,8 @@ class Memory:
                  plugin_manager: pluggy.PluginManager | None = None, lazy: bool = False,
                  glance: bool = False) -> None:
         self.settings = settings
+        #: The capture filter's secret detector for this entity (``[privacy]``), active in every call it serves.
+        self.secret_scanner = settings.privacy.scanner()
         #: Built by the caller for these settings (``pps serve`` builds one per process start), else at open.
         self._given_pm = plugin_manager
         self.home: Path = Path(settings.home)
@@ -208,6 +211,9 @@ class Memory:
     async def open(self) -> Memory:
         if self.opened:
             return self
+        # What opening starts in the background (upkeep, a recap reading session logs) filters with this entity's
+        # detector: tasks copy the context they are created in.
+        use_secret_scanner(self.secret_scanner)
         if not self.glance:  # a glance creates nothing, not even the entity's folder
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
@@ -447,6 +453,7 @@ class Memory:
         started = time.perf_counter()
         status = 500
         validated = None
+        scanner = use_secret_scanner(self.secret_scanner)  # the one capture filter, with this entity's [privacy]
         try:
             validated = op.validate(params)
             if self.glance and not op.read_only:
@@ -473,6 +480,7 @@ class Memory:
             status = mapped.status
             raise mapped from exc
         finally:
+            reset_secret_scanner(scanner)
             self.events.operation_called(name=name, params={} if validated is None else validated.model_dump(mode="json"),
                                          ok=status == 200, ms=(time.perf_counter() - started) * 1000,
                                          status=status)

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 from .errors import ConfigError
 from .models import SectionConfig
 from .params import StorePath
+from .privacy import SecretPatternError, SecretScanner
 
 _FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("pps_file_values",
                                                                                     default=None)
@@ -86,6 +87,28 @@ class BackupConfig(BaseModel):
                                     description="absolute folders outside the home where archives may be written")
 
 
+class PrivacyConfig(BaseModel):
+    """``[privacy]``: what the one capture filter replaces besides ``<private>`` spans (pps_core.privacy)."""
+
+    secrets: bool = Field(True, description="replace detected secrets (API keys, tokens, private keys, passwords "
+                                            "assigned in text) by [secret:<kind>] before anything is stored")
+    secret_patterns: dict[str, str] = Field(
+        default_factory=dict, description="name -> regex of more secrets to replace by [secret:<name>] (a group "
+                                          "named 'secret' replaces only that part)")
+
+    @field_validator("secret_patterns")
+    @classmethod
+    def _valid_patterns(cls, v: dict[str, str]) -> dict[str, str]:
+        try:
+            SecretScanner.build(v)
+        except SecretPatternError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    def scanner(self) -> SecretScanner:
+        return SecretScanner.build(self.secret_patterns, enabled=self.secrets)
+
+
 def _system_timezone() -> str:
     tz = os.environ.get("TZ")
     if tz and "/" in tz:
@@ -154,6 +177,7 @@ class EntitySettings(PluginSettings):
     rankers: dict[str, list[str]] = Field(default_factory=dict, description="layer -> ranker names, in order")
     limits: Limits = Field(default_factory=Limits)
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
 
     @field_validator("timezone")
     @classmethod
