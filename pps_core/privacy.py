@@ -103,9 +103,29 @@ BUILTIN_SECRET_PATTERNS: dict[str, str] = {
                     r"|(?i:\bbearer\s+)(?P<secret2>(?=[A-Za-z0-9._~+/-]*\d)(?=[A-Za-z0-9._~+/-]*[A-Za-z])"
                     r"[A-Za-z0-9._~+/-]{20,}=*)",
     "url-password": r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@\[\]]{1,100}:(?P<secret>[^\s:/@\[\]]{3,200})@",
-    "assigned-secret": r"(?i:(?<![\[\w.-])[A-Za-z0-9_.-]{0,40}" + _KEYWORD + r"[A-Za-z0-9_.-]{0,40}[\"']?\s*(?::=|=>|=|:)\s*"
-                       r"[\"']?)(?P<secret>[^\s\"'`,;<>()\[\]{}$%]{8,200})",
+    "assigned-secret": r"(?i:(?<!\[)" + _KEYWORD + r"[A-Za-z0-9_.-]{0,40}[\"']?[ \t]*(?::=|=>|=|:)[ \t]*[\"']?)"
+                       r"(?P<secret>[^\s\"'`,;<>()\[\]{}$%]{8,200})",
 }
+
+#: Lowercase words one of which a text must hold for a built-in pattern to run at all (a substring test is far
+#: cheaper than a regex: ordinary text runs none of them).
+_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "private-key": ("private key",),
+    "aws-access-key": ("akia", "asia", "abia", "acca", "a3t"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "anthropic-key": ("sk-ant-",),
+    "openai-key": ("sk-",),
+    "slack-token": ("xox",),
+    "slack-webhook": ("hooks.slack.com",),
+    "google-api-key": ("aiza",),
+    "stripe-key": ("k_live_", "k_test_"),
+    "jwt": ("eyj",),
+    "bearer-token": ("bearer", "authorization"),
+    "url-password": ("://",),
+    "assigned-secret": ("pass", "pwd", "secret", "token", "key", "credential"),
+}
+
+_ANY_TRIGGER = re.compile("|".join(re.escape(w) for w in sorted({w for ws in _TRIGGERS.values() for w in ws})))
 
 #: Checks a candidate must pass besides its regex (the value must look random, not like a word).
 _CHECKS: dict[str, Callable[[str], bool]] = {}
@@ -147,15 +167,16 @@ class SecretPatternError(ValueError):
 class SecretScanner:
     """Named regexes whose matches are replaced by ``[secret:<name>]``. ``enabled=False`` changes nothing."""
 
-    patterns: tuple[tuple[str, re.Pattern[str]], ...] = ()
+    patterns: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = ()
     enabled: bool = True
-    _combined: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    #: The patterns that run on every text (the added ones: they name no trigger words).
+    always: tuple[tuple[str, re.Pattern[str]], ...] = field(default=(), compare=False, repr=False)
 
     @classmethod
     def build(cls, added: Mapping[str, str] | None = None, *, enabled: bool = True) -> SecretScanner:
         """The built-in patterns, then ``added`` (name -> regex; a bad name or regex is a
         :class:`SecretPatternError`, as is a regex that matches empty text)."""
-        compiled = [(name, re.compile(rx)) for name, rx in BUILTIN_SECRET_PATTERNS.items()]
+        compiled = [(name, re.compile(rx), _TRIGGERS[name]) for name, rx in BUILTIN_SECRET_PATTERNS.items()]
         for name, rx in (added or {}).items():
             if not SECRET_NAME.match(name):
                 raise SecretPatternError(f"secret pattern name {name!r}: use lowercase letters, digits and '-' "
@@ -166,15 +187,22 @@ class SecretScanner:
                 raise SecretPatternError(f"secret pattern {name!r} is not a valid regex: {exc}") from None
             if pattern.fullmatch(""):
                 raise SecretPatternError(f"secret pattern {name!r} matches empty text: it would match everywhere")
-            compiled.append((name, pattern))
-        # One alternation finds where any pattern starts (one pass over the text; most texts have no match).
-        combined = re.compile("|".join(f"(?:{_unnamed(p.pattern)})" for _, p in compiled))
-        return cls(tuple(compiled), enabled, combined)
+            compiled.append((name, pattern, ()))  # an added pattern always runs
+        return cls(tuple(compiled), enabled, tuple((n, p) for n, p, words in compiled if not words))
+
+    def _running(self, text: str) -> list[tuple[str, re.Pattern[str]]]:
+        low = text.lower()
+        if _ANY_TRIGGER.search(low) is None:  # one pass: ordinary text holds none of the words
+            return list(self.always)
+        return [(name, pattern) for name, pattern, words in self.patterns
+                if not words or any(w in low for w in words)]
 
     def redact(self, text: str) -> str:
-        if not self.enabled or not text or self._combined is None or not self._combined.search(text):
+        if not self.enabled or not text:
             return text
-        for name, pattern in self.patterns:
+        if not self.always and _ANY_TRIGGER.search(text.lower()) is None:  # the common case, at once
+            return text
+        for name, pattern in self._running(text):
             check = _CHECKS.get(name)
             text = pattern.sub(lambda m, n=name, c=check: _replace(m, n, c), text)  # type: ignore[misc]
         return text
@@ -184,17 +212,12 @@ class SecretScanner:
         if not self.enabled:
             return []
         found = []
-        for name, pattern in self.patterns:
+        for name, pattern in self._running(text):
             check = _CHECKS.get(name)
             for m in pattern.finditer(text):
                 if _replace(m, name, check) != m.group(0):
                     found.append(name)
         return found
-
-
-def _unnamed(rx: str) -> str:
-    """``rx`` with its named groups unnamed (an alternation of patterns cannot name one group twice)."""
-    return re.sub(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>", "(", rx)
 
 
 def _replace(m: re.Match[str], name: str, check: Callable[[str], bool] | None) -> str:

@@ -143,7 +143,7 @@ def test_privacy_secrets_false_keeps_them_and_an_added_pattern_is_replaced(tmp_p
                   json.dumps({"content": f"key {key} and {acme}", "author_name": "Jeff", "channel": "web"}), env=env)
     assert hits(root / "off", [key, acme]) != {}  # off: stored as said
     listed = pps(root, "call", "--entity", "acme", "list_turns", "{}", env=env).stdout
-    assert f"key [secret:aws-access-key] and acme_[secret:acme-key]" in listed, listed
+    assert "key [secret:aws-access-key] and acme_[secret:acme-key]" in listed, listed
     assert hits(root / "acme", [key, acme]) == {}
     assert out.returncode == 0
 
