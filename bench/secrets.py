@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 

@@ -100,9 +100,9 @@ def cmd_export(args) -> int:
 
 
 def cmd_import_pps(args) -> int:
-    from .restore import RestoreError, restore_entity
-
     from pps_core.privacy import use_secret_scanner
+
+    from .restore import RestoreError, restore_entity
 
     settings = _settings(args)
     use_secret_scanner(settings.privacy.scanner())  # the files read here pass the entity's own capture filter
