@@ -141,19 +141,18 @@ def _entropy(value: str) -> float:
 
 
 def _looks_random(value: str) -> bool:
-    """An assigned value that is a secret, not a word, a name or a placeholder: letters with digits or symbols (or
-    both cases over 20 characters), not a repeat (``xxxxxxxx``), at least 3 bits of entropy per character."""
+    """An assigned value that is a secret, not a word, a name, code or a placeholder: letters and digits (or both
+    cases over 20 characters), nearly as random as its length allows (at least ``min(3, 0.85 * log2(length))``
+    bits of entropy per character: not a repeat like ``xxxx1111``).
+    ``request.form`` and ``os.environ.get`` (code naming where a secret comes from) are kept."""
     if value.lower() in {"password", "changeme", "redacted", "required", "optional", "none", "null", "true", "false"}:
         return False
     has_digit = any(c.isdigit() for c in value)
     has_alpha = any(c.isalpha() for c in value)
-    has_symbol = any(not c.isalnum() for c in value)
     mixed_case = any(c.islower() for c in value) and any(c.isupper() for c in value)
-    if value.isdigit() or not (has_digit or has_symbol or (mixed_case and len(value) >= 20)):
+    if not has_alpha or not (has_digit or (mixed_case and len(value) >= 20)):
         return False
-    if not has_alpha and not has_digit:
-        return False
-    return _entropy(value) >= 3.0
+    return _entropy(value) >= min(3.0, 0.85 * math.log2(len(value)))
 
 
 _CHECKS["assigned-secret"] = _looks_random

@@ -63,7 +63,9 @@ def test_each_known_kind_of_secret_becomes_its_marker(kind):
 def test_words_that_only_look_like_secret_names_are_kept():
     for text in ("password: forgotten again", "the bearer of bad news", "my secret: meditation", "token=abcdefgh",
                  "sk-learn is great", "commit 3f2a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a",
-                 "uuid 123e4567-e89b-12d3-a456-426614174000", "Secret: I've been painting again!"):
+                 "uuid 123e4567-e89b-12d3-a456-426614174000", "Secret: I've been painting again!",
+                 'password = request.form["password"]', 'api_key = os.environ.get("KEY")', "token: 2024-01-05",
+                 "DB_PASSWORD=${DB_PASSWORD}", "password: xxxxxxxxxxxx"):
         assert drop_private(text) == text
 
 
