@@ -181,3 +181,28 @@ def test_the_public_locomo_file_passes_the_filter_unchanged():
         pytest.skip(f"{path}: the public LoCoMo file is not on this machine")
     data = json.loads(path.read_text(encoding="utf-8"))
     assert drop_private_deep(data, strict=False) == data
+
+
+def test_a_key_in_a_session_log_reaches_neither_the_llm_nor_the_recap(tmp_path):
+    """The recap's transcript reader passes the same filter: a key the assistant echoed in a Claude Code session
+    is never sent to the [llm] (which echoes whatever it is sent into the recap it writes) nor saved."""
+    from pps_core.testing.scripted_llm import ScriptedLLM
+
+    key, token = aws_key(), github_token()
+    session = "7a1c2b3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+    log = tmp_path / f"{session}.jsonl"
+    lines = [transcript_line(f"set up the bucket, the key is {key}", session),
+             {**transcript_line("", session), "type": "assistant", "uuid": "00000000-0000-4000-8000-000000000002",
+              "message": {"role": "assistant", "content": [{"type": "text", "text": f"Done: gh auth with {token}"}]}}]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    root = tmp_path / "root"
+    with ScriptedLLM(lambda messages: "Recap: " + json.dumps(messages)[-3000:]) as llm:
+        init_entity(root, "lyra", "sqlite,recap", "[llm]", f'base_url = "{llm.base_url}"', 'model = "scripted"',
+                    'api_key = "test"')
+        out = pps(root, "recap", "--entity", "lyra", str(log), "--save", "--quiet", check=False,
+                  env=pps_env(root, PPS_CLAUDE_CODE_AUTOSTART="false"))
+        assert out.returncode == 0, out.stderr
+        sent = json.dumps(llm.requests)
+    assert llm.requests and "[secret:aws-access-key]" in sent  # the log was read and sent, its keys replaced
+    assert key not in sent and token not in sent
+    assert hits(root, [key, token]) == {}
