@@ -256,7 +256,8 @@ def redact_secrets(text: str) -> str:
 
 
 class PrivateKeysCollide(ValueError):
-    """Two keys of one JSON object are the same once their private spans are dropped: one value would be lost."""
+    """Two keys of one JSON object are the same once filtered (private spans dropped, secrets replaced): one value
+    would be lost."""
 
 
 def drop_private_deep(value: Any, *, strict: bool = True) -> Any:
@@ -274,8 +275,9 @@ def drop_private_deep(value: Any, *, strict: bool = True) -> Any:
             key = drop_private_deep(k, strict=strict)
             if key in out:
                 if strict:
-                    raise PrivateKeysCollide(f"two keys are the same once their <private> spans are dropped "
-                                             f"({key!r}): one value would be lost; rename one of them")
+                    raise PrivateKeysCollide(f"two keys are the same once filtered (<private> spans dropped, "
+                                             f"secrets replaced) ({key!r}): one value would be lost; rename one of "
+                                             "them")
                 n = 2
                 while f"{key} ({n})" in out:
                     n += 1

@@ -206,3 +206,15 @@ def test_a_key_in_a_session_log_reaches_neither_the_llm_nor_the_recap(tmp_path):
     assert llm.requests and "[secret:aws-access-key]" in sent  # the log was read and sent, its keys replaced
     assert key not in sent and token not in sent
     assert hits(root, [key, token]) == {}
+
+
+async def test_metadata_keys_that_differ_only_by_their_secrets_are_refused_without_naming_them(make_memory):
+    from pps_core.errors import InvalidParams
+
+    m = await make_memory(plugins=["sqlite"])
+    a, b = github_token(), github_token()
+    with pytest.raises(InvalidParams, match="metadata") as err:
+        await m.call("store_message", {"content": "x", "author_name": "Jeff", "channel": "web",
+                                       "metadata": {f"auth {a}": 1, f"auth {b}": 2}})
+    assert "auth [secret:github-token]" in str(err.value)
+    assert a not in str(err.value) and b not in str(err.value)
