@@ -231,3 +231,30 @@ def test_the_approval_page_needs_the_owners_token_and_its_own_form(two):
     bad_target = {**query, "resource": f"{base}/entities/b/mcp"}  # a's server grants nothing for b
     answer = httpx.get(f"{base}/entities/a/oauth/authorize", params=bad_target)
     assert answer.status_code == 302 and "error=invalid_target" in answer.headers["location"]
+
+
+def test_grants_survive_a_restart_and_oauth_can_be_turned_off(tmp_path):
+    pps(tmp_path, "init", "--entity", "a", "--plugins", "crystals,mcp,http", "--timezone", "UTC")
+    srv = start_server(tmp_path, "--entity", "a")
+    try:
+        client = register(srv.url, "a")
+        verifier, challenge = pkce()
+        code = code_for(srv.url, "a", client, challenge, srv.token("a"))
+        tokens = exchange(srv.url, "a", client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT,
+                          code_verifier=verifier).json()
+    finally:
+        srv.stop()
+    srv = start_server(tmp_path, "--entity", "a")  # a new process, the same home
+    try:
+        assert mcp_status(f"{srv.url}/mcp", tokens["access_token"]).status_code == 200
+        refreshed = exchange(srv.url, "a", client, grant_type="refresh_token", refresh_token=tokens["refresh_token"])
+        assert refreshed.status_code == 200, refreshed.text
+    finally:
+        srv.stop()
+    srv = start_server(tmp_path, "--entity", "a", "--no-oauth")
+    try:
+        assert mcp_status(f"{srv.url}/mcp", refreshed.json()["access_token"]).status_code == 401
+        assert httpx.get(f"{srv.url}/.well-known/oauth-protected-resource/mcp").status_code == 404
+        assert mcp_status(f"{srv.url}/mcp", srv.token("a")).status_code == 200
+    finally:
+        srv.stop()
