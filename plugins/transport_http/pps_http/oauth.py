@@ -5,10 +5,9 @@ SDK's bearer middleware in front of the endpoint, which also admits the entity's
 
 The entity's owner approves a client once, on a small page that asks for the entity's token. Each entity has its
 own authorization server and its own state (``<home>/oauth.json``, 0600, atomic writes): a token issued for one
-entity is unknown to every other. Codes, access and refresh tokens are stored as SHA-256 hashes only (they are
-random, 256 bits); client secrets are stored as issued, since the SDK compares them as given, and grant nothing
-alone (every token needs the owner's approval). Only entities that have a token get OAuth: an entity without
-one is open on loopback and has nothing to approve with.
+entity is unknown to every other. Client secrets, codes, access and refresh tokens are stored as SHA-256 hashes
+only (they are random, 256 bits). Only entities that have a token get OAuth: an entity without one is open on
+loopback and has nothing to approve with.
 """
 
 from __future__ import annotations
@@ -30,6 +29,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from mcp.server.auth.handlers.metadata import MetadataHandler
+from mcp.server.auth.handlers.revoke import RevocationHandler
+from mcp.server.auth.handlers.token import TokenHandler
+from mcp.server.auth.middleware.client_auth import ClientAuthenticator
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -40,6 +42,8 @@ from mcp.server.auth.provider import (
     construct_redirect_uri,
 )
 from mcp.server.auth.routes import (
+    REVOCATION_PATH,
+    TOKEN_PATH,
     build_metadata,
     build_resource_metadata_url,
     cors_middleware,
@@ -144,8 +148,10 @@ class _Provider:
 
                     raise RegistrationError("invalid_client_metadata", "too many clients registered")
                 del clients[idle[0][1]]
-            clients[client_info.client_id] = {"info": client_info.model_dump(mode="json"),
-                                              "registered": time.time(), "approved": False}
+            info = client_info.model_dump(mode="json")
+            if info.get("client_secret"):  # the client was told its secret; only its hash is kept
+                info["client_secret"] = _hash(info["client_secret"])
+            clients[client_info.client_id] = {"info": info, "registered": time.time(), "approved": False}
 
         self.store.change(add)
 
@@ -254,6 +260,43 @@ def _drop_grant(data: dict, grant: str) -> None:
         data[kind] = {k: v for k, v in data[kind].items() if v.get("grant") != grant}
 
 
+class _PresentedSecret:
+    """What the SDK's client authenticator sees of a client: the stored secret is a hash, so the client is shown
+    with the secret it presented when that hashes to the stored one, and with a random one otherwise."""
+
+    def __init__(self, provider: _Provider, presented: str | None) -> None:
+        self.provider = provider
+        self.presented = presented
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        client = await self.provider.get_client(client_id)
+        if client is None or not client.client_secret:
+            return client
+        matches = self.presented is not None and hmac.compare_digest(_hash(self.presented).encode(),
+                                                                      client.client_secret.encode())
+        return client.model_copy(update={"client_secret": self.presented if matches else secrets.token_hex(32)})
+
+
+class _Authenticator(ClientAuthenticator):
+    """The SDK's ``ClientAuthenticator`` over hashed client secrets (see :class:`_PresentedSecret`)."""
+
+    async def authenticate_request(self, request: Request) -> OAuthClientInformationFull:
+        form = await request.form()
+        presented = form.get("client_secret")
+        header = request.headers.get("authorization", "")
+        if header[:6].lower() == "basic ":
+            import base64
+            import binascii
+            from urllib.parse import unquote
+
+            try:
+                presented = unquote(base64.b64decode(header[6:]).decode().partition(":")[2])
+            except (ValueError, UnicodeDecodeError, binascii.Error):
+                presented = None  # the SDK answers the malformed header itself
+        view = _PresentedSecret(self.provider, presented if isinstance(presented, str) else None)  # type: ignore[arg-type]
+        return await ClientAuthenticator(view).authenticate_request(request)  # type: ignore[arg-type]
+
+
 class _Verifier:
     """The SDK's ``TokenVerifier``: an access token this entity's server issued, or the entity's static token."""
 
@@ -321,11 +364,15 @@ class EntityOAuth:
         revocation = RevocationOptions(enabled=True)
         prefix = urlsplit(self.issuer).path
         routes: list[Route] = []
+        authenticator = _Authenticator(self.provider)  # type: ignore[arg-type]
+        own = {TOKEN_PATH: TokenHandler(self.provider, authenticator).handle,  # type: ignore[arg-type]
+               REVOCATION_PATH: RevocationHandler(self.provider, authenticator).handle}  # type: ignore[arg-type]
         for route in create_auth_routes(self.provider, issuer, client_registration_options=registration,
                                         revocation_options=revocation):
             if route.path == "/.well-known/oauth-authorization-server":
                 continue  # served at the well-known path for an issuer with a path, below
-            routes.append(Route(prefix + route.path, route.endpoint, methods=route.methods))
+            endpoint = cors_middleware(own[route.path], ["POST", "OPTIONS"]) if route.path in own else route.endpoint
+            routes.append(Route(prefix + route.path, endpoint, methods=route.methods))
         metadata = build_metadata(issuer, None, registration, revocation)
         handler = cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"])
         for path in (f"/.well-known/oauth-authorization-server{prefix}", f"{prefix}/.well-known/oauth-authorization-server"):

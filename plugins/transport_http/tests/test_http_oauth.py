@@ -91,6 +91,9 @@ def code_for(base: str, entity: str, client: dict, challenge: str, token: str) -
 
 
 def exchange(base: str, entity: str, client: dict, **form) -> httpx.Response:
+    if client.get("token_endpoint_auth_method") == "client_secret_basic":
+        return httpx.post(f"{base}/entities/{entity}/oauth/token", data={"client_id": client["client_id"], **form},
+                          auth=(client["client_id"], client["client_secret"]))
     return httpx.post(f"{base}/entities/{entity}/oauth/token",
                       data={"client_id": client["client_id"], "client_secret": client["client_secret"], **form})
 
@@ -143,6 +146,8 @@ async def test_the_sdk_oauth_client_reaches_entity_a_and_not_b(two):
     assert stat.S_IMODE(state.stat().st_mode) == 0o600
     stored = state.read_text()
     assert access not in stored and storage.tokens.refresh_token not in stored  # hashes only
+    assert storage.client is not None and storage.client.client_secret
+    assert storage.client.client_secret not in stored
     assert not (two.root / "b" / "oauth.json").exists() or access not in (two.root / "b" / "oauth.json").read_text()
 
 
@@ -170,6 +175,15 @@ async def test_pkce_refresh_revocation_and_the_static_token(two):
     wrong = exchange(base, "a", client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT,
                      code_verifier=pkce()[0])
     assert wrong.status_code == 400 and wrong.json()["error"] == "invalid_grant"
+    stored_secret = hashlib.sha256(client["client_secret"].encode()).hexdigest()  # what oauth.json holds
+    for secret in ("wrong", stored_secret):
+        forged = exchange(base, "a", {**client, "client_secret": secret}, grant_type="authorization_code", code=code,
+                          redirect_uri=REDIRECT, code_verifier=verifier)
+        assert forged.status_code == 401 and forged.json()["error"] == "invalid_client"
+    basic = base64.b64encode(f"{client['client_id']}:wrong".encode()).decode()
+    assert httpx.post(f"{base}/entities/a/oauth/token", headers={"Authorization": f"Basic {basic}"}, data={
+        "client_id": client["client_id"], "grant_type": "authorization_code", "code": code,
+        "redirect_uri": REDIRECT, "code_verifier": verifier}).status_code == 401
     tokens = exchange(base, "a", client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT,
                       code_verifier=verifier)
     assert tokens.status_code == 200, tokens.text
@@ -237,7 +251,7 @@ def test_grants_survive_a_restart_and_oauth_can_be_turned_off(tmp_path):
     pps(tmp_path, "init", "--entity", "a", "--plugins", "crystals,mcp,http", "--timezone", "UTC")
     srv = start_server(tmp_path, "--entity", "a")
     try:
-        client = register(srv.url, "a")
+        client = register(srv.url, "a", token_endpoint_auth_method="client_secret_basic")
         verifier, challenge = pkce()
         code = code_for(srv.url, "a", client, challenge, srv.token("a"))
         tokens = exchange(srv.url, "a", client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT,
