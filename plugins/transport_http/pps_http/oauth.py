@@ -23,11 +23,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import AnyHttpUrl
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Route
-
 from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.handlers.revoke import RevocationHandler
 from mcp.server.auth.handlers.token import TokenHandler
@@ -52,6 +47,11 @@ from mcp.server.auth.routes import (
 )
 from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyHttpUrl
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
 from pps_core.atomic import atomic_write
 from pps_core.auth import TokenGate, check_token
 
@@ -386,10 +386,9 @@ class EntityOAuth:
     def guard(self, app, resource: str):
         """The SDK's bearer middleware around an MCP endpoint: the static token or an access token of this entity;
         a 401 names the protected-resource metadata (``WWW-Authenticate: Bearer resource_metadata=...``)."""
-        from starlette.middleware.authentication import AuthenticationMiddleware
-
         from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
         from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
+        from starlette.middleware.authentication import AuthenticationMiddleware
 
         inner = RequireAuthMiddleware(AuthContextMiddleware(app), [], self.resource_metadata_url(resource))
         return AuthenticationMiddleware(inner, backend=BearerAuthBackend(self.verifier))
