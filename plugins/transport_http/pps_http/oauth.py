@@ -160,8 +160,8 @@ class _Provider:
             raise AuthorizeError("invalid_target", f"this server grants tokens for {self.oauth.resources[0]}")
         now = time.time()
         self.pending = {k: v for k, v in self.pending.items() if v["expires_at"] > now}
-        if len(self.pending) >= MAX_PENDING:
-            raise AuthorizeError("temporarily_unavailable", "too many approvals pending; try again later")
+        while len(self.pending) >= MAX_PENDING:  # anyone may start one: the oldest unanswered page expires early
+            del self.pending[min(self.pending, key=lambda k: self.pending[k]["expires_at"])]
         request_id = secrets.token_urlsafe(32)
         self.pending[request_id] = {"client_id": client.client_id, "params": params, "expires_at": now + PENDING_TTL_S}
         return f"{self.oauth.issuer}/approve?request={request_id}"
