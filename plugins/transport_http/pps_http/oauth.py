@@ -175,7 +175,7 @@ class _Provider:
                   "expires_at": time.time() + CODE_TTL_S, "code_challenge": params.code_challenge,
                   "redirect_uri": str(params.redirect_uri),
                   "redirect_uri_provided_explicitly": params.redirect_uri_provided_explicitly,
-                  "resource": params.resource or self.oauth.resources[0]}
+                  "resource": params.resource or self.oauth.resources[0], "owner": self._owner()}
 
         def add(data):
             data["codes"][_hash(code)] = record
@@ -188,15 +188,26 @@ class _Provider:
     async def load_authorization_code(self, client: OAuthClientInformationFull,
                                       authorization_code: str) -> AuthorizationCode | None:
         stored = self.store.read("codes", _hash(authorization_code))
-        if not stored or stored["client_id"] != client.client_id:
+        if not stored or stored["client_id"] != client.client_id or not self._current(stored):
             return None
+        stored.pop("owner", None)
         return AuthorizationCode(code=authorization_code, **stored)
+
+    def _owner(self) -> str:
+        """Which of the entity's tokens approved a grant (its hash): rotating the token ends every grant it
+        approved, as it ends the explorer's sessions, so a leaked token's grants do not outlive it."""
+        return _hash(self.oauth.gate.current() or "")
+
+    def _current(self, stored: dict | None) -> bool:
+        return bool(stored) and hmac.compare_digest(str(stored.get("owner", "")).encode(),  # type: ignore[union-attr]
+                                                    self._owner().encode())
 
     def _issue(self, data: dict, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         grant = secrets.token_hex(8)
         now = int(time.time())
-        common = {"client_id": client_id, "scopes": scopes, "resource": resource, "grant": grant}
+        common = {"client_id": client_id, "scopes": scopes, "resource": resource, "grant": grant,
+                  "owner": self._owner()}
         data["access"][_hash(access)] = {**common, "expires_at": now + ACCESS_TTL_S}
         data["refresh"][_hash(refresh)] = {**common, "expires_at": now + REFRESH_TTL_S}
         return OAuthToken(access_token=access, token_type="Bearer", expires_in=ACCESS_TTL_S,
@@ -215,7 +226,7 @@ class _Provider:
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
         stored = self.store.read("refresh", _hash(refresh_token))
-        if not stored or stored["client_id"] != client.client_id:
+        if not stored or stored["client_id"] != client.client_id or not self._current(stored):
             return None
         return RefreshToken(token=refresh_token, client_id=stored["client_id"], scopes=stored["scopes"],
                             expires_at=stored["expires_at"], resource=stored.get("resource"))
@@ -235,7 +246,7 @@ class _Provider:
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         stored = self.store.read("access", _hash(token))
-        if not stored or stored["expires_at"] < time.time():
+        if not stored or stored["expires_at"] < time.time() or not self._current(stored):
             return None
         return AccessToken(token=token, client_id=stored["client_id"], scopes=stored["scopes"],
                            expires_at=stored["expires_at"], resource=stored.get("resource"))

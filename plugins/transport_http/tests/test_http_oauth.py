@@ -263,11 +263,17 @@ def test_grants_survive_a_restart_and_oauth_can_be_turned_off(tmp_path):
         assert mcp_status(f"{srv.url}/mcp", tokens["access_token"]).status_code == 200
         refreshed = exchange(srv.url, "a", client, grant_type="refresh_token", refresh_token=tokens["refresh_token"])
         assert refreshed.status_code == 200, refreshed.text
+        again = refreshed.json()
+        assert mcp_status(f"{srv.url}/mcp", again["access_token"]).status_code == 200
+        assert srv.call("pps_regenerate_token").status_code == 200  # the owner rotates a token that leaked ...
+        assert mcp_status(f"{srv.url}/mcp", again["access_token"]).status_code == 401  # ... its grants end
+        assert exchange(srv.url, "a", client, grant_type="refresh_token",
+                        refresh_token=again["refresh_token"]).status_code == 400
     finally:
         srv.stop()
     srv = start_server(tmp_path, "--entity", "a", "--no-oauth")
     try:
-        assert mcp_status(f"{srv.url}/mcp", refreshed.json()["access_token"]).status_code == 401
+        assert mcp_status(f"{srv.url}/mcp", again["access_token"]).status_code == 401
         assert httpx.get(f"{srv.url}/.well-known/oauth-protected-resource/mcp").status_code == 404
         assert mcp_status(f"{srv.url}/mcp", srv.token("a")).status_code == 200
     finally:
