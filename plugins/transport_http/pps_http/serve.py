@@ -46,13 +46,38 @@ class HttpTransport(Transport):
         mcp = not options.no_mcp
         print(f"pps: serving {', '.join(e.name for e in served)} at {address} (REST /tools"
               f"{', MCP /mcp' if mcp else ''})", file=sys.stderr, flush=True)
+        if options.public_url:
+            _check_public_url(options.public_url, oauth=mcp and not options.no_oauth)
         public_url = None if options.no_oauth or not mcp else (options.public_url or address).rstrip("/")
+        oauth = [e.name for e in served if e.gate.required] if public_url else []
+        if oauth:  # what to give claude.ai / Claude Desktop as a connector's URL
+            print(f"pps: OAuth connector URL{'s' if len(oauth) > 1 else ''}: "
+                  f"{', '.join(f'{public_url}/entities/{n}/mcp' for n in oauth)}", file=sys.stderr, flush=True)
         await run_app(served, sock, address, host=options.host, log_level=options.log_level, mcp=mcp,
                       public_url=public_url)
 
     async def listen(self, served: Served) -> None:
         sock, address = _bind("127.0.0.1", 0)
         await run_app(served, sock, address, host="127.0.0.1", log_level="warning", quiet=True, mcp=False)
+
+
+def _check_public_url(url: str, *, oauth: bool) -> None:
+    """``--public-url`` is an origin (scheme, host, port), https unless on loopback (OAuth 2.1 and the MCP
+    authorization spec require it); a clear error instead of a traceback at start."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        parts = None
+    if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.username
+            or parts.path.strip("/") or parts.query or parts.fragment):
+        raise PPSError(f"--public-url {url!r}: give the origin clients reach, like https://pps.example.com "
+                       "(no path: the routes are served at the root)")
+    if oauth and parts.scheme != "https" and not is_loopback(parts.hostname):
+        raise PPSError(f"--public-url {url!r}: OAuth needs https beyond loopback (put the server behind an HTTPS "
+                       "tunnel or proxy, or pass --no-oauth)")
 
 
 def _bind(host: str, port: int) -> tuple[socket.socket, str]:

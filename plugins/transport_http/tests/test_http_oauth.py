@@ -251,6 +251,7 @@ def test_grants_survive_a_restart_and_oauth_can_be_turned_off(tmp_path):
     pps(tmp_path, "init", "--entity", "a", "--plugins", "crystals,mcp,http", "--timezone", "UTC")
     srv = start_server(tmp_path, "--entity", "a")
     try:
+        assert f"OAuth connector URL: {srv.url}/entities/a/mcp" in (tmp_path / "server.log").read_text()
         client = register(srv.url, "a", token_endpoint_auth_method="client_secret_basic")
         verifier, challenge = pkce()
         code = code_for(srv.url, "a", client, challenge, srv.token("a"))
@@ -332,3 +333,13 @@ def test_conformance_suite_authorization_server_scenarios(two, tmp_path):
            and not (c["id"] == "authorization-server-metadata-cimd" and c["status"] == "WARNING")]
     assert bad == [], text[-3000:]
     assert [c["status"] for c in checks if c["id"] == "authorization-code-grant"] == ["SUCCESS"]
+
+
+@pytest.mark.parametrize("url, says", [("pps.example.com", "give the origin"),
+                                       ("https://pps.example.com/pps", "no path"),
+                                       ("http://pps.example.com", "OAuth needs https")])
+def test_a_wrong_public_url_is_one_line(tmp_path, url, says):
+    pps(tmp_path, "init", "--entity", "a", "--plugins", "crystals,mcp,http", "--timezone", "UTC")
+    out = pps(tmp_path, "serve", "http", "--entity", "a", "--port", "0", "--public-url", url, check=False, timeout=60)
+    assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr
+    assert says in out.stderr
