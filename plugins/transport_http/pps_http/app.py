@@ -63,7 +63,8 @@ class _Entity:
             from .oauth import EntityOAuth
 
             paths = [f"/entities/{self.name}/mcp"] + (["/mcp"] if primary else [])
-            self.oauth = EntityOAuth(self.name, memory.home, self.auth.gate, public_url, paths)
+            self.oauth = EntityOAuth(self.name, memory.home, self.auth.gate, public_url, paths,
+                                     sensitive=lambda: {op.name for op in memory.catalog if op.sensitive})
 
     def _mcp_manager(self, reached: LocalEntity, host: str):
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager

@@ -19,6 +19,7 @@ import json
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -308,6 +309,71 @@ class _Authenticator(ClientAuthenticator):
         return await ClientAuthenticator(view).authenticate_request(request)  # type: ignore[arg-type]
 
 
+class _NotSensitive:
+    """A client holding an OAuth grant calls the entity's tools, but not its sensitive operations (rotating the
+    token): those stay with the holder of the token itself, as on every other transport."""
+
+    def __init__(self, app, sensitive: Callable[[], set[str]]) -> None:
+        self.app = app
+        self.sensitive = sensitive
+
+    async def __call__(self, scope, receive, send) -> None:
+        user = scope.get("user")
+        granted = getattr(getattr(user, "access_token", None), "client_id", STATIC_CLIENT) != STATIC_CLIENT
+        if scope["type"] != "http" or scope.get("method") != "POST" or not granted:
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:  # BodyLimit has read and capped it already
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        try:
+            parsed = json.loads(body)
+        except (ValueError, RecursionError):
+            parsed = None  # the MCP server answers a malformed body itself
+        names = {m.get("params", {}).get("name") for m in (parsed if isinstance(parsed, list) else [parsed])
+                 if isinstance(m, dict) and m.get("method") == "tools/call" and isinstance(m.get("params"), dict)}
+        refused = names & self.sensitive()
+        if refused:
+            await _refuse(send, parsed, sorted(refused)[0])
+            return
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _refuse(send, message: Any, name: str) -> None:
+    """The tool result the kernel gives a caller it refuses (``is_error``, the model reads why), or, for a batch,
+    the JSON-RPC error every transport gives (403)."""
+    from pps_mcp.server import error_result
+
+    from pps_core.errors import Forbidden
+
+    from .security import send_error
+
+    exc = Forbidden(f"{name} needs the entity's token itself, not an OAuth grant")
+    if not isinstance(message, dict):
+        await send_error(send, exc, jsonrpc=True)
+        return
+    result = error_result(exc).model_dump(mode="json", by_alias=True, exclude_none=True)
+    body = json.dumps({"jsonrpc": "2.0", "id": message.get("id"), "result": result}).encode()
+    await send({"type": "http.response.start", "status": 200, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
 class _Verifier:
     """The SDK's ``TokenVerifier``: an access token this entity's server issued, or the entity's static token."""
 
@@ -351,8 +417,10 @@ class EntityOAuth:
     the entity's MCP endpoint paths (``/entities/<name>/mcp``, plus ``/mcp`` for the primary entity).
     """
 
-    def __init__(self, entity: str, home: Path, gate: TokenGate, base: str, mcp_paths: list[str]) -> None:
+    def __init__(self, entity: str, home: Path, gate: TokenGate, base: str, mcp_paths: list[str],
+                 sensitive: Callable[[], set[str]] = set) -> None:
         self.entity = entity
+        self.sensitive = sensitive
         self.gate = gate
         self.base = base.rstrip("/")
         self.issuer = f"{self.base}/entities/{entity}/oauth"
@@ -401,7 +469,8 @@ class EntityOAuth:
         from mcp.server.auth.middleware.bearer_auth import BearerAuthBackend, RequireAuthMiddleware
         from starlette.middleware.authentication import AuthenticationMiddleware
 
-        inner = RequireAuthMiddleware(AuthContextMiddleware(app), [], self.resource_metadata_url(resource))
+        inner = RequireAuthMiddleware(AuthContextMiddleware(_NotSensitive(app, self.sensitive)), [],
+                                      self.resource_metadata_url(resource))
         return AuthenticationMiddleware(inner, backend=BearerAuthBackend(self.verifier))
 
     # -- the owner's approval page -------------------------------------------------------------------------------

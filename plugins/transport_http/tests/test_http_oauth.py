@@ -104,6 +104,12 @@ async def tool_names(url: str, bearer: str) -> list[str]:
         return [tool.name for tool in (await client.list_tools()).tools]
 
 
+async def call_tool(url: str, bearer: str, name: str):
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {bearer}"}, timeout=10)
+    async with Client(streamable_http_client(url, http_client=http)) as client:
+        return await client.call_tool(name, {})
+
+
 def mcp_status(url: str, bearer: str) -> httpx.Response:
     return httpx.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
@@ -193,6 +199,12 @@ async def test_pkce_refresh_revocation_and_the_static_token(two):
                      code_verifier=verifier)
     assert again.status_code == 400  # a code is used once
     assert "crystallize" in await tool_names(f"{base}/entities/a/mcp", first["access_token"])
+    listed = await call_tool(f"{base}/entities/a/mcp", first["access_token"], "crystal_list")
+    assert not listed.is_error
+    token = two.token("a")
+    refused = await call_tool(f"{base}/entities/a/mcp", first["access_token"], "pps_regenerate_token")
+    assert refused.is_error and "needs the entity's token itself" in refused.content[0].text
+    assert two.token("a") == token  # a grant never rotates the owner's token
 
     refreshed = exchange(base, "a", client, grant_type="refresh_token", refresh_token=first["refresh_token"])
     assert refreshed.status_code == 200, refreshed.text
