@@ -50,16 +50,19 @@ def named_counts(counts: dict[str, Any]) -> str:
 def health_text(answer: dict[str, Any]) -> str:
     """``pps health`` for a person: one block per layer, the problems first."""
     layers: dict[str, dict[str, Any]] = answer.get("layers") or {}
-    down = [name for name, h in layers.items() if not h.get("available")]
+    warming = [name for name, h in layers.items() if not h.get("available") and h.get("warming")]
+    down = [name for name, h in layers.items() if not h.get("available") and name not in warming]
     entity = answer.get("entity", "?")
+    heads = []
     if down:
-        head = f"entity {entity!r}: {len(down)} of {len(layers)} layers unavailable ({', '.join(down)})"
-    else:
-        head = f"entity {entity!r}: all {len(layers)} layers available"
+        heads.append(f"{len(down)} of {len(layers)} layers unavailable ({', '.join(down)})")
+    if warming:
+        heads.append(f"{len(warming)} of {len(layers)} layers still warming up ({', '.join(warming)})")
+    head = f"entity {entity!r}: " + ("; ".join(heads) if heads else f"all {len(layers)} layers available")
     lines = [head, ""]
-    for name in sorted(layers, key=lambda n: (bool(layers[n].get("available")), n)):
+    for name in sorted(layers, key=lambda n: (bool(layers[n].get("available")), n in warming, n)):
         h = layers[name]
-        state = "ok" if h.get("available") else "UNAVAILABLE"
+        state = "ok" if h.get("available") else "WARMING UP" if name in warming else "UNAVAILABLE"
         latency = h.get("latency_ms")
         lines.append(f"  {name:<20} {state}" + (f"  ({latency:.0f} ms)" if isinstance(latency, int | float) else ""))
         if h.get("counts"):

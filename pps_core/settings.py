@@ -43,7 +43,11 @@ class StartupConfig(BaseModel):
 
 
 class RecallConfig(BaseModel):
-    layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout for non-startup recall")
+    layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout (recall, health) for a layer that has "
+                                                        "answered before in this process: one past it is stuck")
+    warmup_timeout_s: float = Field(60.0, gt=0, description="the budget of a layer's first answer of a kind in a "
+                                                            "process (a cold start loads its model, starts its "
+                                                            "index): past it the layer is reported as warming up")
     layer_budget_ms: dict[str, float] = Field(
         default_factory=dict, description="layer -> its own time budget in a non-startup recall, in milliseconds "
                                           "(over layer_timeout_s): the layers search at once, and one past its "
