@@ -539,10 +539,12 @@ class Memory:
         self._warm.add((layer, kind))
         return value
 
-    async def health(self) -> dict[str, LayerHealth]:
+    async def health(self, *, timed: bool = True) -> dict[str, LayerHealth]:
+        """Every layer's health, at once. ``timed=False`` waits for each layer however long it takes: counts read
+        from the stores for a check that must not depend on a busy machine (a backup's manifest, a restore)."""
         async def one(layer: Layer) -> LayerHealth:
             try:
-                h = await self.answer(layer.name, "health", layer.health())
+                h = await (self.answer(layer.name, "health", layer.health()) if timed else layer.health())
             except LayerTimeout as exc:
                 detail = (f"warming up: {exc} (this process is still loading its model and index; ask again)"
                           if exc.warming else f"TimeoutError: {exc}")

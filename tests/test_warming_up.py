@@ -7,24 +7,10 @@ The command-line tests run under a CPU load of two busy processes, as on a lapto
 
 import asyncio
 import json
-import subprocess
-import sys
-
-import pytest
 
 from pps_core import LayerHealth
 from pps_core.testing import ScriptedLayer, layer_plugin
 from pps_core.testing.server import pps, pps_env
-
-
-@pytest.fixture
-def cpu_load():
-    """Two processes that keep a core busy each, for the length of the test."""
-    procs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(2)]
-    yield procs
-    for proc in procs:
-        proc.kill()
-        proc.wait()
 
 
 def run(tmp_path, *args, stdin=None):
