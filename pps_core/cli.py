@@ -283,7 +283,13 @@ def _print_installed(as_json: bool) -> int:
                           "distributions": {n: {"distribution": d, "version": v} for n, d, v in found}},
                          indent=2))
         return 0
-    print(f"installed plugins (pps {_version()}; no entity yet: `pps init --entity NAME` creates one):")
+    from .settings import pps_root
+
+    root = pps_root()
+    entities = sorted(p.parent.name for p in root.glob("*/pps.toml"))
+    said = (f"entities in {root}: {', '.join(entities)}; `pps plugins --entity NAME` shows what one loads"
+            if entities else "no entity yet: `pps init --entity NAME` creates one")
+    print(f"installed plugins (pps {_version()}; {said}):")
     for name, dist, ver in found:
         print(f"  {name:<12} {dist or '-'} {ver or ''}")
     return 0

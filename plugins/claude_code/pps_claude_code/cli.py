@@ -60,6 +60,18 @@ def _settings(args):
     return load_settings(args.entity, args.home, must_exist=True)
 
 
+def chosen_entity(args) -> None:
+    """No ``--entity``/``--home`` (nor ``$PPS_ENTITY``/``$PPS_HOME``): the entity ``pps setup claude-code``
+    recorded, as the hooks themselves use it."""
+    import os
+
+    from .hook import default_entity
+
+    if not (getattr(args, "entity", None) or getattr(args, "home", None) or os.environ.get("PPS_ENTITY")
+            or os.environ.get("PPS_HOME")):
+        args.entity = default_entity()
+
+
 def _settings_file(args) -> Path:
     from .install import settings_file
 
@@ -68,6 +80,8 @@ def _settings_file(args) -> Path:
 
 def cmd_hooks(args) -> int:
     from . import install
+
+    chosen_entity(args)
 
     if args.action == "uninstall":
         path = _settings_file(args)
@@ -144,6 +158,7 @@ def cmd_import(args) -> int:
 def cmd_doctor(args) -> int:
     from .doctor import run_doctor
 
+    chosen_entity(args)
     return run_doctor(args)
 
 
