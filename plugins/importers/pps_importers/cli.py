@@ -89,7 +89,7 @@ def cmd_export(args) -> int:
     settings = _settings(args)
     try:
         with _client(args, settings) as client:
-            manifest = export_entity(client, Path(args.path).expanduser())
+            manifest = export_entity(client, Path(args.path).expanduser(), settings)
     except ExportRefused as exc:
         return _fail(str(exc))
     counts = ", ".join(f"{v} {k}" for k, v in manifest["counts"].items())
@@ -100,9 +100,17 @@ def cmd_export(args) -> int:
 
 
 def cmd_import_pps(args) -> int:
-    from .restore import RestoreError, restore_entity
+    from .restore import RestoreError, adopt_settings, restore_entity
 
     settings = _settings(args)
+    try:
+        adopted, kept = adopt_settings(Path(settings.home), Path(args.path).expanduser())
+    except RestoreError as exc:
+        return _fail(str(exc))
+    if adopted or kept:
+        print("settings from the export: " + (", ".join(adopted) or "none")
+              + (f" (kept this entity's own: {', '.join(kept)})" if kept else ""))
+        settings = _settings(args)
     try:
         with _client(args, settings) as client:
             report = restore_entity(client, Path(args.path).expanduser())
