@@ -82,3 +82,15 @@ def health_text(answer: dict[str, Any]) -> str:
         lines.append(f"operations: {answer['operations']} (`pps operations` lists them)")
     lines.append("`pps health --json` gives all of this as JSON.")
     return "\n".join(lines)
+
+
+def new_of_read(added: int | None, read: int, why: str = "") -> str:
+    """``N new`` for an import of ``read`` items, naming the rest only when there is one: "3 new", "1 new (the
+    other 2 were already stored)", "0 new (the 3 read were already stored)". ``why``: more about the rest."""
+    if added is None:
+        return f"? new (of {read} read)"
+    rest = read - added
+    if rest <= 0:
+        return f"{added} new" + (f" ({why.lstrip(', ')})" if why else "")
+    which = f"the {read} read" if added == 0 else f"the other {rest}"
+    return f"{added} new ({which} {'was' if rest == 1 and added else 'were'} already stored{why})"

@@ -151,6 +151,14 @@ class EntitySettings(PluginSettings):
     limits: Limits = Field(default_factory=Limits)
     backup: BackupConfig = Field(default_factory=BackupConfig)
 
+    @field_validator("entity", mode="before")
+    @classmethod
+    def _entity_name(cls, value: object) -> object:
+        if isinstance(value, str) and not _valid_name(value):  # said in words, before the pattern's regex
+            raise ValueError(f"{value[:80]!r} is not an entity name: use letters, digits, '.', '_' and '-', "
+                             "starting with a letter or digit, at most 64 characters (e.g. 'lyra')")
+        return value
+
     @field_validator("timezone")
     @classmethod
     def _known_zone(cls, value: str) -> str:

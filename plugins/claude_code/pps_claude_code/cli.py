@@ -88,6 +88,13 @@ def cmd_hooks(args) -> int:
         removed = install.uninstall(path)
         print(f"removed {removed} PPS hook{'s' if removed != 1 else ''} from {path}" if removed
               else f"no PPS hooks in {path}; nothing changed")
+        from .checks import claude_json
+        from .setup import unregister_mcp
+
+        gone = unregister_mcp()  # what `pps setup` registered beside the hooks
+        if gone:
+            print(f"removed the MCP server{'s' if len(gone) > 1 else ''} {', '.join(gone)} `pps setup` registered "
+                  f"({claude_json()})")
         return 0
     if args.action == "status":
         from .status import print_status
@@ -148,8 +155,9 @@ def cmd_import(args) -> int:
         return 2
     with _client(args, settings) as client:
         report = importer.import_turns(client, turns, f"import {path.name}")
-    added = "?" if report["added"] is None else report["added"]
-    print(f"read {report['read']} turns from {path}; {added} new (the rest were already stored); "
+    from pps_core.cli_text import new_of_read
+
+    print(f"read {report['read']} turns from {path}; {new_of_read(report['added'], report['read'])}; "
           f"entity {settings.entity!r} now holds {report['total'] if report['total'] is not None else '?'} "
           f"turns (via {report['via']})")
     return 0

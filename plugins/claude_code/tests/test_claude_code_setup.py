@@ -157,8 +157,15 @@ def test_status_uninstall_and_a_broken_settings_file(tmp_path):
     assert "[ok  ] hooks:" in status.stdout and "[ok  ] server: none running" in status.stdout
     assert "[warn] last capture: none yet" in status.stdout
 
+    from pps_claude_code.setup import mcp_entry
+
+    other = {"type": "stdio", "command": "node", "args": ["their-server.js"]}
+    (home / ".claude.json").write_text(json.dumps({"numStartups": 3, "mcpServers": {
+        "pps-lyra": mcp_entry("lyra", home / ".pps" / "lyra", "essential"), "theirs": other}}))
     removed = pps(home, "hooks", "uninstall")
     assert "removed 5 PPS hooks" in removed.stdout
+    assert "removed the MCP server pps-lyra" in removed.stdout  # what `pps setup` registered goes with the hooks
+    assert json.loads((home / ".claude.json").read_text()) == {"numStartups": 3, "mcpServers": {"theirs": other}}
     left = json.loads(settings.read_text())
     assert left == {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}}
     assert "no PPS hooks" in pps(home, "hooks", "uninstall").stdout

@@ -73,12 +73,13 @@ def cmd_import_chat(args) -> int:
     turns = list(module.turns(conversations, speakers))
     with _client(args, settings) as client:
         report = store_turns(client, turns, f"import {path.name}")
-    added = "?" if report["added"] is None else report["added"]
+    from pps_core.cli_text import new_of_read
+
     total = "?" if report["total"] is None else report["total"]
     channels = len({t["channel"] for t in turns})
     forgotten = f", {report['forgotten']} forgotten earlier, not stored again" if report["forgotten"] else ""
     print(f"read {report['read']} messages in {channels} conversations ({len(conversations)} in the export) from "
-          f"{path}; {added} new (the rest were already stored{forgotten}); entity {settings.entity!r} now holds "
+          f"{path}; {new_of_read(report['added'], report['read'], forgotten)}; entity {settings.entity!r} now holds "
           f"{total} turns (via {report['via']})")
     return 0
 
