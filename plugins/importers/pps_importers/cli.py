@@ -93,7 +93,8 @@ def cmd_export(args) -> int:
             manifest = export_entity(client, Path(args.path).expanduser(), settings)
     except ExportRefused as exc:
         return _fail(str(exc))
-    counts = ", ".join(f"{v} {k}" for k, v in manifest["counts"].items())
+    one = {"turns": "turn", "summaries": "summary", "word_photos": "word_photo", "crystals": "crystal", "facts": "fact"}
+    counts = ", ".join(f"{v} {one.get(k, k) if v == 1 else k}" for k, v in manifest["counts"].items())
     print(f"exported entity {settings.entity!r} to {args.path}: {counts}")
     for note in manifest.get("skipped", []):
         print(f"  not exported: {note}")
