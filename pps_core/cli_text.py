@@ -72,8 +72,13 @@ def health_text(answer: dict[str, Any]) -> str:
         if h.get("detail"):
             lines.append(f"      {h['detail']}")
     lines.append("")
-    llm = "configured" if answer.get("llm_configured") else \
-        "none (no plugin of this entity provides a chat model; what needs one says so)"
+    if answer.get("llm_configured"):
+        llm = "configured"
+    elif answer.get("llm_providers"):
+        llm = ("not configured (a plugin of this entity provides chat models: the bundled one with [llm] base_url "
+               "and model in pps.toml; what needs one says so)")
+    else:
+        llm = "none (no plugin of this entity provides a chat model; what needs one says so)"
     lines.append(f"LLM: {llm}")
     plugins = answer.get("plugins") or []
     if plugins:

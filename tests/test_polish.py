@@ -46,3 +46,12 @@ def test_two_entities_never_differ_only_in_case(tmp_path):
     out = run(tmp_path, "init", "--entity", "Lyra", "--plugins", "sqlite")
     assert out.returncode == 2 and "entity 'lyra' exists; 'Lyra' differs only in case" in out.stderr, out.stderr
     assert sorted(p.name for p in (tmp_path / "root").iterdir()) == ["lyra"]
+
+
+def test_health_says_an_llm_plugin_is_loaded_but_not_configured(tmp_path):
+    assert run(tmp_path, "init", "--entity", "e", "--plugins", "sqlite,llm", "--timezone", "UTC").returncode == 0
+    out = run(tmp_path, "health", "--entity", "e")
+    assert out.returncode == 0, out.stderr
+    line = next(x for x in out.stdout.splitlines() if x.startswith("LLM:"))
+    assert "not configured" in line and "no plugin of this entity provides" not in line, line
+    assert "[llm] base_url and model" in line

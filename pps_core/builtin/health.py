@@ -30,6 +30,8 @@ async def pps_health(memory: Memory, _p: NoParams) -> dict[str, Any]:
         "plugins": [{"name": p["name"], "version": p["version"]} for p in describe(memory.pm)] if memory.pm else [],
         "operations": len(memory.catalog),
         "llm_configured": memory.chat_model() is not None,
+        # a plugin of the entity can provide a chat model (configured or not): "not configured" rather than "none"
+        "llm_providers": bool(memory.pm and memory.pm.hook.pps_chat_model.get_hookimpls()),
     }
 
 
