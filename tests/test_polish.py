@@ -55,3 +55,21 @@ def test_health_says_an_llm_plugin_is_loaded_but_not_configured(tmp_path):
     line = next(x for x in out.stdout.splitlines() if x.startswith("LLM:"))
     assert "not configured" in line and "no plugin of this entity provides" not in line, line
     assert "[llm] base_url and model" in line
+
+
+def test_a_plugin_that_is_not_installed_says_what_installs_it(monkeypatch):
+    from pps_core import plugins
+    from pps_core.errors import ConfigError
+
+    monkeypatch.setattr(plugins, "_product_requires", lambda: [
+        'pps-explorer==0.1.0; extra == "explorer"', 'pps-explorer==0.1.0; extra == "all"', "pps-sqlite==0.1.0"])
+    monkeypatch.setattr(plugins, "installed_plugins", lambda: {"sqlite": "pps_sqlite.plugin"})
+    import pytest
+
+    with pytest.raises(ConfigError, match=r"no plugin named 'explorer' .*pip install 'pps\[explorer\]'"):
+        plugins.build_plugin_manager(["sqlite", "explorer"])
+    with pytest.raises(ConfigError, match=r"no plugin named 'nosuch' .*pip install pps-nosuch"):
+        plugins.build_plugin_manager(["nosuch"])
+    with pytest.raises(ConfigError, match=r"no plugin named 'sqlit' .*did you mean 'sqlite'") as err:
+        plugins.build_plugin_manager(["sqlit"])
+    assert "pip install" not in str(err.value)  # a typo, not a missing install
