@@ -132,6 +132,7 @@ def test_search_as_you_type_highlights_matches(page):
     marks = page.locator("#turns mark").all_inner_texts()
     assert marks and all(m.lower() == "owls" for m in marks)
     assert "Evening" in page.inner_text("#turns article.turn >> nth=0")
+    assert page.inner_text("h1") == "Timeline"  # the day's heading goes with the day (issue 39): results span days
 
 
 def test_edit_a_word_photo_and_the_file_changes(page, explorer_server):
