@@ -145,12 +145,13 @@ def _load_named(pm: pluggy.PluginManager, names: list[str]) -> None:
 def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[str, Any]]:
     """Loaded plugins with their distribution version and the hooks each implements (``pps plugins``).
 
-    The built-in plugins are left out unless ``builtins``."""
+    The built-in plugins are left out unless ``builtins``; so is a part a plugin registers at run time under
+    ``"<plugin>:<part>"`` (a listener of the MCP transport: ``mcp:resources-…``), which belongs to that plugin."""
     dists = _distributions()
     out = []
     for plugin, dist_info in _plugin_dists(pm):
         name = pm.get_name(plugin) or ""
-        if name.startswith("builtin:") and not builtins:
+        if ":" in name and not (builtins and name.startswith("builtin:")):
             continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         module = getattr(plugin, "__name__", type(plugin).__module__).split(".")[0]

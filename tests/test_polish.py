@@ -73,3 +73,15 @@ def test_a_plugin_that_is_not_installed_says_what_installs_it(monkeypatch):
     with pytest.raises(ConfigError, match=r"no plugin named 'sqlit' .*did you mean 'sqlite'") as err:
         plugins.build_plugin_manager(["sqlit"])
     assert "pip install" not in str(err.value)  # a typo, not a missing install
+
+
+def test_the_plugin_listing_shows_no_internal_part_of_a_plugin(tmp_path):
+    from pps_core.testing.server import init_entity, start_server
+
+    init_entity(tmp_path, "lyra", "crystals,mcp,http")
+    server = start_server(tmp_path, "--entity", "lyra")
+    try:
+        names = [p["name"] for p in server.call("pps_health", {}).json()["plugins"]]
+    finally:
+        server.stop()
+    assert names == ["crystals", "mcp", "http"], names  # the MCP resources' listener is part of mcp
