@@ -38,6 +38,9 @@ log = logging.getLogger("pps")
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 T = TypeVar("T")
+#: How long closing waits for the retry of owed forgets begun at open before it cancels it (what is not
+#: finished stays owed).
+SETTLE_AT_CLOSE_S = 30.0
 _IN_WRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_in_write", default=False)
 #: True while a read runs on a memory that opened only the layers of the operation's plugin.
 _SCOPED: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_scoped_read", default=False)
@@ -202,6 +205,8 @@ class Memory:
         self._gate = WriteGate()
         #: (layer, kind) that have answered in this process: warm, held to ``[recall] layer_timeout_s``.
         self._warm: set[tuple[str, str]] = set()
+        #: Owed forgets retried at open, in the background (:meth:`_settle_owed`).
+        self._settling: asyncio.Task[None] | None = None
 
     @classmethod
     def for_entity(cls, entity: str | None = None, home: str | Path | None = None, **kwargs: Any) -> Memory:
@@ -244,7 +249,28 @@ class Memory:
         self.opened = True
         if not self.glance:  # a glance starts nothing in the background
             self.events.memory_opened()
+            if not self.layers.deferred:  # a lazy memory (one call) leaves them to its forget, if it forgets
+                self._settling = asyncio.get_running_loop().create_task(self._settle_owed(), name="pps-owed-forgets")
         return self
+
+    async def _settle_owed(self) -> None:
+        """Forgets still owed by a copy (a graph that was down, a process killed before its copies forgot) are
+        retried as soon as the entity is open (:mod:`pps_core.lineage`); what fails stays owed."""
+        from .contracts import OwedForgets
+
+        for store in self.find(OwedForgets):
+            try:
+                async with self.writing():
+                    if not (await store.owed_forgets()):
+                        continue
+                    done = await store.settle_owed_forgets()
+            except Exception as exc:  # stays owed: upkeep and the next forget retry
+                log.warning("owed forgets: the retry at open failed: %s: %s", type(exc).__name__, exc)
+                continue
+            if done.get("settled"):
+                log.info("owed forgets: %d finished at open", done["settled"])
+            if done.get("owed"):
+                log.warning("owed forgets: %d still owed by %s", done["owed"], ", ".join(done.get("pending", {})))
 
     def load_catalog(self) -> pluggy.PluginManager:
         """Load the entity's plugins and its catalog, opening nothing (``pps operations``, ``--help``)."""
@@ -378,6 +404,12 @@ class Memory:
                     raise ConfigError(f"rankers.{layer}: no ranker named {name!r} (loaded: {known})")
 
     async def close(self) -> None:
+        settling, self._settling = self._settling, None
+        if settling is not None and not settling.done():  # a copy mid-forget (a graph compacting) ends first
+            await asyncio.wait([settling], timeout=SETTLE_AT_CLOSE_S)
+            if not settling.done():  # what it has not finished stays owed
+                settling.cancel()
+                await asyncio.wait([settling])
         if self.opened and not self.glance:
             self.events.memory_closing()
         await self._close_layers()

@@ -61,14 +61,35 @@ def drop_private(text: str) -> str:
     return kept or PRIVATE_ONLY
 
 
-def drop_private_deep(value: Any) -> Any:
-    """JSON data with :func:`drop_private` applied to every string in it, keys included."""
+class PrivateKeysCollide(ValueError):
+    """Two keys of one JSON object are the same once their private spans are dropped: one value would be lost."""
+
+
+def drop_private_deep(value: Any, *, strict: bool = True) -> Any:
+    """JSON data with :func:`drop_private` applied to every string in it, keys included.
+
+    Two keys of one object that are the same once filtered (``"note"`` and ``"note<private>x</private>"``) would
+    lose a value: ``strict`` raises :class:`PrivateKeysCollide` (naming the key as kept, never the private part);
+    otherwise both are kept, the later ones as ``"note (2)"``, ``"note (3)"``, in the object's order (a reader of
+    files that cannot refuse them: a session log)."""
     if isinstance(value, str):
         return drop_private(value)
     if isinstance(value, dict):
-        return {drop_private_deep(k): drop_private_deep(v) for k, v in value.items()}
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            key = drop_private_deep(k, strict=strict)
+            if key in out:
+                if strict:
+                    raise PrivateKeysCollide(f"two keys are the same once their <private> spans are dropped "
+                                             f"({key!r}): one value would be lost; rename one of them")
+                n = 2
+                while f"{key} ({n})" in out:
+                    n += 1
+                key = f"{key} ({n})"
+            out[key] = drop_private_deep(v, strict=strict)
+        return out
     if isinstance(value, (list, tuple)):
-        return [drop_private_deep(v) for v in value]
+        return [drop_private_deep(v, strict=strict) for v in value]
     return value
 
 
@@ -76,5 +97,17 @@ def drop_private_deep(value: Any) -> Any:
 #: :data:`pps_core.Text` and ``Field(max_length=...)`` as usual.
 Captured = Annotated[str, AfterValidator(drop_private)]
 
-#: JSON metadata captured from a channel: every string in it, keys included, filtered.
+def _text(value: str) -> str:  # as pps_core.params.Text (a sibling module: not imported)
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+#: As :data:`pps_core.Text` (not blank, no NUL), captured from a channel: the content of a document a client writes.
+CapturedText = Annotated[str, AfterValidator(_text), AfterValidator(drop_private)]
+
+#: JSON metadata captured from a channel: every string in it, keys included, filtered (keys that collide once
+#: filtered are refused: :class:`PrivateKeysCollide`, a 422 naming the parameter).
 CapturedMetadata = Annotated[dict[str, Any], AfterValidator(drop_private_deep)]

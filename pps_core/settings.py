@@ -40,9 +40,17 @@ class StartupConfig(BaseModel):
         None, description="the whole package, in order; None = every loaded layer's default sections")
     add: list[SectionConfig] = Field(default_factory=list, description="sections added after the defaults")
     omit: list[str] = Field(default_factory=list, description="section or layer names left out of the package")
+    #: The original design's package is 15,000-50,000 characters (reference/000, "Typical Response Size"); 20,000
+    #: (about 5,000 tokens) keeps its every section and about fifteen turns of 1,000 characters, and a bulk import
+    #: no longer turns "every unsummarized turn" into 300,000 characters. What is cut is listed with its call.
+    budget: int = Field(20_000, ge=0, description="most characters of a startup package that names no budget, on "
+                                                  "every path (MCP, HTTP, pps call, pps://startup, wake_up); "
+                                                  "0 = no limit")
 
 
 class RecallConfig(BaseModel):
+    budget: int = Field(6_000, ge=0, description="most characters of a search recall that names no budget "
+                                                 "(0 = no limit)")
     layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout (recall, health) for a layer that has "
                                                         "answered before in this process: one past it is stuck")
     warmup_timeout_s: float = Field(60.0, gt=0, description="the budget of a layer's first answer of a kind in a "

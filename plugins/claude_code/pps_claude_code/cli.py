@@ -49,8 +49,8 @@ def add_commands(cli) -> None:
     p.add_argument("--user-name", help="your name, as your prompts are stored (default: $USER)")
     p.add_argument("--settings", help="Claude Code settings file (default: ~/.claude/settings.json)")
     p.add_argument("--no-mcp", action="store_true", help="do not register the MCP server")
-    p.add_argument("--tools", default="essential", help="MCP tool profile: essential, all, or a comma list "
-                                                        "(default: essential)")
+    p.add_argument("--tools", default=None, help="MCP tool profile: essential, all, or a comma list "
+                                                 "(default: [mcp] tools of pps.toml, itself essential by default)")
     p.add_argument("--prompt-recall", action="store_true", help="inject relevant memories on every prompt")
 
 
@@ -157,7 +157,8 @@ def cmd_import(args) -> int:
         report = importer.import_turns(client, turns, f"import {path.name}")
     from pps_core.cli_text import new_of_read
 
-    print(f"read {report['read']} turns from {path}; {new_of_read(report['added'], report['read'])}; "
+    new = new_of_read(report["added"], report["read"], report.get("forgotten") or 0)
+    print(f"read {report['read']} turns from {path}; {new}; "
           f"entity {settings.entity!r} now holds {report['total'] if report['total'] is not None else '?'} "
           f"turns (via {report['via']})")
     return 0

@@ -77,9 +77,9 @@ def cmd_import_chat(args) -> int:
 
     total = "?" if report["total"] is None else report["total"]
     channels = len({t["channel"] for t in turns})
-    forgotten = f", {report['forgotten']} forgotten earlier, not stored again" if report["forgotten"] else ""
     print(f"read {report['read']} messages in {channels} conversations ({len(conversations)} in the export) from "
-          f"{path}; {new_of_read(report['added'], report['read'], forgotten)}; entity {settings.entity!r} now holds "
+          f"{path}; {new_of_read(report['added'], report['read'], report['forgotten'] or 0)}; "
+          f"entity {settings.entity!r} now holds "
           f"{total} turns (via {report['via']})")
     return 0
 

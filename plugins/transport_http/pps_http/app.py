@@ -23,7 +23,7 @@ from pps_core.errors import InvalidParams, PPSError
 from pps_core.reach import Caller, Entity, LocalEntity
 
 from .docs import add_docs_routes
-from .security import BearerGuard, BodyLimit, EntityAuth, challenge, is_loopback
+from .security import BearerGuard, BodyLimit, EntityAuth, FoldHost, challenge, is_loopback
 
 
 def _error(exc: PPSError) -> JSONResponse:
@@ -78,7 +78,7 @@ class _Entity:
     def mcp_endpoint(self):
         from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 
-        return BearerGuard(StreamableHTTPASGIApp(self.mcp), self.auth)
+        return BearerGuard(FoldHost(StreamableHTTPASGIApp(self.mcp)), self.auth)
 
 
 def _tool_endpoint(entity: _Entity, op: Operation):
