@@ -50,16 +50,19 @@ def named_counts(counts: dict[str, Any]) -> str:
 def health_text(answer: dict[str, Any]) -> str:
     """``pps health`` for a person: one block per layer, the problems first."""
     layers: dict[str, dict[str, Any]] = answer.get("layers") or {}
-    down = [name for name, h in layers.items() if not h.get("available")]
+    warming = [name for name, h in layers.items() if not h.get("available") and h.get("warming")]
+    down = [name for name, h in layers.items() if not h.get("available") and name not in warming]
     entity = answer.get("entity", "?")
+    heads = []
     if down:
-        head = f"entity {entity!r}: {len(down)} of {len(layers)} layers unavailable ({', '.join(down)})"
-    else:
-        head = f"entity {entity!r}: all {len(layers)} layers available"
+        heads.append(f"{len(down)} of {len(layers)} layers unavailable ({', '.join(down)})")
+    if warming:
+        heads.append(f"{len(warming)} of {len(layers)} layers still warming up ({', '.join(warming)})")
+    head = f"entity {entity!r}: " + ("; ".join(heads) if heads else f"all {len(layers)} layers available")
     lines = [head, ""]
-    for name in sorted(layers, key=lambda n: (bool(layers[n].get("available")), n)):
+    for name in sorted(layers, key=lambda n: (bool(layers[n].get("available")), n in warming, n)):
         h = layers[name]
-        state = "ok" if h.get("available") else "UNAVAILABLE"
+        state = "ok" if h.get("available") else "WARMING UP" if name in warming else "UNAVAILABLE"
         latency = h.get("latency_ms")
         lines.append(f"  {name:<20} {state}" + (f"  ({latency:.0f} ms)" if isinstance(latency, int | float) else ""))
         if h.get("counts"):
@@ -75,8 +78,13 @@ def health_text(answer: dict[str, Any]) -> str:
                      "opens, by upkeep and at the next forget)")
         lines += [f"  {key}: {n}" for key, n in (owed.get("copies") or {}).items()]
     lines.append("")
-    llm = "configured" if answer.get("llm_configured") else \
-        "none (no plugin of this entity provides a chat model; what needs one says so)"
+    if answer.get("llm_configured"):
+        llm = "configured"
+    elif answer.get("llm_providers"):
+        llm = ("not configured (a plugin of this entity provides chat models: the bundled one with [llm] base_url "
+               "and model in pps.toml; what needs one says so)")
+    else:
+        llm = "none (no plugin of this entity provides a chat model; what needs one says so)"
     lines.append(f"LLM: {llm}")
     plugins = answer.get("plugins") or []
     if plugins:
@@ -85,6 +93,20 @@ def health_text(answer: dict[str, Any]) -> str:
         lines.append(f"operations: {answer['operations']} (`pps operations` lists them)")
     lines.append("`pps health --json` gives all of this as JSON.")
     return "\n".join(lines)
+
+
+def new_of_read(added: int | None, read: int, forgotten: int = 0) -> str:
+    """``N new`` for an import of ``read`` items, naming the rest only when there is one: "3 new", "1 new (the
+    other 2 were already stored)", "0 new (the 3 read were already stored)", "0 new (2 forgotten earlier, not
+    stored again)"."""
+    if added is None:
+        return f"? new (of {read} read)"
+    parts = [f"{forgotten} forgotten earlier, not stored again"] if forgotten else []
+    rest = read - added - forgotten
+    if rest > 0:
+        which = f"the {rest} read" if added == 0 and not forgotten else f"the other {rest}"
+        parts.append(f"{which} {'was' if rest == 1 and which.startswith('the other') else 'were'} already stored")
+    return f"{added} new" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 #: Keys of a search hit that its listing line shows; the rest of a hit shows only in the JSON.

@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from _collections_abc import dict_items, dict_keys, dict_values
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
@@ -45,6 +45,15 @@ SETTLE_AT_CLOSE_S = 30.0
 _IN_WRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_in_write", default=False)
 #: True while a read runs on a memory that opened only the layers of the operation's plugin.
 _SCOPED: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_scoped_read", default=False)
+
+
+class LayerTimeout(TimeoutError):
+    """A layer gave no answer within its budget. ``warming``: it was its first answer of this kind in this process
+    (a cold start: a model, an index loading), so it is warming up, not stuck."""
+
+    def __init__(self, layer: str, seconds: float, warming: bool) -> None:
+        self.layer, self.seconds, self.warming = layer, seconds, warming
+        super().__init__(f"no first answer within {seconds:g}s" if warming else f"no answer within {seconds:g}s")
 
 
 class NeedsEveryLayer(BaseException):
@@ -197,6 +206,8 @@ class Memory:
         #: Every declared copy of turn-derived text (:mod:`pps_core.lineage`); filled when the memory opens.
         self.lineage = Lineage()
         self._gate = WriteGate()
+        #: (layer, kind) that have answered in this process: warm, held to ``[recall] layer_timeout_s``.
+        self._warm: set[tuple[str, str]] = set()
         #: Owed forgets retried at open, in the background (:meth:`_settle_owed`).
         self._settling: asyncio.Task[None] | None = None
 
@@ -546,12 +557,40 @@ class Memory:
         layer.record_latency(started)
         return results[:limit]
 
-    async def health(self) -> dict[str, LayerHealth]:
+    def is_warm(self, layer: str, kind: str) -> bool:
+        """Whether ``layer`` has answered a call of ``kind`` (``health``, ``search``, ``startup``...) in this
+        process: its model and index are loaded, so ``[recall] layer_timeout_s`` applies."""
+        return (layer, kind) in self._warm
+
+    async def answer(self, layer: str, kind: str, awaitable: Awaitable[T], budget_s: float | None = None) -> T:
+        """Await one layer's answer within its budget: ``budget_s`` (else ``[recall] layer_timeout_s``) once the
+        layer is warm for this kind of call; its first answer in this process gets ``[recall] warmup_timeout_s``
+        (at least), since a cold process is still loading its model and index. Raises :class:`LayerTimeout`
+        (``warming`` for a first answer) past the budget."""
+        rc = self.settings.recall
+        limit = budget_s if budget_s is not None else rc.layer_timeout_s
+        warming = (layer, kind) not in self._warm
+        if warming:
+            limit = max(limit, rc.warmup_timeout_s)
+        try:
+            value = await asyncio.wait_for(awaitable, limit)
+        except TimeoutError:
+            raise LayerTimeout(layer, limit, warming) from None
+        self._warm.add((layer, kind))
+        return value
+
+    async def health(self, *, timed: bool = True) -> dict[str, LayerHealth]:
+        """Every layer's health, at once. ``timed=False`` waits for each layer however long it takes: counts read
+        from the stores for a check that must not depend on a busy machine (a backup's manifest, a restore)."""
         async def one(layer: Layer) -> LayerHealth:
             try:
-                h = await asyncio.wait_for(layer.health(), self.settings.recall.layer_timeout_s)
+                h = await (self.answer(layer.name, "health", layer.health()) if timed else layer.health())
+            except LayerTimeout as exc:
+                detail = (f"warming up: {exc} (this process is still loading its model and index; ask again)"
+                          if exc.warming else f"TimeoutError: {exc}")
+                h = LayerHealth(layer=layer.name, available=False, detail=detail, warming=exc.warming)
             except Exception as exc:
-                h = LayerHealth(layer=layer.name, available=False, detail=f"{type(exc).__name__}: {exc}")
+                h = LayerHealth(layer=layer.name, available=False, detail=f"{type(exc).__name__}: {exc}".rstrip(": "))
             if h.latency_ms is None:
                 h.latency_ms = layer.recent_latency_ms
             return h

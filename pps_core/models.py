@@ -132,6 +132,9 @@ class LayerHealth(BaseModel):
         description="work waiting, by kind; the startup health line shows each as its layer words it (Layer.backlog_text)",
     )
     latency_ms: float | None = None
+    #: Not failing: this process has not had the layer's first answer yet (a cold start loading its model or
+    #: index) within ``[recall] warmup_timeout_s``; it answers from a later call.
+    warming: bool = False
 
 
 class Pointer(BaseModel):

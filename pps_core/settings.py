@@ -52,7 +52,11 @@ class StartupConfig(BaseModel):
 class RecallConfig(BaseModel):
     budget: int = Field(6_000, ge=0, description="most characters of a search recall that names no budget "
                                                  "(0 = no limit)")
-    layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout for non-startup recall")
+    layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout (recall, health) for a layer that has "
+                                                        "answered before in this process: one past it is stuck")
+    warmup_timeout_s: float = Field(60.0, gt=0, description="the budget of a layer's first answer of a kind in a "
+                                                            "process (a cold start loads its model, starts its "
+                                                            "index): past it the layer is reported as warming up")
     layer_budget_ms: dict[str, float] = Field(
         default_factory=dict, description="layer -> its own time budget in a non-startup recall, in milliseconds "
                                           "(over layer_timeout_s): the layers search at once, and one past its "
@@ -178,6 +182,14 @@ class EntitySettings(PluginSettings):
     limits: Limits = Field(default_factory=Limits)
     backup: BackupConfig = Field(default_factory=BackupConfig)
     privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
+
+    @field_validator("entity", mode="before")
+    @classmethod
+    def _entity_name(cls, value: object) -> object:
+        if isinstance(value, str) and not _valid_name(value):  # said in words, before the pattern's regex
+            raise ValueError(f"{value[:80]!r} is not an entity name: use letters, digits, '.', '_' and '-', "
+                             "starting with a letter or digit, at most 64 characters (e.g. 'lyra')")
+        return value
 
     @field_validator("timezone")
     @classmethod

@@ -48,9 +48,11 @@ async def test_a_broken_layer_is_reported_and_the_rest_answers(make_memory):
 
 async def test_an_erroring_and_a_slow_layer_never_fail_the_call(make_memory):
     bad = ScriptedLayer("bad", ["x"], fail="index corrupted")
-    slow = ScriptedLayer("slow", ["kettle"], delay=3)
+    slow = ScriptedLayer("slow", ["kettle"])
     m = await make_memory(plugins=[], extra_plugins=scripted(ScriptedLayer("docs", ["the kettle"]), bad, slow),
                           recall={"layer_timeout_s": 0.3})
+    await m.call("ambient_recall", {"context": "kettle"})  # every layer has answered once: warm, not warming up
+    slow.delay = 3  # then stuck
     out = await m.call("ambient_recall", {"context": "kettle"})
     status = {s["layer"]: s["status"] for s in out["layers"]}
     assert status == {"bad": "error", "slow": "timeout", "docs": "ok"}
@@ -59,9 +61,12 @@ async def test_an_erroring_and_a_slow_layer_never_fail_the_call(make_memory):
 
 async def test_a_layer_past_its_own_budget_is_reported_and_the_others_answer(make_memory):
     """Issue 26: ``[recall] layer_budget_ms`` gives one layer a budget of its own (under the common timeout)."""
+    graph = ScriptedLayer("graph", ["kettle fact"])
     m = await make_memory(plugins=[], extra_plugins=scripted(
-        ScriptedLayer("docs", ["the kettle"]), ScriptedLayer("graph", ["kettle fact"], delay=1.5),
+        ScriptedLayer("docs", ["the kettle"]), graph,
         ScriptedLayer("anchors", ["kettle photo"], delay=0.3)), recall={"layer_budget_ms": {"graph": 200}})
+    await m.call("ambient_recall", {"context": "kettle"})  # warm: a first answer gets [recall] warmup_timeout_s
+    graph.delay = 1.5
     out = await m.call("ambient_recall", {"context": "kettle"})
     status = {s["layer"]: s for s in out["layers"]}
     assert {k: v["status"] for k, v in status.items()} == {"docs": "ok", "graph": "timeout", "anchors": "ok"}

@@ -218,7 +218,7 @@ async def snapshot_live(memory: Memory, dest: Path, *, include_token: bool = Fal
     if not keep():
         raise Cancelled(f"{dest.name}: the backup was cancelled; nothing was written", param="path")
     async with memory.writes_paused():
-        health = await memory.health()
+        health = await memory.health(timed=False)  # counts from the stores, however busy the machine
         counts = {name: dict(h.counts) for name, h in health.items() if h.available}
         derived = {p for layer in memory.layers.values() for p in layer.derived_paths} | {memory.settings.backup.dir}
         with work_dir(WORK_PREFIXES[1], dest.parent) as staged:
@@ -334,6 +334,11 @@ def add_commands(cli: Any) -> None:
     p = cli.add("restore", cmd_restore, help="restore a snapshot into a fresh home and check every layer's counts")
     p.add_argument("file", help="an archive written by `pps backup`")
     cli.entity_args(p)
+    p.add_argument("--archive-settings", action="store_true",
+                   help="adopt the archive's pps.toml whole, with its settings that reach outside the home ([llm], "
+                        "[backup], every plugin's table); by default this machine's settings are kept (a home "
+                        "`pps init` made), else only what the entity is (name, plugins, timezone, identity, "
+                        "[startup], [recall], ...)")
 
 
 def _interrupted(settings: Any, name: str) -> int:

@@ -50,11 +50,15 @@ async def pps_health(memory: Memory, _p: NoParams) -> dict[str, Any]:
     layers = await memory.health()
     return {
         "entity": memory.settings.entity,
-        "ok": all(h.available for h in layers.values()),
+        # a layer still warming up (its first answer in this process is not in yet) is not failing
+        "ok": all(h.available or h.warming for h in layers.values()),
+        "warming": [name for name, h in layers.items() if h.warming],
         "layers": {name: h.model_dump() for name, h in layers.items()},
         "plugins": [{"name": p["name"], "version": p["version"]} for p in describe(memory.pm)] if memory.pm else [],
         "operations": len(memory.catalog),
         "llm_configured": memory.chat_model() is not None,
+        # a plugin of the entity can provide a chat model (configured or not): "not configured" rather than "none"
+        "llm_providers": bool(memory.pm and memory.pm.hook.pps_chat_model.get_hookimpls()),
         "owed_forgets": owed_summary(await owed(memory)),
     }
 

@@ -16,6 +16,7 @@ from ..catalog import Operation
 from ..contracts import UnreadSource
 from ..hookspecs import hookimpl
 from ..layer import FailedLayer, Layer, WarmingLayer
+from ..memory import LayerTimeout
 from ..models import (
     LayerHealth,
     LayerStatus,
@@ -144,11 +145,11 @@ def _health_line(memory: Memory, health: dict[str, LayerHealth]) -> str:
     return render.health_line(parts)
 
 
-async def _guarded(memory: Memory, name: str, coro: Coroutine[Any, Any, T],
+async def _guarded(memory: Memory, name: str, kind: str, coro: Coroutine[Any, Any, T],
                    budget_ms: float | None = None) -> tuple[T | None, LayerStatus]:
-    """Await one layer's part, at most ``budget_ms`` (else ``[recall] layer_timeout_s``): a layer that fails or
-    overruns is reported in its status, never fails the call."""
-    timeout = budget_ms / 1000 if budget_ms is not None else memory.settings.recall.layer_timeout_s
+    """Await one layer's part, at most ``budget_ms`` (else ``[recall] layer_timeout_s``; a first answer of this
+    ``kind`` in this process gets ``[recall] warmup_timeout_s``): a layer that fails or overruns is reported in
+    its status (``warming`` past its first answer's budget, ``timeout`` when stuck), never fails the call."""
     started = time.perf_counter()
     layer = memory.layer(name)
     if isinstance(layer, WarmingLayer):  # a glance: opened by the owner, not here (yet)
@@ -158,10 +159,12 @@ async def _guarded(memory: Memory, name: str, coro: Coroutine[Any, Any, T],
         coro.close()
         return None, LayerStatus(layer=name, status="unavailable", detail=layer.reason)
     try:
-        value = await asyncio.wait_for(coro, timeout)
+        value = await memory.answer(name, kind, coro, None if budget_ms is None else budget_ms / 1000)
         status = LayerStatus(layer=name, status="ok")
-    except TimeoutError:
-        value, status = None, LayerStatus(layer=name, status="timeout", detail=f"no answer within {timeout:g}s")
+    except LayerTimeout as exc:  # a first answer still loading (warming), or a warm layer stuck (timeout)
+        value = None
+        status = (LayerStatus(layer=name, status="warming", detail=_title(layer, name)) if exc.warming else
+                  LayerStatus(layer=name, status="timeout", detail=str(exc)))
     except Exception as exc:
         value, status = None, LayerStatus(layer=name, status="error", detail=f"{type(exc).__name__}: {exc}")
     status.latency_ms = round((time.perf_counter() - started) * 1000, 2)
@@ -200,7 +203,7 @@ async def _startup_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str
     async def one(sec: SectionConfig) -> tuple[StartupItems | None, LayerStatus]:
         layer = memory.require_layer(sec.layer)
         count = None if sec.quotas else sec.count  # quotas choose among all, below
-        return await _guarded(memory, sec.layer, layer.startup(count))
+        return await _guarded(memory, sec.layer, "startup", layer.startup(count))
 
     outcomes = await asyncio.gather(*(one(s) for s in sections))
     blocks: list[Block] = []
@@ -298,7 +301,7 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]
     budgets = memory.settings.recall.layer_budget_ms
     # every layer searches at once (each waits on its own store or model off the event loop), each within its budget
     outcomes = await asyncio.gather(
-        *(_guarded(memory, n, memory.search_layer(n, p.context, limit), budgets.get(n)) for n in names))
+        *(_guarded(memory, n, "search", memory.search_layer(n, p.context, limit), budgets.get(n)) for n in names))
     fused: list[tuple[float, int, SearchResult]] = []
     statuses: list[LayerStatus] = []
     floors = {**memory.settings.recall.min_score, **(p.min_score or {})}
@@ -358,7 +361,7 @@ async def _unread_items(memory: Memory, p: AmbientRecallParams) -> tuple[str, St
     assert p.consumer_key is not None
     for source in memory.find(UnreadSource):
         name = source.name  # type: ignore[attr-defined]
-        found, _status = await _guarded(memory, name, source.unread_for_recall(p.consumer_key, p.channel))
+        found, _status = await _guarded(memory, name, "unread", source.unread_for_recall(p.consumer_key, p.channel))
         return (name, found) if found else None
     return None
 

@@ -64,6 +64,36 @@ def register_mcp(entity: str, home: Path, tools: str | None) -> str:
     return f"{path} (mcpServers.{name})"
 
 
+def unregister_mcp() -> list[str]:
+    """Remove the MCP servers ``pps setup`` registered (named ``pps-<entity>``, running ``pps_core.cli serve mcp``)
+    from Claude Code's user scope, leaving every other server as it is; returns their names."""
+    from pps_core.atomic import atomic_write
+
+    path = claude_json()
+    try:
+        state = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        return []  # not ours to repair: `pps doctor` says it is not valid JSON
+    servers = state.get("mcpServers") if isinstance(state, dict) else None
+    if not isinstance(servers, dict):
+        return []
+    ours = [name for name, entry in servers.items() if name.startswith(MCP_NAME.format(entity=""))
+            and isinstance(entry, dict) and "pps_core.cli" in (entry.get("args") or [])
+            and "serve" in (entry.get("args") or []) and "mcp" in (entry.get("args") or [])]
+    if not ours:
+        return []
+    claude = shutil.which("claude")
+    for name in ours:
+        if claude:
+            subprocess.run([claude, "mcp", "remove", "--scope", "user", name], capture_output=True, timeout=60)
+    state = json.loads(path.read_text()) if path.exists() else {}
+    left = {k: v for k, v in (state.get("mcpServers") or {}).items() if k not in ours}
+    if left != state.get("mcpServers"):
+        state["mcpServers"] = left
+        atomic_write(path, json.dumps(state, indent=2) + "\n")
+    return ours
+
+
 def set_user_name(home: Path, name: str) -> None:
     """``[claude_code] user_name = name`` in pps.toml, keeping everything else as written."""
     from pps_core.atomic import atomic_write

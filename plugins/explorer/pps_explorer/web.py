@@ -90,11 +90,13 @@ def _templates(memory):
 class Explorer:
     """Routes of ``/ui/<entity>``; ``pages`` maps a path to an async handler ``(ctx) -> (template, values)``."""
 
-    def __init__(self, memory, auth) -> None:
+    def __init__(self, memory, auth, app=None) -> None:
         from . import pages
 
         self.memory = memory
         self.auth = auth
+        #: The HTTP transport's app (its OpenAPI document): ``/api`` shows this entity's operations.
+        self.http_app = app
         self.entity = memory.settings.entity
         self.base = f"/ui/{quote(self.entity, safe='')}"
         self.sessions = sec.Sessions(auth, self.base)
@@ -102,7 +104,9 @@ class Explorer:
         routes = [Route("/", self.wrap(pages.home), methods=["GET"]),
                   Route("/login", self.login, methods=["GET", "POST"]),
                   Route("/logout", self.logout, methods=["POST"]),
-                  Route("/static/{name}", self.static, methods=["GET"])]
+                  Route("/static/{name}", self.static, methods=["GET"]),
+                  Route("/api", self.wrap(self.api_page), methods=["GET"]),
+                  Route("/openapi.json", self.wrap(self.openapi), methods=["GET"])]
         for path, handler, methods in pages.routes():
             routes.append(Route(path, self.wrap(handler), methods=methods))
         self.app = Starlette(routes=routes, exception_handlers={404: self.not_found, 405: self.not_found})
@@ -118,8 +122,30 @@ class Explorer:
 
     @staticmethod
     def headers(response: Response) -> Response:
+        own = response.headers.get("content-security-policy")
         response.headers.update(sec.HEADERS)
+        if own:  # a page that says its own policy (the API docs: Swagger UI sets styles from its script)
+            response.headers["content-security-policy"] = own
         return response
+
+    # -- the entity's API, in Swagger UI (the HTTP transport's /docs page, authorised by this session) --------
+
+    async def api_page(self, ctx: Ctx) -> Response:
+        from pps_http.docs import HEADERS, docs_page
+
+        if self.http_app is None:
+            return self.error(ctx, 404, "no HTTP API is served beside these pages")
+        response = HTMLResponse(docs_page(f"{self.base}/openapi.json", f"{self.entity}: API"))
+        response.headers.update(HEADERS)
+        return response
+
+    async def openapi(self, ctx: Ctx) -> Response:
+        from pps_http.docs import openapi_for
+        from starlette.responses import JSONResponse
+
+        if self.http_app is None:
+            return self.error(ctx, 404, "no HTTP API is served beside these pages")
+        return JSONResponse(openapi_for(self.http_app, {self.entity}))
 
     def _gate(self, request: Request) -> tuple[sec.Session | None, bool]:
         """(session, by_bearer). Raises PPSError when the request may not see the pages."""

@@ -88,7 +88,7 @@ def _recap_beside_server(settings, params: dict) -> dict:
 
     from . import service, store
     from .pipeline import generate
-    from .summarize import make_summarizer
+    from .summarize import make_summarizer, user_name_of
 
     p = service.SessionRecapParams.model_validate(params)
     path = service.resolve_log(_SettingsOnly(settings), p, trusted=True)
@@ -109,7 +109,7 @@ def _recap_beside_server(settings, params: dict) -> dict:
         bar.refresh()
 
     try:
-        recap = generate(path, budget=budget, summarizer=make_summarizer(chat, kind),
+        recap = generate(path, budget=budget, summarizer=make_summarizer(chat, kind, user_name_of(settings)),
                          tz=ZoneInfo(settings.timezone), chunk_tokens=rs.chunk_tokens,
                          merge_threshold=rs.merge_threshold, progress=tick,
                          **store.read_plan(settings, path))

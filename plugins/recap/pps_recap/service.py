@@ -103,10 +103,11 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
     """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds but the
     entries forgotten (:func:`store.read_plan`)."""
     from .pipeline import generate
-    from .summarize import make_summarizer
+    from .summarize import make_summarizer, user_name_of
 
     rs = store.recap_settings(memory.settings)
-    summarizer = make_summarizer(memory.chat_model(model or rs.model) if kind != "extractive" else None, kind)
+    summarizer = make_summarizer(memory.chat_model(model or rs.model) if kind != "extractive" else None, kind,
+                                 user_name_of(memory.settings))
     novelty_fn = _novelty_fn(memory, loop) if novelty and loop is not None else None
     embedder = memory.embedder if embed else None
     return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,
