@@ -95,6 +95,13 @@ MIGRATIONS: list[str] = [
     );
     UPDATE forget_log SET how = 'range' WHERE how LIKE 'range %';
     """,
+    # 4: the vector backlog as a set (issue 37): every turn without a vector has a row here, added by its capture
+    # and removed with its vector written, so a turn whose id committed late is never looked past.
+    """
+    CREATE TABLE vector_backlog (message_id bigint PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE);
+    INSERT INTO vector_backlog (message_id) SELECT id FROM messages m
+        WHERE NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id);
+    """,
 ]
 
 

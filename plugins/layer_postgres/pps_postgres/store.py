@@ -48,6 +48,8 @@ WITH batch AS (
     ORDER BY b.ord
     ON CONFLICT (message_id) DO NOTHING
     RETURNING {COLUMNS}
+), queued AS (
+    INSERT INTO vector_backlog (message_id) SELECT id FROM ins
 ), hits AS (
     SELECT ins.id AS turn, s.id AS summary FROM ins JOIN message_summaries s
     ON s.time_span_start < ins.created_at AND s.time_span_end > ins.created_at
@@ -55,6 +57,15 @@ WITH batch AS (
     UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL AND id IN (SELECT summary FROM hits)
 )
 SELECT ins.*, ARRAY(SELECT h.summary FROM hits h WHERE h.turn = ins.id ORDER BY h.summary) AS inside FROM ins
+"""
+#: The ids of turns without a vector of a model (args: limit, model, limit, model, limit, limit): the backlog, and
+#: vectors of another model (each side of ``<>`` a range of the (model, message_id) index).
+MISSING_IDS = """
+SELECT message_id FROM (
+    (SELECT message_id FROM vector_backlog ORDER BY message_id LIMIT %s)
+    UNION ALL (SELECT message_id FROM message_vectors WHERE model < %s ORDER BY model, message_id LIMIT %s)
+    UNION ALL (SELECT message_id FROM message_vectors WHERE model > %s ORDER BY model, message_id LIMIT %s)
+) missing ORDER BY message_id LIMIT %s
 """
 #: The advisory lock writers share and a poll takes exclusively (per schema: hashtext of this and the schema).
 CAPTURE_LOCK = "pps-capture:"
@@ -714,12 +725,11 @@ class PostgresStore:
     # -- vectors --------------------------------------------------------------------------------
 
     async def turns_missing_vectors(self, model, limit, after):
-        rows = await self.fetch(
-            f"SELECT {COLUMNS} FROM messages m WHERE id > %s AND NOT EXISTS (SELECT 1 FROM message_vectors v "
-            "WHERE v.message_id = m.id AND v.model = %s) ORDER BY id LIMIT %s", (after, model, limit))
-        todo = [row_to_turn(r) for r in rows]
-        # ids commit out of order across servers: never skip past what was seen
-        return todo, todo[-1]["id"] if todo else after
+        """By set membership, never by a mark (ids commit out of order across servers): the turns in
+        ``vector_backlog`` (no vector at all) and those whose vector is of another model; ``after`` is not read."""
+        rows = await self.fetch(f"SELECT {COLUMNS} FROM messages WHERE id IN ({MISSING_IDS}) ORDER BY id LIMIT %s",
+                                (limit, model, limit, model, limit, limit, limit))
+        return [row_to_turn(r) for r in rows], 0
 
     async def write_turn_vectors(self, model, turns, vectors):
         from .retrieval import vec
@@ -732,14 +742,17 @@ class PostgresStore:
                     "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
                     "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
                     [(t["id"], model, vec(v)) for t, v in zip(turns, vectors, strict=True)])
+            await conn.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", ([t["id"] for t in turns],))
 
     async def count_turns_missing_vectors(self, model):
-        return (await self.fetch("SELECT count(*) AS n FROM messages m WHERE NOT EXISTS (SELECT 1 FROM "
-                                 "message_vectors v WHERE v.message_id = m.id AND v.model = %s)", (model,)))[0]["n"]
+        return (await self.fetch(
+            "SELECT (SELECT count(*) FROM vector_backlog) + (SELECT count(*) FROM message_vectors "
+            "WHERE model < %s OR model > %s) AS n", (model, model)))[0]["n"]
 
     async def drop_turn_vectors(self):
-        async with self.connection() as conn:
+        async with self.connection() as conn, conn.transaction():
             dropped = (await conn.execute("DELETE FROM message_vectors")).rowcount
+            await conn.execute("INSERT INTO vector_backlog (message_id) SELECT id FROM messages ON CONFLICT DO NOTHING")
         self.dense.forget()
         return dropped
 

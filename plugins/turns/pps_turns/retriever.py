@@ -82,8 +82,12 @@ class Retriever(_Embedding):
         super().__init__(memory)
         self.store = store
         self.pending = True  # turns may lack vectors (stored before an embedder, or a failed embed)
-        #: Every turn with id <= this has a vector (of the current model) or was looked at.
+        #: Every turn with id <= this has a vector (of the current model) or was looked at. Only for a store this
+        #: process alone writes: where several servers write (``exclusive`` False) ids commit out of order and
+        #: other processes add turns, so the store answers by set membership, the floor stays 0 and every
+        #: search looks at the backlog.
         self.floor = 0
+        self.shared = getattr(store, "exclusive", True) is False
         self._task: asyncio.Task | None = None
         self._embedding = asyncio.Lock()  # one batch at a time: the background drain and a search take turns
         #: How many turns had no vector when the last search looked (they were found by their words only);
@@ -177,8 +181,9 @@ class Retriever(_Embedding):
                 self.pending = True
                 raise
             await self.store.write_turn_vectors(model, todo, _blobs(vecs))
-            self.floor = todo[-1]["id"]  # every turn up to here has its vector
-        if len(todo) < size:  # nothing else was missing up to ``top``: the next look starts there
+            if not self.shared:
+                self.floor = todo[-1]["id"]  # every turn up to here has its vector
+        if len(todo) < size and not self.shared:  # nothing else was missing up to ``top``: start there next
             self.floor = max(self.floor, top)
         return len(todo)
 
@@ -237,6 +242,8 @@ class Retriever(_Embedding):
             if emb is None:
                 return None
             try:
+                if self.shared:  # other servers store turns too: their backlog is this search's as well
+                    self.pending = True
                 if self.pending:  # read your writes: a backlog within the bound is embedded first; a larger
                     # one (an import, a history stored before the embedder) is left to the background, so the
                     # search neither waits for it nor for the batch in flight, and says how many turns wait
@@ -341,8 +348,10 @@ class SummarySearch(_Embedding):
         self.store = store
         #: ``await weights(terms)``: the query words' idf over the entity's turns (the Retriever's)
         self.weights = weights
-        #: (model, every summary up to this id has its vector or was looked at)
+        #: (model, every summary up to this id has its vector or was looked at); not used where several servers
+        #: write (summary ids commit out of order as turn ids do): the store's set of missing vectors is read
         self.floor: tuple[str, int] = ("", 0)
+        self.shared = getattr(store, "exclusive", True) is False
 
     @staticmethod
     def model(emb: Any) -> str:
@@ -351,7 +360,7 @@ class SummarySearch(_Embedding):
     async def _fill(self, emb: Any, model: str, progress: Callable[[int], None] | None = None) -> int:
         done = 0
         while True:
-            after = self.floor[1] if self.floor[0] == model else 0
+            after = self.floor[1] if self.floor[0] == model and not self.shared else 0
             todo, top = await self.store.summaries_missing_vectors(model, SUMMARY_EMBED_BATCH, after)
             if not todo:
                 self.floor = (model, max(after, top))
