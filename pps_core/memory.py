@@ -506,6 +506,46 @@ class Memory:
         layer.record_latency(started)
         return results[:limit]
 
+    @contextlib.asynccontextmanager
+    async def claim(self, job: str) -> AsyncIterator[bool]:
+        """Background work done once across every process serving this entity::
+
+            async with memory.claim("graph-ingest") as mine:
+                if mine:
+                    ...  # no other server runs "graph-ingest" until this block ends
+
+        True in one process at a time (the claim ends with the block, or with the process: a server killed
+        mid-job lets go); False elsewhere, which skips the round and tries again at its next one. The first layer
+        filling :class:`~pps_core.contracts.JobClaims` holds it (the turn store on PostgreSQL: an advisory lock);
+        an entity without one is served by one process (its store is exclusive, the owner lock says so), which
+        always holds it. Only for work whose items are marked done in the store, so the next holder skips them."""
+        from .contracts import JobClaims
+
+        holders = self.find(JobClaims)
+        if not holders:
+            yield True
+            return
+        async with holders[0].claim_job(job) as mine:
+            yield mine
+
+    async def ready(self) -> dict[str, str]:
+        """Readiness: {layer name: why it cannot serve now} for each layer that cannot (:meth:`Layer.ready`); empty
+        when every layer can. A layer that does not answer within ``[recall] layer_timeout_s`` is not ready."""
+        if not self.opened:
+            return {"memory": "not open"}
+        timeout = self.settings.recall.layer_timeout_s
+
+        async def one(layer: Layer) -> tuple[str, str | None]:
+            try:
+                return layer.name, await asyncio.wait_for(layer.ready(), timeout)
+            except TimeoutError:
+                return layer.name, f"did not answer within {timeout:g} s"
+            except Exception as exc:
+                return layer.name, f"{type(exc).__name__}: {exc}"
+
+        found = await asyncio.gather(*(one(layer) for layer in list(self.layers.values())))
+        return {name: why for name, why in found if why is not None}
+
     async def health(self) -> dict[str, LayerHealth]:
         async def one(layer: Layer) -> LayerHealth:
             try:

@@ -257,6 +257,15 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
         """Liveness (no token needed). The entity's detailed health is the `pps_health` operation."""
         return {"ok": all(e.memory.opened for e in entities.values()), "entities": len(entities)}
 
+    @app.get("/ready", tags=["health"])
+    async def ready() -> JSONResponse:
+        """Readiness (no token needed): 200 when every entity's stores answer now, 503 with why not (a database
+        server down) so a load balancer sends calls elsewhere; `/health` stays liveness (the process is up)."""
+        waiting = {e.name: why for e in entities.values() if (why := await e.memory.ready())}
+        return JSONResponse({"ready": not waiting, "entities": len(entities), **({"not_ready": waiting} if waiting
+                                                                                   else {})},
+                            status_code=503 if waiting else 200)
+
     for entity in entities.values():
         if mcp:
             app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint()))

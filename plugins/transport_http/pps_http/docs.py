@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, Response
 
 from pps_core.errors import PPSError, Unauthorized
 
-PUBLIC = ("/health",)
+PUBLIC = ("/health", "/ready")
 
 
 def _owner(path: str, primary: str) -> str | None:

@@ -165,12 +165,25 @@ class Retriever(_Embedding):
             while self.pending and done < limit:
                 async with self._embedding:  # a background batch in flight finishes first
                     if self.pending:
-                        done += await self._batch(emb, min(EMBED_BATCH, limit - done))
+                        done += await self._batch(emb, min(EMBED_BATCH, limit - done), wait=True)
         except Exception as exc:
             self.warn(exc)
 
-    async def _batch(self, emb: Any, size: int = EMBED_BATCH) -> int:
+    async def _batch(self, emb: Any, size: int = EMBED_BATCH, wait: bool = False) -> int:
         model = self.model(emb)
+        claim = getattr(self.store, "claim_turns_missing_vectors", None)
+        if claim is not None:  # a store several servers share: each turn is embedded by one of them
+            async with claim(model, size, wait) as (todo, write):
+                if len(todo) < size:  # the rest (if any) is another server's, being embedded now
+                    self.pending = False
+                if todo:
+                    try:
+                        vecs = await asyncio.to_thread(emb.embed, [vector_text(t) for t in todo])
+                    except BaseException:
+                        self.pending = True
+                        raise
+                    await write(_blobs(vecs))
+            return len(todo)
         todo, top = await self.store.turns_missing_vectors(model, size, self.floor)
         if len(todo) < size:
             self.pending = False
