@@ -172,6 +172,9 @@ class Memory:
         self.tz = ZoneInfo(settings.timezone)
         self._extra_plugins = list(extra_plugins)
         self._own = own and not glance
+        #: Whether any number of processes may serve this entity at once (no layer is exclusive: every store is
+        #: a server), known once it opens; a transport then keeps no per-process session state (MCP stateless).
+        self.shared = False
         self._lazy = lazy and not glance
         #: Opened at a glance (see the class docstring): read-only, the heavy layers warming elsewhere.
         self.glance = glance
@@ -213,7 +216,8 @@ class Memory:
                                   "pps_turn_copies (return [] if it keeps nothing); see pps_core.lineage")
             built = self._build_layers(pm)
             # Stores on a server (every layer non-exclusive) are shared by any number of processes: no lock.
-            if self._own and any(layer.exclusive for layer in built):
+            self.shared = not any(layer.exclusive for layer in built)
+            if self._own and not self.shared:
                 try:
                     self.lock.acquire()
                 except OSError as exc:

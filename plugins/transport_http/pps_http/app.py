@@ -242,6 +242,10 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
                 _add_tool_routes(app, entity, entity is primary, components, owners)
                 _mount_pages(app, entity)
                 if entity.mcp is not None:
+                    # an entity several servers may serve: MCP without sessions (stateless streamable HTTP), so a
+                    # client's calls may reach any server behind a load balancer; one server alone keeps sessions
+                    # (subscriptions to resources notify within them)
+                    entity.mcp.stateless = entity.memory.shared
                     await stack.enter_async_context(entity.mcp.run())
             app.openapi_schema = None
             yield
