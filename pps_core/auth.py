@@ -51,6 +51,17 @@ def check_token(expected: str | None, presented: str | None) -> bool:
     return hmac.compare_digest(expected.encode(), presented.encode())
 
 
+def token_digest(token: str) -> str:
+    """What a store shared by several servers keeps of the token (:data:`SHARED_KEY`): never the token itself."""
+    import hashlib
+
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+#: The key of the token's digest in a store several servers share (:class:`pps_core.contracts.SharedValues`).
+SHARED_KEY = "token-sha256"
+
+
 class TokenGate:
     """Who may call one entity: the holder of its token, or anyone a transport's own gate admitted.
 
@@ -65,6 +76,25 @@ class TokenGate:
         self._stamp: tuple[int, int, int] | None = None
         self._token: str | None = None
         self.required = self.current() is not None
+        #: The fleet's token (its digest), when several servers serve the entity: it, not this home's file, says
+        #: which token is good (a transport keeps it in step with the shared store).
+        self.shared_digest: str | None = None
+        self._adopted: tuple[int, int, int] | None = None
+
+    def adopt(self, digest: str | None) -> None:
+        """The fleet's token is the one of ``digest`` (None: this home's file says), until this home's file
+        changes (a rotation here is in force at once, before the store is told)."""
+        self.current()
+        self.shared_digest, self._adopted = digest, self._stamp
+
+    def accepts(self, token: str | None) -> bool:
+        """Whether ``token`` is the entity's token now (the fleet's, or this home's file)."""
+        import hmac
+
+        mine = self.current()
+        if self.shared_digest is not None and self._stamp == self._adopted:
+            return bool(token) and hmac.compare_digest(token_digest(token or "").encode(), self.shared_digest.encode())
+        return check_token(mine, token)
 
     def current(self) -> str | None:
         try:
@@ -89,5 +119,5 @@ class TokenGate:
             return
         if not token:
             raise Unauthorized(f"entity {self.entity!r} needs 'Authorization: Bearer <token>' (see `pps token`)")
-        if not check_token(self.current(), token):
+        if not self.accepts(token):
             raise InvalidToken(f"this token does not grant access to entity {self.entity!r}")

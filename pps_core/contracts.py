@@ -80,6 +80,18 @@ class JobClaims(Protocol):
 
 
 @runtime_checkable
+class SharedValues(Protocol):
+    """A store several servers share that keeps a few small values all of them read (the token's digest, so a
+    token rotated on one server is refused by every one). ``shared_get`` answers None for a key never put."""
+
+    async def shared_get(self, key: str) -> str | None:
+        ...
+
+    async def shared_put(self, key: str, value: str) -> None:
+        ...
+
+
+@runtime_checkable
 class Ingester(Protocol):
     """A store that ingests queued turns (from an :class:`IngestionQueue`) when asked."""
 

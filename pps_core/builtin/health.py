@@ -32,7 +32,11 @@ async def pps_health(memory: Memory, _p: NoParams) -> dict[str, Any]:
 
 
 async def pps_regenerate_token(memory: Memory, _p: NoParams) -> dict[str, Any]:
-    auth.write_token(memory.home)
+    from ..contracts import SharedValues
+
+    token = auth.write_token(memory.home)
+    for store in memory.find(SharedValues)[:1]:  # several servers: every one refuses the old token
+        await store.shared_put(auth.SHARED_KEY, auth.token_digest(token))
     memory.events.operation_called(name="token_rotated", params={}, ok=True, ms=0.0)
     return {"rotated": True, "token_file": str(auth.token_path(memory.home)),
             "message": "token rotated; read it with `pps token` (it is never returned over the wire)"}

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from pps_http.security import EntityAuth
 
-from pps_core.auth import check_token
 from pps_core.errors import Forbidden, PPSError, Unauthorized
 
 COOKIE = "pps_ui_session"
@@ -62,7 +61,7 @@ class Sessions:
             return None
         now = time.monotonic()
         stale = now - session.seen > IDLE_S
-        rotated = self.auth.required and not check_token(self.auth.current(), session.token)
+        rotated = self.auth.required and not self.auth.gate.accepts(session.token)  # here or on another server
         if stale or rotated or (session.token is None and self.auth.required):
             self._by_id.pop(sid, None)
             return None

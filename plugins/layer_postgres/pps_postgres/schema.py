@@ -101,6 +101,9 @@ MIGRATIONS: list[str] = [
     CREATE TABLE vector_backlog (message_id bigint PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE);
     INSERT INTO vector_backlog (message_id) SELECT id FROM messages m
         WHERE NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id);
+    -- what every server of a fleet must agree on (the token's digest): pps_core.contracts.SharedValues
+    CREATE TABLE shared_values (key text PRIMARY KEY, value text NOT NULL,
+                                updated_at timestamptz NOT NULL DEFAULT now());
     """,
 ]
 

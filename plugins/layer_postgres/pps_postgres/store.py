@@ -299,6 +299,16 @@ class PostgresStore:
                                             (JOB_LOCK + self.schema, job))).fetchone()
             yield bool(row and row[0])
 
+    async def shared_get(self, key: str) -> str | None:
+        """:class:`pps_core.contracts.SharedValues`: one small value every server of the entity reads."""
+        rows = await self.fetch("SELECT value FROM shared_values WHERE key = %s", (key,))
+        return rows[0]["value"] if rows else None
+
+    async def shared_put(self, key: str, value: str) -> None:
+        async with self.connection() as conn:
+            await conn.execute("INSERT INTO shared_values (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                               "SET value = EXCLUDED.value, updated_at = now()", (key, value))
+
     async def ready(self) -> str | None:
         """Readiness (``/ready``): None when PostgreSQL answers now, else why not (no address in it)."""
         import time

@@ -71,3 +71,32 @@ async def test_an_mcp_session_works_on_any_server(fleet, mode):
         found = await client.call_tool("raw_search", {"query": "balancer"})
         assert not found.is_error and "through the balancer 3" in str(found.content)
     assert len(set(balancer.seen)) == 3  # every server answered part of the one session
+
+
+def test_a_token_rotated_on_one_server_is_refused_by_every_server(fleet):
+    """Last in this module: it changes the fleet's token. Each server's home keeps its copy of the old one."""
+    import time
+
+    import httpx
+
+    old = fleet[0].token("lyra")
+    rotated = fleet[0].call("pps_regenerate_token")
+    assert rotated.status_code == 200, rotated.text
+    new = fleet[0].token("lyra")
+    assert new != old and fleet[1].token("lyra") == old  # the other homes were not touched
+
+    def status(server, token):
+        return httpx.post(f"{server.url}/tools/pps_health", json={}, headers={"Authorization": f"Bearer {token}"},
+                          timeout=30).status_code
+
+    deadline = time.monotonic() + 10  # the servers hear of it within a second (they poll the store)
+    while {status(s, old) for s in fleet} != {401}:
+        assert time.monotonic() < deadline, [status(s, old) for s in fleet]
+        time.sleep(0.1)
+    assert [status(s, new) for s in fleet] == [200, 200, 200]
+    # a server started later, with its home's stale copy, takes the fleet's token from the store too
+    again = start_server(fleet[1].root, "--entity", "lyra", log_name="late.log")
+    try:
+        assert status(again, old) == 401 and status(again, new) == 200
+    finally:
+        again.stop()

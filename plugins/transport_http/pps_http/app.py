@@ -81,6 +81,61 @@ class _Entity:
         return BearerGuard(StreamableHTTPASGIApp(self.mcp), self.auth)
 
 
+#: How often a server of a fleet reads the fleet's token from the store (a rotation elsewhere is in force here
+#: within this); a rotation on this server is in force here at once.
+TOKEN_SYNC_S = 0.5
+
+
+@asynccontextmanager
+async def _fleet_token(entity: _Entity):
+    """An entity several servers serve, with a token: the store keeps the fleet's token (its digest), so one
+    rotated on any server is refused by all of them, and a server started with its home's stale copy takes the
+    fleet's. The token file that changed last, on any server, is the fleet's token."""
+    import asyncio
+    import logging
+
+    from pps_core import auth
+    from pps_core.contracts import SharedValues
+
+    stores = entity.memory.find(SharedValues) if entity.memory.shared else []
+    gate = entity.reached.gate
+    if not stores or not gate.required:
+        yield
+        return
+    store = stores[0]
+    seen: list[str | None] = []
+
+    async def sync() -> None:
+        mine = gate.current()
+        if seen and mine and mine != seen[0]:  # rotated on this machine (pps_regenerate_token, a new file)
+            await store.shared_put(auth.SHARED_KEY, auth.token_digest(mine))
+        fleet = await store.shared_get(auth.SHARED_KEY)
+        if fleet is None and mine:  # the first server of the fleet: its token is the fleet's
+            fleet = auth.token_digest(mine)
+            await store.shared_put(auth.SHARED_KEY, fleet)
+        gate.adopt(fleet)
+        seen[:] = [mine]
+
+    async def keep() -> None:
+        warned = False
+        while True:
+            await asyncio.sleep(TOKEN_SYNC_S)
+            try:
+                await sync()
+                warned = False
+            except Exception as exc:  # the store is down: the last token known stays in force
+                if not warned:
+                    logging.getLogger("pps.http").warning("cannot read the fleet's token: %s", exc)
+                    warned = True
+
+    await sync()  # before the first request: a stale home's token is never accepted
+    task = asyncio.get_running_loop().create_task(keep(), name=f"pps-token-{entity.name}")
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
 def _tool_endpoint(entity: _Entity, op: Operation):
     async def endpoint(request: Request) -> JSONResponse:
         try:
@@ -247,6 +302,7 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
                     # (subscriptions to resources notify within them)
                     entity.mcp.stateless = entity.memory.shared
                     await stack.enter_async_context(entity.mcp.run())
+                await stack.enter_async_context(_fleet_token(entity))
             app.openapi_schema = None
             yield
 

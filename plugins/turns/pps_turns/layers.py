@@ -133,6 +133,17 @@ class RawCaptureLayer(Layer):
         async with claim(job) as mine:
             yield mine
 
+    async def shared_get(self, key: str) -> str | None:
+        """:class:`pps_core.contracts.SharedValues` through the store where several servers share it (None, and
+        nothing kept, for a store one process owns: its home is the only one)."""
+        get = getattr(self.backend, "shared_get", None)
+        return await get(key) if get is not None else None
+
+    async def shared_put(self, key: str, value: str) -> None:
+        put = getattr(self.backend, "shared_put", None)
+        if put is not None:
+            await put(key, value)
+
     async def ready(self) -> str | None:
         """The store's own readiness (a database server answering), when it has one (``ready()``)."""
         check = getattr(self.backend, "ready", None)
