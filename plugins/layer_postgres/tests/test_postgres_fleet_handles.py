@@ -25,7 +25,7 @@ def fleet(pg_dsn, tmp_path_factory):
     roots = [base / f"machine{i}" for i in range(3)]
     for root in roots:
         root.mkdir()
-        init_entity(root, "lyra", "postgres,http", "[postgres]", f"dsn = {pg_dsn!r}", f"schema = {schema!r}")
+        init_entity(root, "lyra", "postgres,explorer,http", "[postgres]", f"dsn = {pg_dsn!r}", f"schema = {schema!r}")
     for root in roots[1:]:  # one token for the fleet
         shutil.copyfile(roots[0] / "lyra" / "token", root / "lyra" / "token")
     with ThreadPoolExecutor(3) as pool:
@@ -71,6 +71,25 @@ async def test_an_mcp_session_works_on_any_server(fleet, mode):
         found = await client.call_tool("raw_search", {"query": "balancer"})
         assert not found.is_error and "through the balancer 3" in str(found.content)
     assert len(set(balancer.seen)) == 3  # every server answered part of the one session
+
+
+def test_an_explorer_login_works_on_any_server_and_a_logout_ends_it_everywhere(fleet):
+    import re
+
+    import httpx
+
+    first = httpx.Client(base_url=f"{fleet[0].url}/ui/lyra", timeout=30)
+    nonce = re.search(r'name="nonce" value="([^"]+)"', first.get("/login").text).group(1)
+    answer = first.post("/login", data={"nonce": nonce, "token": fleet[0].token("lyra")})
+    assert answer.status_code == 303
+    cookie = {"pps_ui_session": first.cookies["pps_ui_session"]}
+    pages = [httpx.get(f"{s.url}/ui/lyra/timeline", cookies=cookie, timeout=30) for s in fleet]
+    assert [p.status_code for p in pages] == [200, 200, 200], [p.headers.get("location") for p in pages]
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', pages[1].text).group(1)
+    out = httpx.post(f"{fleet[1].url}/ui/lyra/logout", data={"csrf": csrf}, cookies=cookie, timeout=30)
+    assert out.status_code == 303
+    after = [httpx.get(f"{s.url}/ui/lyra/timeline", cookies=cookie, timeout=30) for s in fleet]
+    assert [(p.status_code, p.headers.get("location")) for p in after] == [(303, "/ui/lyra/login")] * 3
 
 
 def test_a_token_rotated_on_one_server_is_refused_by_every_server(fleet):
