@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 TOKEN_FILE = "token"
 
@@ -58,8 +59,45 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-#: The key of the token's digest in a store several servers share (:class:`pps_core.contracts.SharedValues`).
+#: The key of the fleet's token in a store several servers share (:class:`pps_core.contracts.SharedValues`): JSON
+#: ``{"current": digest, "retired": [digests rotated away, newest last]}`` (:func:`token_digest`, never a token).
 SHARED_KEY = "token-sha256"
+#: Retired digests kept: a server started from a home this many rotations stale still joins the fleet's token.
+RETIRED_KEPT = 20
+
+
+async def sync_fleet_token(store: Any, gate: TokenGate, *, rotated_from: str | None = None) -> bool:
+    """Keep ``gate`` in step with the fleet's token in ``store`` (a :class:`pps_core.contracts.SharedValues`);
+    True when this server's token is the fleet's.
+
+    A server joins the fleet's token when its home holds it, or one the fleet rotated away (a stale copy: the
+    fleet's current token is then the only one it takes). The first server to start puts its own there. A
+    server whose home holds another token (never the fleet's) keeps to its own file. ``rotated_from``: this
+    home's token before a rotation made here (``pps_regenerate_token``), which the fleet then retires."""
+    import json
+
+    mine = gate.current()
+    digest = token_digest(mine) if mine else None
+    raw = await store.shared_get(SHARED_KEY)
+    try:
+        record = json.loads(raw) if raw else None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("current"), str):
+        record = None
+    if rotated_from is not None and digest is not None:
+        old = token_digest(rotated_from)
+        if record is None or old == record["current"] or old in record.get("retired", []):
+            retired = [d for d in (record or {}).get("retired", []) if d not in (old, digest)]
+            record = {"current": digest, "retired": [*retired, old][-RETIRED_KEPT:]}
+            await store.shared_put(SHARED_KEY, json.dumps(record))
+    elif record is None and digest is not None:
+        record = {"current": digest, "retired": []}
+        await store.shared_put(SHARED_KEY, json.dumps(record))
+    joined = record is not None and digest is not None and (
+        digest == record["current"] or digest in record.get("retired", []))
+    gate.adopt(record["current"] if joined and record is not None else None)
+    return joined
 
 
 class TokenGate:

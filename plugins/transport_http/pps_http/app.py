@@ -90,7 +90,7 @@ TOKEN_SYNC_S = 0.5
 async def _fleet_token(entity: _Entity):
     """An entity several servers serve, with a token: the store keeps the fleet's token (its digest), so one
     rotated on any server is refused by all of them, and a server started with its home's stale copy takes the
-    fleet's. The token file that changed last, on any server, is the fleet's token."""
+    fleet's (:func:`pps_core.auth.sync_fleet_token`); a server whose home holds another token keeps its own."""
     import asyncio
     import logging
 
@@ -107,13 +107,9 @@ async def _fleet_token(entity: _Entity):
 
     async def sync() -> None:
         mine = gate.current()
-        if seen and mine and mine != seen[0]:  # rotated on this machine (pps_regenerate_token, a new file)
-            await store.shared_put(auth.SHARED_KEY, auth.token_digest(mine))
-        fleet = await store.shared_get(auth.SHARED_KEY)
-        if fleet is None and mine:  # the first server of the fleet: its token is the fleet's
-            fleet = auth.token_digest(mine)
-            await store.shared_put(auth.SHARED_KEY, fleet)
-        gate.adopt(fleet)
+        # the file changed here since (a rotation, a new copy): the fleet retires the token it replaced
+        changed = bool(seen) and mine != seen[0] and seen[0] is not None
+        await auth.sync_fleet_token(store, gate, rotated_from=seen[0] if changed else None)
         seen[:] = [mine]
 
     async def keep() -> None:
