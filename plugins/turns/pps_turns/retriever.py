@@ -262,7 +262,9 @@ class Retriever(_Embedding):
                     # search neither waits for it nor for the batch in flight, and says how many turns wait
                     backlog, _ = await self.store.turns_missing_vectors(self.model(emb), QUERY_EMBED_MAX + 1,
                                                                         self.floor)
-                    if len(backlog) <= QUERY_EMBED_MAX:
+                    if not backlog:  # nothing waits: one look, no claim
+                        self.pending = False
+                    elif len(backlog) <= QUERY_EMBED_MAX:
                         await self.ready(emb, QUERY_EMBED_MAX)
                     if self.pending:
                         self.vectors_pending = await self.store.count_turns_missing_vectors(self.model(emb))
