@@ -17,7 +17,8 @@ TURN = {"content": "the harbour light is green tonight", "author_name": "Jeff", 
 def test_a_server_whose_postgres_is_down_is_alive_not_ready_and_refuses_writes_with_503(tmp_path):
     with StoppablePostgres() as pg:
         # a pool that would wait 30 s for a connection: the answers below must not wait for it
-        init_entity(tmp_path, "lyra", "postgres,http", "[postgres]", f"dsn = {pg.dsn!r}", "connect_timeout_s = 30")
+        init_entity(tmp_path, "lyra", "postgres,crystals,http", "[postgres]", f"dsn = {pg.dsn!r}",
+                    "connect_timeout_s = 30", "[crystals]", 'store = "postgres"')
         server = start_server(tmp_path, "--entity", "lyra")
         try:
             assert server.call("store_message", TURN).status_code == 200
@@ -36,6 +37,8 @@ def test_a_server_whose_postgres_is_down_is_alive_not_ready_and_refuses_writes_w
                     assert wrote.json()["error"] == "unavailable" and "PostgreSQL" in wrote.json()["message"]
                 found = server.call("raw_search", {"query": "harbour light"}, timeout=15)
                 assert found.status_code == 503, found.text
+                kept = server.call("crystallize", {"content": "The harbour light turned green."}, timeout=15)
+                assert kept.status_code == 503 and kept.json()["error"] == "unavailable", kept.text
 
             pg.start()
             deadline = time.monotonic() + 60
@@ -43,6 +46,7 @@ def test_a_server_whose_postgres_is_down_is_alive_not_ready_and_refuses_writes_w
                 assert time.monotonic() < deadline, "the server never became ready again"
                 time.sleep(0.2)
             assert server.call("store_message", {**TURN, "content": "back again"}).status_code == 200
+            assert server.call("crystallize", {"content": "Back again."}).status_code == 200
         finally:
             assert server.stop() in (0, -15)
         assert "Traceback" not in server.log.read_text()
