@@ -914,7 +914,11 @@ class PostgresStore:
         async with self.connection() as conn, conn.transaction():
             rows = await (await conn.execute(query, (limit, model, limit, model, limit))).fetchall()
             ids = sorted(r["message_id"] for r in rows)[:limit]
-            todo = await self._by_ids(conn, ids)
+            # the turns too (KEY SHARE, as the vectors' foreign key would take them later): a forget of one of
+            # them waits for this transaction instead of deadlocking with it
+            found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id = ANY(%s) ORDER BY id "
+                                              "FOR KEY SHARE", (ids,))).fetchall()
+            todo = [row_to_turn(r) for r in found]
 
             async def write(vectors) -> None:
                 if vectors:
