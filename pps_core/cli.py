@@ -159,6 +159,10 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the command line (the console script, `python -m pps_core.cli`), not a caller in-process
+        from .safepath import keep_cwd_off_path
+
+        keep_cwd_off_path()
     given = sys.argv[1:] if argv is None else argv
     command = next((a for a in given if not a.startswith("-")), None)
     # A kernel command (or --version) needs no plugin's commands: no plugin manager of every installed plugin is
@@ -322,9 +326,15 @@ def cmd_call(args: argparse.Namespace) -> int:
         return 2
     result = _run_call(args, args.operation, params)
     if args.text:
-        from .cli_text import as_text
+        from zoneinfo import ZoneInfo
 
-        print(result["text"] if isinstance(result, dict) and isinstance(result.get("text"), str) else as_text(result))
+        from .cli_text import readable
+
+        try:
+            tz = ZoneInfo(_settings(args).timezone)
+        except Exception:  # a listing in UTC rather than none
+            tz = None
+        print(readable(result, tz))
     else:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0

@@ -98,3 +98,19 @@ class Ingester(Protocol):
     async def ingest_pending(self) -> dict[str, Any]:
         """Ingest one batch; returns a small JSON report."""
         ...
+
+
+@runtime_checkable
+class OwedForgets(Protocol):
+    """A turn store that records the copies a forget still owes (:mod:`pps_core.lineage`) and retries them: the
+    memory retries them when it opens, upkeep on its rounds; ``pps_health`` and ``turn_copies`` show them."""
+
+    async def owed_forgets(self) -> list[dict[str, Any]]:
+        """Every forget still owed, oldest first: ``{"id", "forgotten_at", "turns": how many, "copies": [keys of
+        the copies that still owe it]}``. Never text."""
+        ...
+
+    async def settle_owed_forgets(self) -> dict[str, Any]:
+        """Run every owed copy's forget again, striking off those that confirm: ``{"settled": forgets finished,
+        "owed": forgets still owed, "pending": {copy key: forgets it owes}, "incomplete": [why, never text]}``."""
+        ...

@@ -26,6 +26,7 @@ from .lineage import Lineage, undeclared_observers
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
 from .plugins import build_plugin_manager
+from .privacy import reset_secret_scanner, use_secret_scanner
 from .ranking import Ranker
 from .settings import EntitySettings, load_settings
 
@@ -38,6 +39,9 @@ log = logging.getLogger("pps")
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 T = TypeVar("T")
+#: How long closing waits for the retry of owed forgets begun at open before it cancels it (what is not
+#: finished stays owed).
+SETTLE_AT_CLOSE_S = 30.0
 _IN_WRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_in_write", default=False)
 #: True while a read runs on a memory that opened only the layers of the operation's plugin.
 _SCOPED: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_scoped_read", default=False)
@@ -166,6 +170,8 @@ class Memory:
                  plugin_manager: pluggy.PluginManager | None = None, lazy: bool = False,
                  glance: bool = False) -> None:
         self.settings = settings
+        #: The capture filter's secret detector for this entity (``[privacy]``), active in every call it serves.
+        self.secret_scanner = settings.privacy.scanner()
         #: Built by the caller for these settings (``pps serve`` builds one per process start), else at open.
         self._given_pm = plugin_manager
         self.home: Path = Path(settings.home)
@@ -194,6 +200,8 @@ class Memory:
         #: Every declared copy of turn-derived text (:mod:`pps_core.lineage`); filled when the memory opens.
         self.lineage = Lineage()
         self._gate = WriteGate()
+        #: Owed forgets retried at open, in the background (:meth:`_settle_owed`).
+        self._settling: asyncio.Task[None] | None = None
 
     @classmethod
     def for_entity(cls, entity: str | None = None, home: str | Path | None = None, **kwargs: Any) -> Memory:
@@ -206,6 +214,9 @@ class Memory:
     async def open(self) -> Memory:
         if self.opened:
             return self
+        # What opening starts in the background (upkeep, a recap reading session logs) filters with this entity's
+        # detector: tasks copy the context they are created in.
+        use_secret_scanner(self.secret_scanner)
         if not self.glance:  # a glance creates nothing, not even the entity's folder
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
@@ -237,7 +248,28 @@ class Memory:
         self.opened = True
         if not self.glance:  # a glance starts nothing in the background
             self.events.memory_opened()
+            if not self.layers.deferred:  # a lazy memory (one call) leaves them to its forget, if it forgets
+                self._settling = asyncio.get_running_loop().create_task(self._settle_owed(), name="pps-owed-forgets")
         return self
+
+    async def _settle_owed(self) -> None:
+        """Forgets still owed by a copy (a graph that was down, a process killed before its copies forgot) are
+        retried as soon as the entity is open (:mod:`pps_core.lineage`); what fails stays owed."""
+        from .contracts import OwedForgets
+
+        for store in self.find(OwedForgets):
+            try:
+                async with self.writing():
+                    if not (await store.owed_forgets()):
+                        continue
+                    done = await store.settle_owed_forgets()
+            except Exception as exc:  # stays owed: upkeep and the next forget retry
+                log.warning("owed forgets: the retry at open failed: %s: %s", type(exc).__name__, exc)
+                continue
+            if done.get("settled"):
+                log.info("owed forgets: %d finished at open", done["settled"])
+            if done.get("owed"):
+                log.warning("owed forgets: %d still owed by %s", done["owed"], ", ".join(done.get("pending", {})))
 
     def load_catalog(self) -> pluggy.PluginManager:
         """Load the entity's plugins and its catalog, opening nothing (``pps operations``, ``--help``)."""
@@ -371,6 +403,12 @@ class Memory:
                     raise ConfigError(f"rankers.{layer}: no ranker named {name!r} (loaded: {known})")
 
     async def close(self) -> None:
+        settling, self._settling = self._settling, None
+        if settling is not None and not settling.done():  # a copy mid-forget (a graph compacting) ends first
+            await asyncio.wait([settling], timeout=SETTLE_AT_CLOSE_S)
+            if not settling.done():  # what it has not finished stays owed
+                settling.cancel()
+                await asyncio.wait([settling])
         if self.opened and not self.glance:
             self.events.memory_closing()
         await self._close_layers()
@@ -419,6 +457,7 @@ class Memory:
         started = time.perf_counter()
         status = 500
         validated = None
+        scanner = use_secret_scanner(self.secret_scanner)  # the one capture filter, with this entity's [privacy]
         try:
             validated = op.validate(params)
             if self.glance and not op.read_only:
@@ -445,6 +484,7 @@ class Memory:
             status = mapped.status
             raise mapped from exc
         finally:
+            reset_secret_scanner(scanner)
             self.events.operation_called(name=name, params={} if validated is None else validated.model_dump(mode="json"),
                                          ok=status == 200, ms=(time.perf_counter() - started) * 1000,
                                          status=status)

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 from .errors import ConfigError
 from .models import SectionConfig
 from .params import StorePath
+from .privacy import SecretPatternError, SecretScanner
 
 _FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("pps_file_values",
                                                                                     default=None)
@@ -40,9 +41,17 @@ class StartupConfig(BaseModel):
         None, description="the whole package, in order; None = every loaded layer's default sections")
     add: list[SectionConfig] = Field(default_factory=list, description="sections added after the defaults")
     omit: list[str] = Field(default_factory=list, description="section or layer names left out of the package")
+    #: The original design's package is 15,000-50,000 characters (reference/000, "Typical Response Size"); 20,000
+    #: (about 5,000 tokens) keeps its every section and about fifteen turns of 1,000 characters, and a bulk import
+    #: no longer turns "every unsummarized turn" into 300,000 characters. What is cut is listed with its call.
+    budget: int = Field(20_000, ge=0, description="most characters of a startup package that names no budget, on "
+                                                  "every path (MCP, HTTP, pps call, pps://startup, wake_up); "
+                                                  "0 = no limit")
 
 
 class RecallConfig(BaseModel):
+    budget: int = Field(6_000, ge=0, description="most characters of a search recall that names no budget "
+                                                 "(0 = no limit)")
     layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout for non-startup recall")
     layer_budget_ms: dict[str, float] = Field(
         default_factory=dict, description="layer -> its own time budget in a non-startup recall, in milliseconds "
@@ -76,6 +85,28 @@ class BackupConfig(BaseModel):
     dir: StorePath = Field("backups", description="folder under the entity's home for archives (never backed up)")
     allowed_dirs: list[str] = Field(default_factory=list,
                                     description="absolute folders outside the home where archives may be written")
+
+
+class PrivacyConfig(BaseModel):
+    """``[privacy]``: what the one capture filter replaces besides ``<private>`` spans (pps_core.privacy)."""
+
+    secrets: bool = Field(True, description="replace detected secrets (API keys, tokens, private keys, passwords "
+                                            "assigned in text) by [secret:<kind>] before anything is stored")
+    secret_patterns: dict[str, str] = Field(
+        default_factory=dict, description="name -> regex of more secrets to replace by [secret:<name>] (a group "
+                                          "named 'secret' replaces only that part)")
+
+    @field_validator("secret_patterns")
+    @classmethod
+    def _valid_patterns(cls, v: dict[str, str]) -> dict[str, str]:
+        try:
+            SecretScanner.build(v)
+        except SecretPatternError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    def scanner(self) -> SecretScanner:
+        return SecretScanner.build(self.secret_patterns, enabled=self.secrets)
 
 
 def _system_timezone() -> str:
@@ -149,6 +180,7 @@ class EntitySettings(PluginSettings):
     rankers: dict[str, list[str]] = Field(default_factory=dict, description="layer -> ranker names, in order")
     limits: Limits = Field(default_factory=Limits)
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
 
     @field_validator("timezone")
     @classmethod

@@ -20,9 +20,11 @@ async def test_all_layers_searched_and_fused(make_memory):
     assert {r["layer"] for r in out["results"]} == {"turns", "crystals", "notes"}
     assert {s["layer"]: s["status"] for s in out["layers"]} == {
         "turns": "ok", "crystals": "ok", "notes": "ok", "summaries": "ok"}
-    fused = [r["fused_score"] for r in out["results"]]
+    assert all(set(r) == {"layer", "content", "source", "score", "timestamp", "metadata"} for r in out["results"])
+    explained = await m.call("ambient_recall", {"context": "cedar beds", "limit_per_layer": 3, "explain": True})
+    fused = [r["fused_score"] for r in explained["results"]]
     assert fused == sorted(fused, reverse=True)
-    assert all("layer_score" in r["metadata"] for r in out["results"])
+    assert all("layer_score" in r["metadata"] for r in explained["results"])
     assert "Raw capture: " in out["text"] and "Crystals: " in out["text"] and "tax" not in out["text"]
 
 
@@ -98,3 +100,16 @@ async def test_weak_matches_below_a_layers_floor_are_left_out(make_memory):
                               recall={"min_score": {"anchors": 0.0}})
     out = await loose.call("ambient_recall", {"context": "garden wood"})
     assert len([r for r in out["results"] if r["layer"] == "anchors"]) == 2
+
+
+async def test_a_budget_is_filled_with_the_best_results_not_five_per_layer(make_memory):
+    """Issue 40: without a limit_per_layer, a search shows as many of each layer's best results as its budget
+    holds (in fused order), not five whatever the budget; an explicit limit still holds."""
+    m = await make_memory(plugins=[], extra_plugins=scripted(ScriptedLayer("docs", [f"garden {i}" for i in range(30)])))
+    small = await m.call("ambient_recall", {"context": "garden", "budget": 2000})
+    large = await m.call("ambient_recall", {"context": "garden", "budget": 4000})
+    assert len(small["text"]) <= 2000 and len(large["text"]) <= 4000
+    assert 5 < len(small["results"]) < len(large["results"])
+    assert [r["content"] for r in large["results"]][:len(small["results"])] == [r["content"] for r in small["results"]]
+    limited = await m.call("ambient_recall", {"context": "garden", "budget": 4000, "limit_per_layer": 4})
+    assert len(limited["results"]) == 4

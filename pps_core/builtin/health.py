@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from .. import auth
 from ..catalog import Operation
+from ..contracts import OwedForgets
 from ..hookspecs import hookimpl
 from ..plugins import describe
 
@@ -15,8 +17,33 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..memory import Memory
 
 
+log = logging.getLogger("pps")
+
+
 class NoParams(BaseModel):
     model_config = {"extra": "forbid"}
+
+
+async def owed(memory: Memory) -> list[dict[str, Any]]:
+    """Every forget a copy still owes (:class:`~pps_core.contracts.OwedForgets`), oldest first; never text."""
+    out: list[dict[str, Any]] = []
+    for store in memory.find(OwedForgets):
+        try:
+            out += await store.owed_forgets()
+        except Exception as exc:  # the store is down: its health says so
+            log.warning("owed forgets could not be read: %s", exc)
+    return out
+
+
+def owed_summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    copies: dict[str, int] = {}
+    for record in records:
+        for key in record.get("copies", []):
+            copies[key] = copies.get(key, 0) + 1
+    return {"count": len(records), "copies": copies,
+            "note": "forgets that a copy (named here) still owes: its text is still there; retried when the entity "
+                    "opens, by upkeep and at the next forget until each confirms (turn_copies lists them)"
+            if records else "nothing owed: every copy confirmed every forget"}
 
 
 async def pps_health(memory: Memory, _p: NoParams) -> dict[str, Any]:
@@ -28,6 +55,7 @@ async def pps_health(memory: Memory, _p: NoParams) -> dict[str, Any]:
         "plugins": [{"name": p["name"], "version": p["version"]} for p in describe(memory.pm)] if memory.pm else [],
         "operations": len(memory.catalog),
         "llm_configured": memory.chat_model() is not None,
+        "owed_forgets": owed_summary(await owed(memory)),
     }
 
 
@@ -45,9 +73,13 @@ async def pps_regenerate_token(memory: Memory, _p: NoParams) -> dict[str, Any]:
 
 async def turn_copies(memory: Memory, _p: NoParams) -> dict[str, Any]:
     copies = memory.lineage.describe()
-    return {"entity": memory.settings.entity, "count": len(copies), "copies": copies,
+    records = await owed(memory)
+    for copy in copies:
+        copy["owed"] = sum(f"{copy['plugin']}/{copy['name']}" in r.get("copies", []) for r in records)
+    return {"entity": memory.settings.entity, "count": len(copies), "copies": copies, "owed": records,
             "note": "every place this entity's plugins keep text derived from turns, and what forgetting a turn "
-                    "does to it (pps_core.lineage)"}
+                    "does to it (pps_core.lineage); owed: forgets a copy could not do yet (retried until it "
+                    "confirms)"}
 
 
 @hookimpl
@@ -55,10 +87,12 @@ def pps_operations(memory: Memory) -> list[Operation]:
     return [
         Operation(name="turn_copies", params=NoParams, handler=turn_copies, group="health", read_only=True,
                   idempotent=True,
-                  description="Every copy this entity keeps of text derived from turns (declared by its plugins) and "
-                              "how forgetting reaches it."),
+                  description="Every copy this entity keeps of text derived from turns (declared by its plugins), "
+                              "how forgetting reaches it, and the forgets a copy still owes (owed: ids, time and "
+                              "copies, never text)."),
         Operation(name="pps_health", params=NoParams, handler=pps_health, group="health", read_only=True,
-                  idempotent=True, description="Health of every layer: available, why not, counts, backlog, latency."),
+                  idempotent=True, description="Health of every layer: available, why not, counts, backlog, latency; "
+                                                     "forgets a copy still owes (owed_forgets)."),
         Operation(name="pps_regenerate_token", params=NoParams, handler=pps_regenerate_token, group="auth",
                   destructive=True, sensitive=True,
                   description="Rotate this entity's bearer token. The old token stops working at once."),

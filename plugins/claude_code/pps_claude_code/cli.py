@@ -49,8 +49,8 @@ def add_commands(cli) -> None:
     p.add_argument("--user-name", help="your name, as your prompts are stored (default: $USER)")
     p.add_argument("--settings", help="Claude Code settings file (default: ~/.claude/settings.json)")
     p.add_argument("--no-mcp", action="store_true", help="do not register the MCP server")
-    p.add_argument("--tools", default="essential", help="MCP tool profile: essential, all, or a comma list "
-                                                        "(default: essential)")
+    p.add_argument("--tools", default=None, help="MCP tool profile: essential, all, or a comma list "
+                                                 "(default: [mcp] tools of pps.toml, itself essential by default)")
     p.add_argument("--prompt-recall", action="store_true", help="inject relevant memories on every prompt")
 
 
@@ -135,7 +135,8 @@ def cmd_import(args) -> int:
     with _client(args, settings) as client:
         report = importer.import_turns(client, turns, f"import {path.name}")
     added = "?" if report["added"] is None else report["added"]
-    print(f"read {report['read']} turns from {path}; {added} new (the rest were already stored); "
+    forgotten = f"{report['forgotten']} forgotten earlier, not stored again; " if report.get("forgotten") else ""
+    print(f"read {report['read']} turns from {path}; {added} new ({forgotten}the rest were already stored); "
           f"entity {settings.entity!r} now holds {report['total'] if report['total'] is not None else '?'} "
           f"turns (via {report['via']})")
     return 0

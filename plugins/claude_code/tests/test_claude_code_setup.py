@@ -81,7 +81,8 @@ def test_setup_on_a_fresh_home_gives_a_working_install(home):
     assert (home / ".pps" / "lyra" / "pps.toml").exists()
     assert json.loads((home / ".pps" / "claude-code.json").read_text())["entity"] == "lyra"
     mcp = json.loads((home / ".claude.json").read_text())["mcpServers"]["pps-lyra"]
-    assert mcp["command"] == sys.executable and mcp["args"][-4:] == ["--tools", "essential", "--startup", "hooks"]
+    assert mcp["command"] == sys.executable and mcp["args"][-2:] == ["--startup", "hooks"] \
+        and "--tools" not in mcp["args"]  # the profile of pps.toml, essential by default
 
     # Claude Code's payloads, through the installed commands: a session that captures and injects
     transcript = home / "projects" / f"{SESSION}.jsonl"

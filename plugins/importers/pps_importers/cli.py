@@ -76,9 +76,9 @@ def cmd_import_chat(args) -> int:
     added = "?" if report["added"] is None else report["added"]
     total = "?" if report["total"] is None else report["total"]
     channels = len({t["channel"] for t in turns})
-    forgotten = f", {report['forgotten']} forgotten earlier, not stored again" if report["forgotten"] else ""
+    forgotten = f"{report['forgotten']} forgotten earlier, not stored again; " if report["forgotten"] else ""
     print(f"read {report['read']} messages in {channels} conversations ({len(conversations)} in the export) from "
-          f"{path}; {added} new (the rest were already stored{forgotten}); entity {settings.entity!r} now holds "
+          f"{path}; {added} new ({forgotten}the rest were already stored); entity {settings.entity!r} now holds "
           f"{total} turns (via {report['via']})")
     return 0
 
@@ -100,9 +100,12 @@ def cmd_export(args) -> int:
 
 
 def cmd_import_pps(args) -> int:
+    from pps_core.privacy import use_secret_scanner
+
     from .restore import RestoreError, restore_entity
 
     settings = _settings(args)
+    use_secret_scanner(settings.privacy.scanner())  # the files read here pass the entity's own capture filter
     try:
         with _client(args, settings) as client:
             report = restore_entity(client, Path(args.path).expanduser())

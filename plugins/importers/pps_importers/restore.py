@@ -146,7 +146,7 @@ def restore_entity(client, src: Path) -> dict[str, Any]:
         dated = []
         for path in files:
             fields, body = _read_front_matter(path.read_text(encoding="utf-8"))
-            fields, body = drop_private_deep(fields), drop_private(body)
+            fields, body = drop_private_deep(fields, strict=False), drop_private(body)
             dated.append((str(fields.get("date") or ""), path.name, fields, body))
         for _date, name, fields, body in sorted(dated):  # oldest first, so the newest stays newest
             params = {"content": body, "title": fields.get("title") or Path(name).stem}
@@ -161,7 +161,8 @@ def restore_entity(client, src: Path) -> dict[str, Any]:
             client.call("crystallize", {"content": drop_private(path.read_text(encoding="utf-8"))})
         report["crystals"] = {"exported": exported["crystals"], "expected": len(files)}
     if "facts" in exported:
-        facts = drop_private_deep(json.loads((src / "graph" / "facts.json").read_text(encoding="utf-8"))["facts"])
+        facts = drop_private_deep(json.loads((src / "graph" / "facts.json").read_text(encoding="utf-8"))["facts"],
+                                  strict=False)
         direct = [f for f in facts if not f.get("episodes")]
         for f in direct:
             params = {"source": f["subject"], "relationship": f["predicate"], "target": f["object"],

@@ -34,9 +34,9 @@ MANIFEST = "manifest.json"
 TABLES: tuple[tuple[str, str], ...] = (
     ("message_summaries", "id"), ("messages", "id"), ("read_cursors", "consumer_key"),
     ("message_vectors", "message_id"), ("summary_vectors", "summary_id"), ("forget_log", "id"),
-    ("forgotten_message_ids", "digest"))
+    ("forgotten_message_ids", "digest"), ("owed_forgets", "id"))
 #: Tables with an identity column whose sequence must continue after the restored ids.
-IDENTITY = ("message_summaries", "messages", "forget_log")
+IDENTITY = ("message_summaries", "messages", "forget_log", "owed_forgets")
 #: A schema holding a row in any of these holds an entity's turns: a restore is refused.
 OCCUPIED = ("messages", "message_summaries", "forget_log", "forgotten_message_ids", "read_cursors")
 CHUNK = 1 << 20

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from pps_turns import context_plan, forgotten_ack
+from pps_turns import context_plan, forgotten_ack, tombstones, turn_digest
 from pps_turns import message_id_digest as digest
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
@@ -33,20 +33,25 @@ log = logging.getLogger("pps.postgres")
 COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
 SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
                    "summary_type, created_at, rewrite")
-#: One multi-row capture: new turns in input order, skipping message ids stored or forgotten; summaries whose span
-#: strictly contains a new turn's time are flagged for rewrite ("backfill") and named in ``inside``.
+#: One multi-row capture: new turns in input order, skipping message ids stored, turns stored without an id that come
+#: back with one (the same channel, author, time and content) and turns with a tombstone (``mark``: the message id's digest,
+#: ``key``: :func:`pps_turns.turn_digest`); summaries whose span strictly contains a new turn's time are flagged for
+#: rewrite ("backfill") and named in ``inside``.
 INSERT_BATCH = f"""
 WITH batch AS (
     SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-                         %s::timestamptz[], %s::text[])
-        AS b(ord, message_id, digest, content, author_name, channel, session_id, created_at, metadata)
+                         %s::text[], %s::timestamptz[], %s::text[])
+        AS b(ord, message_id, mark, key, content, author_name, channel, session_id, created_at, metadata)
 ), ins AS (
     INSERT INTO messages (id, message_id, content, author_name, channel, session_id, created_at, metadata)
     SELECT nextval(pg_get_serial_sequence('messages', 'id')), b.message_id, b.content, b.author_name, b.channel,
            b.session_id, b.created_at, b.metadata
     FROM batch b
-    WHERE b.message_id IS NULL OR NOT (EXISTS (SELECT 1 FROM messages m WHERE m.message_id = b.message_id)
-                                       OR EXISTS (SELECT 1 FROM forgotten_message_ids f WHERE f.digest = b.digest))
+    WHERE NOT EXISTS (SELECT 1 FROM forgotten_message_ids f WHERE f.digest = b.key OR f.digest = b.mark)
+      AND (b.message_id IS NULL OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_id = b.message_id))
+      AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.created_at = b.created_at AND m.channel = b.channel
+                                                 AND m.author_name = b.author_name AND m.content = b.content
+                                                 AND m.message_id IS NULL AND b.message_id IS NOT NULL)
     ORDER BY b.ord
     ON CONFLICT (message_id) DO NOTHING
     RETURNING {COLUMNS}
@@ -385,53 +390,79 @@ class PostgresStore:
 
     async def _store_now(self, batch):
         """One transaction of three statements, sent in one pipeline: the shared capture lock, then one multi-row
-        INSERT (``unnest`` of column arrays) that skips message ids already stored or forgotten, takes ids in
-        input order (volatile ``nextval`` runs after the ORDER BY) and flags the summaries each new turn falls
-        inside, all in one statement; then COMMIT (acknowledged once the WAL is flushed: ``synchronous_commit``).
-        Only a repeat needs one more query (the first row, for its ack)."""
-        first: dict[str, int] = {}  # message_id -> its first index in the batch
-        fresh: list[int] = []
+        INSERT (``unnest`` of column arrays) that skips message ids already stored, turns stored without one that
+        come back with one (the same :func:`pps_turns.turn_digest`) and tombstoned ones, takes ids in input order
+        (volatile ``nextval`` runs after the ORDER BY) and flags the summaries each new turn falls inside, all in one
+        statement; then COMMIT (acknowledged once the WAL is flushed: ``synchronous_commit``). Only a repeat needs
+        more queries (the first row, for its ack; or its tombstone)."""
+        keys = [turn_digest(t) for t in batch]
+        seen_mids: set[str] = set()
+        plain_keys: set[str] = set()  # turns of the batch without a message_id, by turn digest
+        fresh: list[int] = []  # the first of each message id, and no turn the batch has without an id already
         for i, t in enumerate(batch):
             mid = t.get("message_id")
+            if mid is not None and (mid in seen_mids or keys[i] in plain_keys):
+                continue
             if mid is not None:
-                if mid in first:
-                    continue
-                first[mid] = i
+                seen_mids.add(mid)
+            else:
+                plain_keys.add(keys[i])
             fresh.append(i)
-        cols: list[list[Any]] = [[] for _ in range(8)]
+        cols: list[list[Any]] = [[] for _ in range(9)]
         for i in fresh:
             t = batch[i]
             mid = t.get("message_id")
-            for col, value in zip(cols, (i, mid, None if mid is None else digest(mid), t["content"], t["author_name"],
-                                         t["channel"], t.get("session_id"), from_storage(t["created_at"])),
-                                  strict=True):
+            for col, value in zip(cols, (i, mid, None if mid is None else digest(mid), keys[i], t["content"],
+                                         t["author_name"], t["channel"], t.get("session_id"),
+                                         from_storage(t["created_at"])), strict=True):
                 col.append(value)
         metas = [json.dumps(batch[i].get("metadata") or {}, ensure_ascii=False) for i in fresh]
+        fresh_set = set(fresh)
         async with self.connection() as conn:
             async with conn.pipeline(), conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", (self.lock_key,))
                 cur = await conn.execute(INSERT_BATCH, (*cols, metas))
                 rows = await cur.fetchall()
+                inserted: dict[tuple[str, str | None], list[dict[str, Any]]] = {}  # in id order: the batch's order
+                for r in sorted(rows, key=lambda r: r["id"]):
+                    inserted.setdefault((turn_digest(row_to_turn(r)), r["message_id"]), []).append(r)
+                rest = [i for i in range(len(batch))
+                        if i not in fresh_set or (keys[i], batch[i].get("message_id")) not in inserted]
                 by_mid = {r["message_id"]: r for r in rows if r["message_id"] is not None}
-                plain = sorted((r for r in rows if r["message_id"] is None), key=lambda r: r["id"])
-                repeats = [m for m in first if m not in by_mid]
-                known: dict[str, dict[str, Any]] = {}
+                by_key: dict[str, list[dict[str, Any]]] = {}
+                for r in rows:
+                    by_key.setdefault(turn_digest(row_to_turn(r)), []).append(r)
                 forgotten: set[str] = set()
-                if repeats:  # stored before (or by another server meanwhile), or forgotten
-                    found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = ANY(%s)",
-                                                      (repeats,))).fetchall()
-                    known = {r["message_id"]: r for r in found}
-                    gone = [digest(m) for m in repeats if m not in known]
-                    if gone:
-                        marks = await (await conn.execute(
-                            "SELECT digest FROM forgotten_message_ids WHERE digest = ANY(%s)", (gone,))).fetchall()
-                        forgotten = {r["digest"] for r in marks}
+                if rest:  # stored before (or by another server meanwhile, or earlier in the batch), or forgotten
+                    mids = sorted({batch[i]["message_id"] for i in rest if batch[i].get("message_id") is not None}
+                                  - set(by_mid))
+                    if mids:
+                        found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = ANY(%s)",
+                                                          (mids,))).fetchall()
+                        by_mid.update({r["message_id"]: r for r in found})
+                    marks = sorted({d for i in rest for d in tombstones(batch[i])})
+                    found = await (await conn.execute(
+                        "SELECT digest FROM forgotten_message_ids WHERE digest = ANY(%s)", (marks,))).fetchall()
+                    forgotten = {r["digest"] for r in found}
+                    same = [i for i in rest if batch[i].get("message_id") is not None
+                            and batch[i]["message_id"] not in by_mid]
+                    if same:
+                        found = await (await conn.execute(
+                            f"SELECT {COLUMNS} FROM messages WHERE (created_at, channel, author_name, content) IN "
+                            "(SELECT * FROM unnest(%s::timestamptz[], %s::text[], %s::text[], %s::text[])) ORDER BY id",
+                            ([from_storage(batch[i]["created_at"]) for i in same],
+                             [batch[i]["channel"] for i in same], [batch[i]["author_name"] for i in same],
+                             [batch[i]["content"] for i in same]))).fetchall()
+                        known = {r["id"] for rs in by_key.values() for r in rs}
+                        for r in found:
+                            if r["id"] not in known:
+                                by_key.setdefault(turn_digest(row_to_turn(r)), []).append(r)
         acks: list[dict[str, Any]] = []
         new: list[dict[str, Any]] = []
-        plain_rows = iter(plain)
         for i, t in enumerate(batch):
             mid = t.get("message_id")
-            row = next(plain_rows) if mid is None else by_mid.get(mid) if first[mid] == i else None
+            group = inserted.get((keys[i], mid)) if i in fresh_set else None
+            row = group.pop(0) if group else None
             if row is not None:
                 turn = row_to_turn(row)
                 new.append(turn)
@@ -440,11 +471,14 @@ class PostgresStore:
                     ack["inside_summaries"] = list(row["inside"])
                 acks.append(ack)
                 continue
-            earlier = by_mid.get(mid) or known.get(mid)
+            earlier = by_mid.get(mid) if mid is not None else None
+            if earlier is None and not any(d in forgotten for d in tombstones(t)):
+                earlier = next((r for r in sorted(by_key.get(keys[i], []), key=lambda r: r["id"])
+                                if r["message_id"] is None and mid is not None), None)
             if earlier is not None:  # a repeat: answered as the first was
                 turn = row_to_turn(earlier)
                 acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
-            elif digest(mid) in forgotten:
+            elif any(d in forgotten for d in tombstones(t)):
                 acks.append(forgotten_ack(t))
             else:  # pragma: no cover - the row was stored and forgotten between the two statements
                 raise Conflict(f"store: message_id {mid!r} changed while it was stored; send it again",
@@ -700,14 +734,16 @@ class PostgresStore:
             (from_storage(since), from_storage(until), channel, len(channel) + 1, channel + ":"))
         return [r["id"] for r in rows]
 
-    async def forget(self, ids, who, how):
+    async def forget(self, ids, who, how, owed=()):
         """As ``pps_sqlite``: turns, the summaries that covered them (their turns back to the backlog),
-        tombstones of their message ids, a log row of ids; then VACUUM FULL (``forget_rewrite``), so the dead rows'
-        bytes leave the table and index files."""
+        their tombstones (what each turn is, and its message id), a log row of ids, the owed forget (``owed``); then
+        VACUUM FULL (``forget_rewrite``), so the dead rows' bytes leave the table and index files."""
         ids = sorted(set(ids))
+        owed = list(owed)
+        owed_id = None
         async with self.connection() as conn, conn.transaction():
-            rows = await (await conn.execute("SELECT id, summary_id, message_id FROM messages WHERE id = ANY(%s)",
-                                             (ids,))).fetchall()
+            rows = await (await conn.execute("SELECT id, summary_id, message_id, author_name, channel, created_at, "
+                                             "content FROM messages WHERE id = ANY(%s) ORDER BY id", (ids,))).fetchall()
             found = sorted(r["id"] for r in rows)
             summaries = sorted({r["summary_id"] for r in rows if r["summary_id"] is not None})
             gone_covered = sum(1 for r in rows if r["summary_id"] is not None)
@@ -719,17 +755,53 @@ class PostgresStore:
             await conn.execute("DELETE FROM messages WHERE id = ANY(%s)", (found,))
             if summaries:
                 await conn.execute("DELETE FROM message_summaries WHERE id = ANY(%s)", (summaries,))
-            marks = [digest(r["message_id"]) for r in rows if r["message_id"] is not None]
+            marks = [d for r in rows for d in tombstones({**r, "created_at": ts(r["created_at"])})]
             if marks:
                 await conn.execute("INSERT INTO forgotten_message_ids (digest) SELECT unnest(%s::text[]) "
                                    "ON CONFLICT DO NOTHING", (marks,))
             if found:
                 await conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (%s, %s, %s, %s)",
                                    (who, how, json.dumps(found), json.dumps(summaries)))
+            if found and owed:
+                owed_id = (await (await conn.execute(
+                    "INSERT INTO owed_forgets (who, turn_ids, message_ids, texts, copies) VALUES (%s, %s, %s, %s, %s) "
+                    "RETURNING id", (who, json.dumps(found), json.dumps(
+                        [r["message_id"] for r in rows if r["message_id"] is not None], ensure_ascii=False),
+                        json.dumps([r["content"] for r in rows], ensure_ascii=False), json.dumps(owed)))).fetchone())["id"]
         if found:  # the vectors went with their rows (ON DELETE CASCADE); VACUUM FULL rebuilds the HNSW index too
             await self._vacuum("messages", "message_vectors", "message_summaries", "summary_vectors")
         return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_removed": summaries,
-                "returned_to_backlog": returned}
+                "returned_to_backlog": returned, "owed": owed_id}
+
+    async def owed_forgets(self, texts=False):
+        rows = await self.fetch(f"SELECT id, forgotten_at, who, turn_ids, message_ids, copies{', texts' if texts else ''} "
+                                "FROM owed_forgets ORDER BY id")
+        out = []
+        for r in rows:
+            item = {"id": r["id"], "forgotten_at": ts(r["forgotten_at"]), "who": r["who"],
+                    "turn_ids": json.loads(r["turn_ids"]), "message_ids": json.loads(r["message_ids"]),
+                    "copies": json.loads(r["copies"])}
+            if texts:
+                item["texts"] = json.loads(r["texts"])
+            out.append(item)
+        return out
+
+    async def settle_forget(self, owed_id, confirmed):
+        """Strike confirmed copies off; the last one deletes the row and VACUUM FULL rewrites the table without
+        its bytes."""
+        async with self.connection() as conn, conn.transaction():
+            row = await (await conn.execute("SELECT copies FROM owed_forgets WHERE id = %s FOR UPDATE",
+                                            (owed_id,))).fetchone()
+            if row is None:
+                return []
+            left = [c for c in json.loads(row["copies"]) if c not in set(confirmed)]
+            if left:
+                await conn.execute("UPDATE owed_forgets SET copies = %s WHERE id = %s", (json.dumps(left), owed_id))
+            else:
+                await conn.execute("DELETE FROM owed_forgets WHERE id = %s", (owed_id,))
+        if not left or confirmed:
+            await self._vacuum("owed_forgets")
+        return left
 
     async def _vacuum(self, *tables: str) -> None:
         """Dead rows keep their bytes in the table files until the pages are reused; VACUUM FULL writes new files

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pps_core.errors import InvalidParams, NotFound
 from pps_core.layer import Layer
 from pps_core.models import LayerHealth, SearchResult, SectionConfig, StartupItems
+from pps_core.params import HostPath
 
 from . import store
 
@@ -27,7 +28,7 @@ NOVELTY_SKIP = {"raw_capture", "session_recap"}
 class SessionRecapParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    log: str | None = Field(None, max_length=4096,
+    log: HostPath | None = Field(None, max_length=4096,
                             description="session log (JSONL: mindloop-style or a Claude Code transcript); "
                                         "default: the newest log of the entity")
     budget: int | None = Field(None, ge=50, le=100_000, description="token budget; default [recap] budget (1000)")
@@ -99,8 +100,8 @@ def _novelty_fn(memory: Memory, loop: asyncio.AbstractEventLoop):
 
 def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str | None, novelty: bool,
               loop: asyncio.AbstractEventLoop | None = None, progress=None, embed: bool = True):
-    """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds since
-    turns were last forgotten (:func:`store.readable_from`)."""
+    """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds but the
+    entries forgotten (:func:`store.read_plan`)."""
     from .pipeline import generate
     from .summarize import make_summarizer
 
@@ -110,7 +111,7 @@ def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str 
     embedder = memory.embedder if embed else None
     return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,
                     tz=memory.tz, chunk_tokens=rs.chunk_tokens, merge_threshold=rs.merge_threshold,
-                    progress=progress, start=store.readable_from(memory.settings, path))
+                    progress=progress, **store.read_plan(memory.settings, path))
 
 
 async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:
@@ -131,7 +132,8 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
                                     novelty=novelty and not p.fast, loop=loop, embed=not p.fast)
     written = None
     if p.write and recap.text:
-        saved = await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats, recap.start)
+        saved = await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats, recap.start,
+                                        recap.seen)
         written = str(saved) if saved else None
     return {
         "text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
@@ -187,7 +189,7 @@ class RecapLayer(Layer):
                           embed=False)  # inside the startup call's per-layer timeout: no model
         if not recap.text:
             return None
-        if store.save(settings, recap.text, newest, recap.stats, recap.start) is None:
+        if store.save(settings, recap.text, newest, recap.stats, recap.start, recap.seen) is None:
             return None  # turns were forgotten meanwhile
         return store.load(settings)
 
@@ -236,8 +238,12 @@ class RecapLayer(Layer):
             saved = await asyncio.to_thread(store.load, settings)
         except Exception as exc:  # noqa: BLE001 - a health check reports, never raises
             return LayerHealth(layer=self.name, available=False, detail=f"{type(exc).__name__}: {exc}")
-        return LayerHealth(layer=self.name, available=True, detail=store.describe(settings),
-                           counts={"recap": int(saved is not None)})
+        counts, detail = {"recap": int(saved is not None)}, store.describe(settings)
+        refused = store.unreadable(Path(settings.home)) if store.recap_settings(settings).store == "files" else []
+        if refused:  # a link planted as the recap: never read (issue 35 item 9)
+            counts["unreadable"] = len(refused)
+            detail += "; not read: " + "; ".join(refused)
+        return LayerHealth(layer=self.name, available=True, detail=detail, counts=counts)
 
 def _entity_log(memory: Memory, path: Path) -> bool:
     home = Path(memory.home).resolve()

@@ -175,7 +175,7 @@ class RawCaptureLayer(Layer):
         self.record_latency(started)
         results = [turn_result(t, score=t["score"]) for t in found]
         for r, t in zip(results, found, strict=True):
-            r.metadata["scores"] = t["signals"]  # the signals that made the score: bm25, dense, coverage, ...
+            r.signals = t["signals"]  # the signals that made the score: bm25, dense, coverage, ... (explain)
         return results
 
     async def recent(self, limit: int) -> list[SearchResult]:
@@ -214,6 +214,14 @@ class RawCaptureLayer(Layer):
 
     async def count_uningested(self) -> int:
         return (await self.backend.counts())["uningested"]
+
+    async def owed_forgets(self) -> list[dict[str, Any]]:
+        """:class:`pps_core.contracts.OwedForgets`: what forgets still owe."""
+        return await self.domain.owed_forgets()
+
+    async def settle_owed_forgets(self) -> dict[str, Any]:
+        """:class:`pps_core.contracts.OwedForgets`: retry what forgets still owe."""
+        return await self.domain.settle_owed_forgets()
 
     async def unread_for_recall(self, consumer_key: str, channel: str | None) -> StartupItems | None:
         found = await self.backend.poll(consumer_key, channel, UNREAD_PREVIEW, newest_first_preview=True)
@@ -286,7 +294,7 @@ class SummariesLayer(Layer):
         self.record_latency(started)
         results = [summary_result(s, s["score"]) for s in found]
         for r, s in zip(results, found, strict=True):
-            r.metadata["scores"] = s["signals"]
+            r.signals = s["signals"]
         return results
 
     async def recent(self, limit: int) -> list[SearchResult]:

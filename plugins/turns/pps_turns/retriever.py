@@ -327,7 +327,7 @@ class Retriever(_Embedding):
         if calibrated:
             assert weights is not None
             ranked = retrieval.calibrate(ranked, {i: t["content"] for i, t in found.items()}, q.terms, weights,
-                                         dense_on=qvec is not None, dense=dense)
+                                         dense_on=qvec is not None, dense=dense, lexical_on=cfg.use_bm25)
         if min_score is not None:
             ranked = [r for r in ranked if r[1] >= min_score]
         return [{**found[i], "score": round(s, 6), "signals": sig} for i, s, sig in ranked[offset:offset + limit]
