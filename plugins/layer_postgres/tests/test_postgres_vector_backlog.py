@@ -74,5 +74,5 @@ async def test_a_turn_committed_after_a_higher_id_was_embedded_still_gets_its_ve
         await m.require_layer("raw_capture").retriever.drain()
     store = a.require_layer("raw_capture").backend
     assert await store.count_turns_missing_vectors(a.require_layer("raw_capture").retriever.model(a.embedder)) == 0
-    found = await a.call("raw_search", {"query": "what colour is the lamp room"})
+    found = await a.call("raw_search", {"explain": True, "query": "what colour is the lamp room"})
     assert found["results"][0]["id"] == stored["id"] and found["results"][0]["scores"]["dense"] > 0.2, found
