@@ -5,6 +5,7 @@ Each contract is a runtime-checkable Protocol: a layer fills it by having the me
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -64,6 +65,29 @@ class SummarizableStore(Protocol):
 
     async def save_summary(self, text: str, ids: list[int]) -> SummaryReceipt:
         """Store a summary that marks exactly ``ids``."""
+        ...
+
+
+@runtime_checkable
+class JobClaims(Protocol):
+    """A store several servers share that hands a named background job to one of them at a time (issue 37: a
+    fleet of servers on one entity). Plugins do not call it: they use :meth:`pps_core.Memory.claim`."""
+
+    def claim_job(self, job: str) -> AbstractAsyncContextManager[bool]:
+        """An async context: True inside it in exactly one process at a time of all that serve the entity (held
+        until the block ends, or the process dies), False in every other one (which then skips the job)."""
+        ...
+
+
+@runtime_checkable
+class SharedValues(Protocol):
+    """A store several servers share that keeps a few small values all of them read (the token's digest, so a
+    token rotated on one server is refused by every one). ``shared_get`` answers None for a key never put."""
+
+    async def shared_get(self, key: str) -> str | None:
+        ...
+
+    async def shared_put(self, key: str, value: str) -> None:
         ...
 
 

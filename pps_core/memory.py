@@ -187,6 +187,9 @@ class Memory:
         self.tz = ZoneInfo(settings.timezone)
         self._extra_plugins = list(extra_plugins)
         self._own = own and not glance
+        #: Whether any number of processes may serve this entity at once (no layer is exclusive: every store is
+        #: a server), known once it opens; a transport then keeps no per-process session state (MCP stateless).
+        self.shared = False
         self._lazy = lazy and not glance
         #: Opened at a glance (see the class docstring): read-only, the heavy layers warming elsewhere.
         self.glance = glance
@@ -235,7 +238,8 @@ class Memory:
                                   "pps_turn_copies (return [] if it keeps nothing); see pps_core.lineage")
             built = self._build_layers(pm)
             # Stores on a server (every layer non-exclusive) are shared by any number of processes: no lock.
-            if self._own and any(layer.exclusive for layer in built):
+            self.shared = not any(layer.exclusive for layer in built)
+            if self._own and not self.shared:
                 try:
                     self.lock.acquire()
                 except OSError as exc:
@@ -578,6 +582,46 @@ class Memory:
             raise LayerTimeout(layer, limit, warming) from None
         self._warm.add((layer, kind))
         return value
+
+    @contextlib.asynccontextmanager
+    async def claim(self, job: str) -> AsyncIterator[bool]:
+        """Background work done once across every process serving this entity::
+
+            async with memory.claim("graph-ingest") as mine:
+                if mine:
+                    ...  # no other server runs "graph-ingest" until this block ends
+
+        True in one process at a time (the claim ends with the block, or with the process: a server killed
+        mid-job lets go); False elsewhere, which skips the round and tries again at its next one. The first layer
+        filling :class:`~pps_core.contracts.JobClaims` holds it (the turn store on PostgreSQL: an advisory lock);
+        an entity without one is served by one process (its store is exclusive, the owner lock says so), which
+        always holds it. Only for work whose items are marked done in the store, so the next holder skips them."""
+        from .contracts import JobClaims
+
+        holders = self.find(JobClaims)
+        if not holders:
+            yield True
+            return
+        async with holders[0].claim_job(job) as mine:
+            yield mine
+
+    async def ready(self) -> dict[str, str]:
+        """Readiness: {layer name: why it cannot serve now} for each layer that cannot (:meth:`Layer.ready`); empty
+        when every layer can. A layer that does not answer within ``[recall] layer_timeout_s`` is not ready."""
+        if not self.opened:
+            return {"memory": "not open"}
+        timeout = self.settings.recall.layer_timeout_s
+
+        async def one(layer: Layer) -> tuple[str, str | None]:
+            try:
+                return layer.name, await asyncio.wait_for(layer.ready(), timeout)
+            except TimeoutError:
+                return layer.name, f"did not answer within {timeout:g} s"
+            except Exception as exc:
+                return layer.name, f"{type(exc).__name__}: {exc}"
+
+        found = await asyncio.gather(*(one(layer) for layer in list(self.layers.values())))
+        return {name: why for name, why in found if why is not None}
 
     async def health(self, *, timed: bool = True) -> dict[str, LayerHealth]:
         """Every layer's health, at once. ``timed=False`` waits for each layer however long it takes: counts read

@@ -134,9 +134,12 @@ class _FileSource(InitSettingsSource):
 
 
 class PluginSettings(BaseSettings):
-    """Base for a plugin's own settings section: init > env (its own prefix) > ``[section]`` of pps.toml."""
+    """Base for a plugin's own settings section: init > env (its own prefix) > ``[section]`` of pps.toml.
 
-    model_config = SettingsConfigDict(extra="ignore", env_nested_delimiter="__")
+    A field spelled differently in pps.toml (``schema_name``, alias ``schema``) is read from the environment under
+    the prefix too (``PPS_POSTGRES_SCHEMA``), never from the bare alias (``SCHEMA``)."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_nested_delimiter="__", env_prefix_target="all")
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings],

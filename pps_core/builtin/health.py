@@ -64,7 +64,12 @@ async def pps_health(memory: Memory, _p: NoParams) -> dict[str, Any]:
 
 
 async def pps_regenerate_token(memory: Memory, _p: NoParams) -> dict[str, Any]:
+    from ..contracts import SharedValues
+
+    old = auth.read_token(memory.home)
     auth.write_token(memory.home)
+    for store in memory.find(SharedValues)[:1]:  # several servers: every one refuses the old token
+        await auth.sync_fleet_token(store, auth.TokenGate(memory.settings.entity, memory.home), rotated_from=old)
     memory.events.operation_called(name="token_rotated", params={}, ok=True, ms=0.0)
     return {"rotated": True, "token_file": str(auth.token_path(memory.home)),
             "message": "token rotated; read it with `pps token` (it is never returned over the wire)"}

@@ -87,6 +87,16 @@ def _templates(memory):
     return env
 
 
+def _shared_store(memory):
+    """Where logins are kept for every server, when several serve the entity (``memory.shared``); else None."""
+    from pps_core.contracts import SharedValues
+
+    if not getattr(memory, "shared", False):
+        return None
+    found = memory.find(SharedValues)
+    return found[0] if found else None
+
+
 class Explorer:
     """Routes of ``/ui/<entity>``; ``pages`` maps a path to an async handler ``(ctx) -> (template, values)``."""
 
@@ -99,7 +109,7 @@ class Explorer:
         self.http_app = app
         self.entity = memory.settings.entity
         self.base = f"/ui/{quote(self.entity, safe='')}"
-        self.sessions = sec.Sessions(auth, self.base)
+        self.sessions = sec.Sessions(auth, self.base, _shared_store(memory))
         self.env = _templates(memory)
         routes = [Route("/", self.wrap(pages.home), methods=["GET"]),
                   Route("/login", self.login, methods=["GET", "POST"]),
@@ -162,6 +172,7 @@ class Explorer:
         async def endpoint(request: Request) -> Response:
             new_cookie = None
             try:
+                await self.sessions.load(request.cookies.get(sec.COOKIE))
                 session, by_bearer = self._gate(request)
             except Unauthorized as exc:
                 if request.headers.get("authorization"):  # a script's wrong bearer token: 401, said plainly
@@ -222,8 +233,9 @@ class Explorer:
         try:
             if not nonce or not form.get("nonce"):
                 raise Unauthorized("the login form is stale; reload it")
-            sec.check_csrf(sec.Session(csrf=nonce, token=None), str(form.get("nonce")))
+            sec.check_csrf(sec.Session(csrf=nonce, token_sha=None), str(form.get("nonce")))
             sid, _session = self.sessions.login(str(form.get("token") or ""), request.headers.get("origin"))
+            await self.sessions.publish(sid)
         except PPSError as exc:
             response = self.render(None, "login.html", {"nonce": nonce or "", "message": exc.message},
                                    status=exc.status)
@@ -234,6 +246,7 @@ class Explorer:
         return response
 
     async def logout(self, request: Request) -> Response:
+        await self.sessions.load(request.cookies.get(sec.COOKIE))
         try:
             self._gate(request)
         except Unauthorized:
@@ -248,7 +261,7 @@ class Explorer:
                 sec.check_csrf(session, form.get("csrf"))
             except PPSError as exc:
                 return self.error(None, exc.status, exc.message)
-            self.sessions.drop(sid)
+            await self.sessions.end(sid)
         response = self.headers(RedirectResponse(f"{self.base}/login", status_code=303))
         response.headers.append("set-cookie", self.sessions.cookie(sec.COOKIE, "", secure=False, max_age=0))
         return response

@@ -139,6 +139,8 @@ async def load(conn, schema: str, version: int, lock_key: str, home: Path, manif
                     "SELECT setval(pg_get_serial_sequence(%s, 'id'), COALESCE((SELECT max(id) FROM {}), 1), "
                     "(SELECT max(id) FROM {}) IS NOT NULL)").format(sql.Identifier(table), sql.Identifier(table)),
                     (sql.Identifier(schema, table).as_string(conn),))
+            await conn.execute("INSERT INTO vector_backlog (message_id) SELECT id FROM messages m WHERE NOT EXISTS "
+                               "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id) ON CONFLICT DO NOTHING")
     except psycopg.Error as exc:  # a damaged row, a broken constraint: the transaction rolled back
         raise _refuse(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
     return loaded

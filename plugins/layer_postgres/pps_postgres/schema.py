@@ -108,6 +108,16 @@ MIGRATIONS: list[str] = [
         copies text NOT NULL
     );
     """,
+    # 5: the vector backlog as a set (issue 37): every turn without a vector has a row here, added by its capture
+    # and removed with its vector written, so a turn whose id committed late is never looked past.
+    """
+    CREATE TABLE vector_backlog (message_id bigint PRIMARY KEY REFERENCES messages(id) ON DELETE CASCADE);
+    INSERT INTO vector_backlog (message_id) SELECT id FROM messages m
+        WHERE NOT EXISTS (SELECT 1 FROM message_vectors v WHERE v.message_id = m.id);
+    -- what every server of a fleet must agree on (the token's digest): pps_core.contracts.SharedValues
+    CREATE TABLE shared_values (key text PRIMARY KEY, value text NOT NULL,
+                                updated_at timestamptz NOT NULL DEFAULT now());
+    """,
 ]
 
 

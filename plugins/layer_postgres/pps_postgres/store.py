@@ -8,8 +8,10 @@ exclusively before it reads the newest id, so no turn below that id can still be
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
@@ -53,6 +55,8 @@ WITH batch AS (
     ORDER BY b.ord
     ON CONFLICT (message_id) DO NOTHING
     RETURNING {COLUMNS}
+), queued AS (
+    INSERT INTO vector_backlog (message_id) SELECT id FROM ins
 ), hits AS (
     SELECT ins.id AS turn, s.id AS summary FROM ins JOIN message_summaries s
     ON s.time_span_start < ins.created_at AND s.time_span_end > ins.created_at
@@ -61,8 +65,45 @@ WITH batch AS (
 )
 SELECT ins.*, ARRAY(SELECT h.summary FROM hits h WHERE h.turn = ins.id ORDER BY h.summary) AS inside FROM ins
 """
+#: The ids of turns without a vector of a model (args: limit, model, limit, model, limit, limit): the backlog, and
+#: vectors of another model (each side of ``<>`` a range of the (model, message_id) index).
+MISSING_IDS = """
+SELECT message_id FROM (
+    (SELECT message_id FROM vector_backlog ORDER BY message_id LIMIT %s)
+    UNION ALL (SELECT message_id FROM message_vectors WHERE model < %s ORDER BY model, message_id LIMIT %s)
+    UNION ALL (SELECT message_id FROM message_vectors WHERE model > %s ORDER BY model, message_id LIMIT %s)
+) missing ORDER BY message_id LIMIT %s
+"""
+#: The first key of a job's advisory lock (``claim_job``), with the schema; the job's name is the second.
+JOB_LOCK = "pps-job:"
+#: Turns without a vector of a model, claimed for this transaction (args: limit, model, limit, model, limit): rows
+#: another server is embedding are skipped (``{skip}``: SKIP LOCKED), or waited for (``{skip}`` empty).
+CLAIM_MISSING = """
+WITH a AS (SELECT message_id FROM vector_backlog ORDER BY message_id LIMIT %s FOR UPDATE {skip}),
+b AS (SELECT message_id FROM message_vectors WHERE model < %s ORDER BY model, message_id LIMIT %s FOR UPDATE {skip}),
+c AS (SELECT message_id FROM message_vectors WHERE model > %s ORDER BY model, message_id LIMIT %s FOR UPDATE {skip})
+SELECT message_id FROM a UNION SELECT message_id FROM b UNION SELECT message_id FROM c
+"""
 #: The advisory lock writers share and a poll takes exclusively (per schema: hashtext of this and the schema).
 CAPTURE_LOCK = "pps-capture:"
+
+
+#: A call with PostgreSQL unreachable: 503, and no address in the message (``/ready`` shows it to anyone).
+UNREACHABLE = "PostgreSQL is unreachable; try again shortly"
+#: How long a call waits for a pooled connection before PostgreSQL is probed (and waited for only if it answers).
+GETCONN_QUICK_S = 1.0
+#: While PostgreSQL is down, it is probed at most this often; calls between probes fail at once.
+PROBE_EVERY_S = 1.0
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether an error means the connection to PostgreSQL is gone (not a bad statement)."""
+    import psycopg
+
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def ts(value: datetime | None) -> str | None:
@@ -112,6 +153,9 @@ class PostgresStore:
         self._waiting: list[tuple[list[dict[str, Any]], Any]] = []  # captures waiting for the next group commit
         self._writing = False
         self._writer: Any = None
+        self._down: str | None = None  # why PostgreSQL was last found unreachable, None while it answers
+        self._probed_at = 0.0
+        self._probing = asyncio.Lock()
 
     @classmethod
     def for_memory(cls, memory) -> PostgresStore:
@@ -160,10 +204,135 @@ class PostgresStore:
             await self.pool.close()
             self.pool = None
 
-    def connection(self):
-        if self.pool is None:
+    @asynccontextmanager
+    async def connection(self):
+        """A pooled connection. PostgreSQL unreachable is :class:`Unavailable` (503) at once, not a 500 after the
+        pool's timeout: a connection lost mid-call marks the server down, and while it is down calls fail without
+        waiting (it is probed again at most once a second); a pool that gives no connection within a second is
+        probed too, and waited for only if the server answers (busy, not down)."""
+        pool = self.pool
+        if pool is None:
             raise Unavailable("postgres store is not open")
-        return self.pool.connection()
+        if self._down is not None:
+            await self._recheck()
+        conn = await self._getconn(pool)
+        try:
+            yield conn
+        except Exception as exc:
+            if _lost(exc):
+                self._mark_down(exc)
+                raise Unavailable(UNREACHABLE) from None
+            raise
+        finally:
+            await pool.putconn(conn)
+
+    async def _getconn(self, pool):
+        from psycopg_pool import PoolTimeout
+
+        budget = self.settings.connect_timeout_s
+        try:
+            return await pool.getconn(timeout=min(budget, GETCONN_QUICK_S))
+        except PoolTimeout:
+            pass
+        why = await self._probe()
+        if why is not None:
+            self._mark_down(why)
+            raise Unavailable(UNREACHABLE)
+        try:
+            return await pool.getconn(timeout=max(budget - GETCONN_QUICK_S, 0.1))
+        except PoolTimeout:
+            raise Unavailable(f"PostgreSQL: every connection of this server ({pool.max_size}, [postgres] pool_max) "
+                              f"stayed busy for {budget:g} s; try again") from None
+
+    async def _probe(self) -> str | None:
+        """A new connection of its own and ``SELECT 1``: None when PostgreSQL answers, else why not."""
+        import psycopg
+
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.settings.dsn, autocommit=True, connect_timeout=max(2, min(int(self.settings.connect_timeout_s), 5)))
+            async with conn:
+                await conn.execute("SELECT 1")
+        except (psycopg.Error, OSError) as exc:
+            return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        return None
+
+    def _mark_down(self, why: BaseException | str) -> None:
+        import time
+
+        if self._down is None:
+            log.warning("PostgreSQL unreachable (%s): calls answer 503 until it is back", why)
+        self._down = str(why)
+        self._probed_at = time.monotonic()
+
+    async def _recheck(self) -> None:
+        """While PostgreSQL is down: raise :class:`Unavailable` at once, or (at most once a second) probe it; once
+        it answers, the pool drops the connections the outage cut and calls go on."""
+        import time
+
+        async with self._probing:
+            if self._down is None:
+                return
+            if time.monotonic() - self._probed_at < PROBE_EVERY_S:
+                raise Unavailable(UNREACHABLE)
+            why = await self._probe()
+            if why is not None:
+                self._mark_down(why)
+                raise Unavailable(UNREACHABLE)
+            self._down = None
+            log.warning("PostgreSQL is back")
+            if self.pool is not None:
+                await self.pool.check()
+
+    @asynccontextmanager
+    async def claim_job(self, job: str):
+        """``memory.claim(job)`` (:class:`pps_core.contracts.JobClaims`): a session advisory lock on a connection of
+        its own, outside the pool, held for the block; True in one process at a time. A process that dies loses
+        its connection, and the lock with it."""
+        import psycopg
+
+        if self._down is not None:
+            await self._recheck()
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.settings.dsn, autocommit=True, connect_timeout=max(2, int(self.settings.connect_timeout_s)))
+        except (psycopg.Error, OSError) as exc:
+            self._mark_down(exc)
+            raise Unavailable(UNREACHABLE) from None
+        async with conn:
+            row = await (await conn.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
+                                            (JOB_LOCK + self.schema, job))).fetchone()
+            yield bool(row and row[0])
+
+    async def shared_get(self, key: str) -> str | None:
+        """:class:`pps_core.contracts.SharedValues`: one small value every server of the entity reads."""
+        rows = await self.fetch("SELECT value FROM shared_values WHERE key = %s", (key,))
+        return rows[0]["value"] if rows else None
+
+    async def shared_put(self, key: str, value: str) -> None:
+        async with self.connection() as conn:
+            await conn.execute("INSERT INTO shared_values (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                               "SET value = EXCLUDED.value, updated_at = now()", (key, value))
+
+    async def ready(self) -> str | None:
+        """Readiness (``/ready``): None when PostgreSQL answers now, else why not (no address in it)."""
+        import time
+
+        if self.pool is None:
+            return "not open"
+        if self._down is None:
+            if time.monotonic() - self._probed_at < PROBE_EVERY_S:
+                return None
+            why = await self._probe()
+            if why is None:
+                self._probed_at = time.monotonic()
+                return None
+            self._mark_down(why)
+        try:
+            await self._recheck()
+        except Unavailable:
+            return UNREACHABLE
+        return None
 
     async def fetch(self, query, args=()) -> list[dict[str, Any]]:
         async with self.connection() as conn:
@@ -786,12 +955,11 @@ class PostgresStore:
     # -- vectors --------------------------------------------------------------------------------
 
     async def turns_missing_vectors(self, model, limit, after):
-        rows = await self.fetch(
-            f"SELECT {COLUMNS} FROM messages m WHERE id > %s AND NOT EXISTS (SELECT 1 FROM message_vectors v "
-            "WHERE v.message_id = m.id AND v.model = %s) ORDER BY id LIMIT %s", (after, model, limit))
-        todo = [row_to_turn(r) for r in rows]
-        # ids commit out of order across servers: never skip past what was seen
-        return todo, todo[-1]["id"] if todo else after
+        """By set membership, never by a mark (ids commit out of order across servers): the turns in
+        ``vector_backlog`` (no vector at all) and those whose vector is of another model; ``after`` is not read."""
+        rows = await self.fetch(f"SELECT {COLUMNS} FROM messages WHERE id IN ({MISSING_IDS}) ORDER BY id LIMIT %s",
+                                (limit, model, limit, model, limit, limit, limit))
+        return [row_to_turn(r) for r in rows], 0
 
     async def write_turn_vectors(self, model, turns, vectors):
         from .retrieval import vec
@@ -804,14 +972,47 @@ class PostgresStore:
                     "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
                     "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
                     [(t["id"], model, vec(v)) for t, v in zip(turns, vectors, strict=True)])
+            await conn.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", ([t["id"] for t in turns],))
+
+    @asynccontextmanager
+    async def claim_turns_missing_vectors(self, model, limit, wait=False):
+        """Turns without a vector of ``model``, claimed (issue 37: each turn embedded once across a fleet):
+        yields ``(turns, write)``; ``await write(vectors)`` keeps their vectors. The rows stay locked in one
+        transaction until the block ends: another server's claim skips them (``wait``: waits for them, then finds
+        them done; a search that reads its writes). A failure inside leaves them in the backlog."""
+        from .retrieval import vec
+
+        query = CLAIM_MISSING.format(skip="" if wait else "SKIP LOCKED")
+        async with self.connection() as conn, conn.transaction():
+            rows = await (await conn.execute(query, (limit, model, limit, model, limit))).fetchall()
+            ids = sorted(r["message_id"] for r in rows)[:limit]
+            # the turns too (KEY SHARE, as the vectors' foreign key would take them later): a forget of one of
+            # them waits for this transaction instead of deadlocking with it
+            found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id = ANY(%s) ORDER BY id "
+                                              "FOR KEY SHARE", (ids,))).fetchall()
+            todo = [row_to_turn(r) for r in found]
+
+            async def write(vectors) -> None:
+                if vectors:
+                    await self.dense.ensure_for(model, len(vectors[0]) // 4)
+                async with conn.cursor() as cur:
+                    await cur.executemany(
+                        "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
+                        "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
+                        [(t["id"], model, vec(v)) for t, v in zip(todo, vectors, strict=True)])
+                await conn.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", ([t["id"] for t in todo],))
+
+            yield todo, write
 
     async def count_turns_missing_vectors(self, model):
-        return (await self.fetch("SELECT count(*) AS n FROM messages m WHERE NOT EXISTS (SELECT 1 FROM "
-                                 "message_vectors v WHERE v.message_id = m.id AND v.model = %s)", (model,)))[0]["n"]
+        return (await self.fetch(
+            "SELECT (SELECT count(*) FROM vector_backlog) + (SELECT count(*) FROM message_vectors "
+            "WHERE model < %s OR model > %s) AS n", (model, model)))[0]["n"]
 
     async def drop_turn_vectors(self):
-        async with self.connection() as conn:
+        async with self.connection() as conn, conn.transaction():
             dropped = (await conn.execute("DELETE FROM message_vectors")).rowcount
+            await conn.execute("INSERT INTO vector_backlog (message_id) SELECT id FROM messages ON CONFLICT DO NOTHING")
         self.dense.forget()
         return dropped
 

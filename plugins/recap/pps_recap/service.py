@@ -177,10 +177,10 @@ class RecapLayer(Layer):
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         return []  # a recap is procedural state for the next instance, not searchable memory (reference/004)
 
-    def _load_or_make(self) -> tuple[str, dict] | None:
+    def _load_or_make(self, make: bool = True) -> tuple[str, dict] | None:
         settings = self.memory.settings
         saved = store.load(settings)
-        if saved is not None or self._glancing or not store.recap_settings(self.memory.settings).startup_regenerate:
+        if saved is not None or not make or self._glancing or not store.recap_settings(settings).startup_regenerate:
             return saved
         newest = store.newest_log(self.memory.settings)
         if newest is None:
@@ -195,7 +195,12 @@ class RecapLayer(Layer):
         return store.load(settings)
 
     async def startup(self, count: int | None) -> StartupItems:
-        found = await asyncio.to_thread(self._load_or_make)
+        found = await asyncio.to_thread(self._load_or_make, False)
+        if found is None and not self._glancing:
+            # servers of a fleet starting at once: one makes the recap, the others show it from their next startup
+            async with self.memory.claim("recap") as mine:
+                if mine:
+                    found = await asyncio.to_thread(self._load_or_make)
         if found is None or count == 0:
             return StartupItems(items=[], total=0)
         text, meta = found

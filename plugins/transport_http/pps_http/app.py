@@ -97,6 +97,57 @@ class _Entity:
         return BearerGuard(FoldHost(StreamableHTTPASGIApp(self.mcp)), self.auth)
 
 
+#: How often a server of a fleet reads the fleet's token from the store (a rotation elsewhere is in force here
+#: within this); a rotation on this server is in force here at once.
+TOKEN_SYNC_S = 0.5
+
+
+@asynccontextmanager
+async def _fleet_token(entity: _Entity):
+    """An entity several servers serve, with a token: the store keeps the fleet's token (its digest), so one
+    rotated on any server is refused by all of them, and a server started with its home's stale copy takes the
+    fleet's (:func:`pps_core.auth.sync_fleet_token`); a server whose home holds another token keeps its own."""
+    import asyncio
+    import logging
+
+    from pps_core import auth
+    from pps_core.contracts import SharedValues
+
+    stores = entity.memory.find(SharedValues) if entity.memory.shared else []
+    gate = entity.reached.gate
+    if not stores or not gate.required:
+        yield
+        return
+    store = stores[0]
+    seen: list[str | None] = []
+
+    async def sync() -> None:
+        mine = gate.current()
+        # the file changed here since (a rotation, a new copy): the fleet retires the token it replaced
+        changed = bool(seen) and mine != seen[0] and seen[0] is not None
+        await auth.sync_fleet_token(store, gate, rotated_from=seen[0] if changed else None)
+        seen[:] = [mine]
+
+    async def keep() -> None:
+        warned = False
+        while True:
+            await asyncio.sleep(TOKEN_SYNC_S)
+            try:
+                await sync()
+                warned = False
+            except Exception as exc:  # the store is down: the last token known stays in force
+                if not warned:
+                    logging.getLogger("pps.http").warning("cannot read the fleet's token: %s", exc)
+                    warned = True
+
+    await sync()  # before the first request: a stale home's token is never accepted
+    task = asyncio.get_running_loop().create_task(keep(), name=f"pps-token-{entity.name}")
+    try:
+        yield
+    finally:
+        task.cancel()
+
+
 def _tool_endpoint(entity: _Entity, op: Operation):
     async def endpoint(request: Request) -> JSONResponse:
         try:
@@ -261,7 +312,12 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
                 _add_tool_routes(app, entity, entity is primary, components, owners)
                 _mount_pages(app, entity)
                 if entity.mcp is not None:
+                    # an entity several servers may serve: MCP without sessions (stateless streamable HTTP), so a
+                    # client's calls may reach any server behind a load balancer; one server alone keeps sessions
+                    # (subscriptions to resources notify within them)
+                    entity.mcp.stateless = entity.memory.shared
                     await stack.enter_async_context(entity.mcp.run())
+                await stack.enter_async_context(_fleet_token(entity))
             app.openapi_schema = None
             yield
 
@@ -275,6 +331,15 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
     async def health() -> dict[str, Any]:
         """Liveness (no token needed). The entity's detailed health is the `pps_health` operation."""
         return {"ok": all(e.memory.opened for e in entities.values()), "entities": len(entities)}
+
+    @app.get("/ready", tags=["health"])
+    async def ready() -> JSONResponse:
+        """Readiness (no token needed): 200 when every entity's stores answer now, 503 with why not (a database
+        server down) so a load balancer sends calls elsewhere; `/health` stays liveness (the process is up)."""
+        waiting = {e.name: why for e in entities.values() if (why := await e.memory.ready())}
+        return JSONResponse({"ready": not waiting, "entities": len(entities), **({"not_ready": waiting} if waiting
+                                                                                   else {})},
+                            status_code=503 if waiting else 200)
 
     for entity in entities.values():
         if mcp:

@@ -24,7 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from pps_core.errors import PPSError, Unauthorized
 
-PUBLIC = ("/health",)
+PUBLIC = ("/health", "/ready")
 #: Where the page's files are served: Swagger UI's (from ``swagger-ui-py``) and this module's own script.
 STATIC_PATH = "/docs/static"
 SWAGGER_FILES = {"swagger-ui-bundle.js": "text/javascript", "swagger-ui.css": "text/css",

@@ -54,7 +54,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from pps_core.atomic import atomic_write
-from pps_core.auth import TokenGate, check_token
+from pps_core.auth import TokenGate
 
 __all__ = ["ACCESS_TTL_S", "CODE_TTL_S", "REFRESH_TTL_S", "EntityOAuth", "OAuthStore"]
 
@@ -382,7 +382,7 @@ class _Verifier:
         self.gate = gate
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        if check_token(self.gate.current(), token):
+        if self.gate.accepts(token):  # the fleet's token where several servers serve the entity
             return AccessToken(token=token, client_id=STATIC_CLIENT, scopes=[])
         return await self.provider.load_access_token(token)
 
@@ -513,7 +513,7 @@ class EntityOAuth:
             params: AuthorizationParams = waiting["params"]
             url = construct_redirect_uri(str(params.redirect_uri), error="access_denied", state=params.state)
             return RedirectResponse(url, status_code=303, headers={"Cache-Control": "no-store"})
-        if not check_token(self.gate.current(), str(form.get("token", "")).strip()):
+        if not self.gate.accepts(str(form.get("token", "")).strip()):
             return self._page(request_id, csrf, "That is not this entity's token.", status=403)
         return RedirectResponse(self.provider.approve(request_id), status_code=303,
                                 headers={"Cache-Control": "no-store"})

@@ -288,7 +288,11 @@ class TurnStore(Protocol):
     async def turns_missing_vectors(self, model: str, limit: int, after: int) -> tuple[list[Turn], int]:
         """(up to ``limit`` turns with id > ``after`` and no vector of ``model``, by id; an id up to which every
         turn has now been looked at). When fewer than ``limit`` come back, the domain's next look starts at
-        that id: a store whose ids may commit out of order answers the last id returned (or ``after``)."""
+        that id. A store several servers write (``exclusive`` False) answers by set membership instead: ids
+        commit out of order there, so it ignores ``after`` and returns every turn still without a vector of
+        ``model`` (``pps_postgres`` keeps them in a backlog table the capture adds to); the domain then keeps no
+        mark and looks at the backlog before every search, so a turn committed late is neither left behind nor
+        missing from the pending count."""
         ...
 
     async def write_turn_vectors(self, model: str, turns: list[Turn], vectors: list[bytes]) -> None:

@@ -100,7 +100,8 @@ async def run_upkeep(memory: Memory, p: UpkeepParams) -> dict[str, Any]:
 
 
 class UpkeepLoop:
-    """Runs upkeep every ``interval_s`` in a serving process; failures are logged, never fatal."""
+    """Runs upkeep every ``interval_s`` in a serving process; failures are logged, never fatal. Where several
+    servers share the entity, one at a time runs a round (``memory.claim("upkeep")``)."""
 
     def __init__(self, memory: Memory, interval_s: float) -> None:
         self.memory = memory
@@ -121,7 +122,12 @@ class UpkeepLoop:
                     log.warning("upkeep: retrying owed forgets failed: %s", exc)
                 continue
             try:
-                result = await run_upkeep(self.memory, UpkeepParams())
+                # several servers on one entity: one of them runs each round (the others skip it), so no two
+                # summarize the same turns or ingest the same ones into the graph
+                async with self.memory.claim("upkeep") as mine:
+                    if not mine:
+                        continue
+                    result = await run_upkeep(self.memory, UpkeepParams())
                 if result["summaries_written"]:
                     log.info("upkeep wrote %d summaries", result["summaries_written"])
             except Exception as exc:  # keep serving; say why
