@@ -7,7 +7,8 @@ a word-photo and a graph fact; then each command is run `--runs` times as a user
 server) and timed from start to exit. Baselines in the same run: a bare `python -c` that opens the same
 SQLite file and runs the same query as `get_turns_since`, and `pps --version`.
 Targets: a SQLite read p50 < 1 s; any operation < 2 s; an unknown operation or a bad parameter < 0.5 s.
-``--load N`` runs every command again with N busy processes of our own (one table each: idle, then loaded).
+``--load N`` (default 2: a laptop compiling something, issue 39) runs every command again with N busy processes of
+our own, in the same run (one table each: idle, then loaded; ``--load 0``: idle only).
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--turns", type=int, default=300)
-    parser.add_argument("--load", type=int, default=0, help="run every command again with N busy processes")
+    parser.add_argument("--load", type=int, default=2, help="run every command again with N busy processes "
+                                                             "(default 2; 0: idle only)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -122,6 +124,8 @@ def measure_all(env: dict[str, str], db: Path, runs: int) -> list[Row]:
             "< 2 s", 2.0)
     measure("unknown operation (raw_serch)", [PPS, "call", "raw_serch", '{"query": "x"}'], "< 0.5 s", 0.5, ok=2)
     measure("bad parameter (qurey)", [PPS, "call", "raw_search", '{"qurey": "x"}'], "< 0.5 s", 0.5, ok=2)
+    measure("bad uuid (texture_delete: no store opens)",
+            [PPS, "call", "texture_delete", '{"uuid": "not-a-uuid"}'], "< 0.5 s", 0.5, ok=2)
     measure("pps call raw_search --help", [PPS, "call", "raw_search", "--help"], "< 0.5 s", 0.5)
     measure("pps health", [PPS, "health"], "< 2 s", 2.0)
     return rows

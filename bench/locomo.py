@@ -21,6 +21,12 @@ SQLite's, same run; its lexical baseline is the tsvector BM25 (``lexical_search`
 Scores: turn-level recall@k = share of a question's evidence turns in the top k (mean over questions);
 MRR = 1/rank of the first evidence turn (0 past 10); session-level recall@k = share of the evidence's
 sessions that have a turn in the top k.
+
+Evidence per character (issue 40), for the default search: the share of questions with an evidence turn inside
+what ``ambient_recall(question, budget=2000)`` and ``budget=4000`` show (the turns in the text, whatever layer
+brought them), and the field's session-level numbers: recall_any@k (an evidence session among the sessions of the
+top k turns) and recall_all@10 (every evidence session there), over categories 1-4 and with category 5
+(adversarial) added.
 """
 
 from __future__ import annotations
@@ -38,7 +44,9 @@ from pathlib import Path
 
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo5_public.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+ADVERSARIAL = 5
 K = 10
+BUDGETS = (2000, 4000)
 
 # -- data ---------------------------------------------------------------------------------------
 
@@ -66,7 +74,9 @@ def session_of(dia_id: str) -> str:
     return dia_id.split(":")[0]
 
 
-def load(path: Path) -> list[dict]:
+def load(path: Path, adversarial: bool = False) -> list[dict]:
+    """Each conversation's turns and questions of categories 1-4 (and 5, the adversarial ones, with
+    ``adversarial``: only the session-level numbers read them)."""
     convs = []
     for sample in json.loads(path.read_text()):
         c = sample["conversation"]
@@ -83,7 +93,8 @@ def load(path: Path) -> list[dict]:
                               "message_id": f"{sample.get('sample_id', len(convs))}:{t['dia_id']}",
                               "metadata": {"dia_id": t["dia_id"], "session": n}})
         qs = [{"question": q["question"], "category": q["category"],
-               "evidence": normalise_evidence(q.get("evidence"))} for q in sample["qa"] if q["category"] in CATEGORIES]
+               "evidence": normalise_evidence(q.get("evidence"))} for q in sample["qa"]
+              if q["category"] in CATEGORIES or adversarial and q["category"] == ADVERSARIAL]
         convs.append({"id": sample.get("sample_id", str(len(convs))), "turns": turns, "questions": qs})
     return convs
 
@@ -99,7 +110,22 @@ def score(ranked: list[str], evidence: list[str]) -> dict[str, float]:
     out["mrr"] = 0.0 if first is None else 1.0 / (first + 1)
     sessions = {session_of(e) for e in ev}
     for k in (5, 10):
-        out[f"s@{k}"] = len(sessions & {session_of(d) for d in ranked[:k]}) / len(sessions)
+        top = {session_of(d) for d in ranked[:k] if d}
+        out[f"s@{k}"] = len(sessions & top) / len(sessions)
+        out[f"any@{k}"] = float(bool(sessions & top))
+        out[f"all@{k}"] = float(sessions <= top)
+    return out
+
+
+def shown_ids(answer: dict) -> list[str]:
+    """The dia ids of the turns an ambient_recall answer shows in its text: its results whose content's start is
+    in the text (a result the budget left out is not)."""
+    out = []
+    for r in answer["results"]:
+        meta = r.get("metadata") or {}
+        dia = (meta.get("metadata") or {}).get("dia_id") if isinstance(meta.get("metadata"), dict) else None
+        if dia and dia not in out and r.get("content", "")[:60] in answer["text"]:
+            out.append(dia)
     return out
 
 
@@ -158,6 +184,8 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
 
     out: dict[str, list] = {}
     lat: list[float] = []
+    within: dict[int, list[float]] = {}
+    chars: dict[int, list[int]] = {}
     filler = {"before: raw_search returns": [], "before: recall kept (word or cosine >= 0.35)": [],
               "after: above the floor": []}
     with tempfile.TemporaryDirectory(prefix="pps-locomo-") as home:
@@ -185,11 +213,21 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
             for q in conv["questions"]:
                 if not q["evidence"]:
                     continue
+                if q["category"] == ADVERSARIAL:  # the session-level numbers with category 5: the default search
+                    found = await memory.search_layer("raw_capture", q["question"], K, min_score=floor)
+                    ranked = [(r.metadata.get("metadata") or {}).get("dia_id") for r in found]
+                    out.setdefault("PPS fused (default)", []).append((q["category"], score(ranked, q["evidence"])))
+                    continue
                 t0 = time.perf_counter()
                 found = await memory.search_layer("raw_capture", q["question"], K, min_score=floor)
                 lat.append((time.perf_counter() - t0) * 1000)
                 ranked = [(r.metadata.get("metadata") or {}).get("dia_id") for r in found]
                 out.setdefault("PPS fused (default)", []).append((q["category"], score(ranked, q["evidence"])))
+                for budget in BUDGETS:  # evidence per character: what the model is handed
+                    answer = await memory.call("ambient_recall", {"context": q["question"], "budget": budget})
+                    got = set(shown_ids(answer))
+                    within.setdefault(budget, []).append(float(bool(got & set(q["evidence"]))))
+                    chars.setdefault(budget, []).append(len(answer["text"]))
                 before = await raw.retriever.search(q["question"], K, calibrated=False)  # as before issue 29
                 out.setdefault("PPS fused before (no floor)", []).append(
                     (q["category"], score([t["metadata"].get("dia_id") for t in before], q["evidence"])))
@@ -211,7 +249,7 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
                     sum(1 for t in before if today_keeps(t["signals"])))
                 after = await memory.search_layer("raw_capture", q["question"], K, min_score=floor)
                 filler["after: above the floor"].append(len(after))
-    return {"scores": out, "latency": lat, "store_s": store_s, "turns": len(conv["turns"]), "filler": filler,
+    return {"scores": out, "latency": lat, "within": within, "chars": chars, "store_s": store_s, "turns": len(conv["turns"]), "filler": filler,
             "skipped": sum(1 for q in conv["questions"] if not q["evidence"]), "floor": floor}
 
 
@@ -227,6 +265,9 @@ def table(results: list[dict]) -> tuple[str, dict]:
     lines = [f"{'method':<34} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'s@5':>6} {'s@10':>6}",
              "-" * 70]
     summary = {}
+    main = {n: [(c, x) for c, x in rows if c in CATEGORIES] for n, rows in merged.items()}
+    every = merged
+    merged = main
     for n in names:
         a = aggregate([s for _c, s in merged[n]])
         summary[n] = a
@@ -256,6 +297,24 @@ def table(results: list[dict]) -> tuple[str, dict]:
                          f"questions with none: {sum(1 for c in counts if not c)})")
         summary["floor"] = {"own_r@10_before": before_r, "own_r@10_after": after_r,
                             **{k: sum(v) / n_f for k, v in filler.items()}}
+    default = "PPS fused (default)"
+    lines += ["", "session level, PPS fused (default) (questions with an evidence session among the top k turns' "
+                  "sessions: recall_any; with every evidence session there: recall_all):"]
+    for label, rows in (("categories 1-4", merged[default]), ("categories 1-5", every[default])):
+        n = len(rows)
+        any5, any10, all10 = (sum(x[key] for _c, x in rows) / (n or 1) for key in ("any@5", "any@10", "all@10"))
+        lines.append(f"  {label:<15} (n={n:4}) recall_any@5 {any5:.3f}  recall_any@10 {any10:.3f}  "
+                     f"recall_all@10 {all10:.3f}")
+        summary[f"session {label}"] = {"recall_any@5": any5, "recall_any@10": any10, "recall_all@10": all10}
+    lines += ["", "evidence per character: questions (categories 1-4) with an evidence turn shown in "
+                  "ambient_recall(question, budget=B):"]
+    for budget in BUDGETS:
+        got = [x for r in results for x in r.get("within", {}).get(budget, [])]
+        size = [x for r in results for x in r.get("chars", {}).get(budget, [])]
+        share = sum(got) / (len(got) or 1)
+        lines.append(f"  budget {budget:>5}: {share:.3f} (n={len(got)}; text {sum(size) / (len(size) or 1):.0f} "
+                     f"chars on average)")
+        summary[f"evidence within {budget}"] = share
     p50, p95 = percentile(lat, 50), percentile(lat, 95)
     lines += ["", f"PPS fused query latency (memory.search_layer, top 10): p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
                   f"n={len(lat)}"]
@@ -265,7 +324,7 @@ def table(results: list[dict]) -> tuple[str, dict]:
 
 async def main_async(args) -> int:
     path = Path(args.file)
-    convs = load(path)
+    convs = load(path, adversarial=True)
     stores = {"sqlite": ({}, None)}
     if args.postgres:
         from pps_postgres.testing import start_postgres
@@ -280,11 +339,12 @@ async def main_async(args) -> int:
             results = []
             for k, conv in enumerate(convs):
                 settings = {"postgres": {**section, "schema": f"locomo_{len(results)}"}} if section else None
-                foreign = [q for q in convs[(k + 1) % len(convs)]["questions"] if q["evidence"]] \
+                foreign = [q for q in convs[(k + 1) % len(convs)]["questions"]
+                           if q["evidence"] and q["category"] in CATEGORIES] \
                     if len(convs) > 1 else []
                 r = await run_conversation(conv, plugins, args.variants, None, settings, foreign)
                 print(f"{store} {conv['id']}: {r['turns']} turns stored and embedded in {r['store_s']:.1f}s, "
-                      f"{len(r['latency'])} questions ({r['skipped']} without usable evidence)", file=sys.stderr)
+                      f"{len(r['latency'])} questions of categories 1-4 ({r['skipped']} without usable evidence)", file=sys.stderr)
                 results.append(r)
             text, summary = table(results)
             summaries[store] = summary

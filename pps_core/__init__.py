@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 _EXPORTS: dict[str, str] = {
     "atomic_create": "atomic", "atomic_write": "atomic",
     "Operation": "catalog",
-    "Ingester": "contracts", "IngestionQueue": "contracts", "SummarizableStore": "contracts",
+    "Ingester": "contracts", "IngestionQueue": "contracts", "OwedForgets": "contracts", "SummarizableStore": "contracts",
     "SummaryBatch": "contracts", "SummaryReceipt": "contracts", "UnreadSource": "contracts",
     "Embedder": "embedding",
     "ConfigError": "errors", "Conflict": "errors", "Forbidden": "errors", "InvalidParams": "errors",
@@ -64,6 +64,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .contracts import (
         Ingester,
         IngestionQueue,
+        OwedForgets,
         SummarizableStore,
         SummaryBatch,
         SummaryReceipt,
@@ -113,7 +114,7 @@ __all__ = [
     "Captured", "CapturedMetadata", "ForgottenTurns", "TurnCopy", "drop_private", "drop_private_deep",
     "ChatModel", "ConfigError", "Conflict", "Embedder", "EntitySettings", "Events", "FailedLayer", "Forbidden", "Ingester",
     "IngestionQueue", "InvalidParams", "Layer", "LayerHealth", "LayerStatus", "Memory", "Message", "NoParams",
-    "NotFound", "Operation", "PPSError", "Params", "PluginSettings", "Pointer", "Prompt", "PromptArgument",
+    "NotFound", "Operation", "OwedForgets", "PPSError", "Params", "PluginSettings", "Pointer", "Prompt", "PromptArgument",
     "PromptMessage", "Ranker", "ResourceItem", "Resources", "SearchResult",
     "SectionConfig", "SectionItem", "StartupItems", "StorageError", "StorePath", "SummarizableStore", "Summary", "SummaryBatch",
     "SummaryReceipt", "Text", "TooLarge", "Transport", "TurnItem", "Unauthorized", "Unavailable", "UnknownOperation",

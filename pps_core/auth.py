@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 TOKEN_FILE = "token"
 
@@ -51,6 +52,54 @@ def check_token(expected: str | None, presented: str | None) -> bool:
     return hmac.compare_digest(expected.encode(), presented.encode())
 
 
+def token_digest(token: str) -> str:
+    """What a store shared by several servers keeps of the token (:data:`SHARED_KEY`): never the token itself."""
+    import hashlib
+
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+#: The key of the fleet's token in a store several servers share (:class:`pps_core.contracts.SharedValues`): JSON
+#: ``{"current": digest, "retired": [digests rotated away, newest last]}`` (:func:`token_digest`, never a token).
+SHARED_KEY = "token-sha256"
+#: Retired digests kept: a server started from a home this many rotations stale still joins the fleet's token.
+RETIRED_KEPT = 20
+
+
+async def sync_fleet_token(store: Any, gate: TokenGate, *, rotated_from: str | None = None) -> bool:
+    """Keep ``gate`` in step with the fleet's token in ``store`` (a :class:`pps_core.contracts.SharedValues`);
+    True when this server's token is the fleet's.
+
+    A server joins the fleet's token when its home holds it, or one the fleet rotated away (a stale copy: the
+    fleet's current token is then the only one it takes). The first server to start puts its own there. A
+    server whose home holds another token (never the fleet's) keeps to its own file. ``rotated_from``: this
+    home's token before a rotation made here (``pps_regenerate_token``), which the fleet then retires."""
+    import json
+
+    mine = gate.current()
+    digest = token_digest(mine) if mine else None
+    raw = await store.shared_get(SHARED_KEY)
+    try:
+        record = json.loads(raw) if raw else None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("current"), str):
+        record = None
+    if rotated_from is not None and digest is not None:
+        old = token_digest(rotated_from)
+        if record is None or old == record["current"] or old in record.get("retired", []):
+            retired = [d for d in (record or {}).get("retired", []) if d not in (old, digest)]
+            record = {"current": digest, "retired": [*retired, old][-RETIRED_KEPT:]}
+            await store.shared_put(SHARED_KEY, json.dumps(record))
+    elif record is None and digest is not None:
+        record = {"current": digest, "retired": []}
+        await store.shared_put(SHARED_KEY, json.dumps(record))
+    joined = record is not None and digest is not None and (
+        digest == record["current"] or digest in record.get("retired", []))
+    gate.adopt(record["current"] if joined and record is not None else None)
+    return joined
+
+
 class TokenGate:
     """Who may call one entity: the holder of its token, or anyone a transport's own gate admitted.
 
@@ -65,6 +114,33 @@ class TokenGate:
         self._stamp: tuple[int, int, int] | None = None
         self._token: str | None = None
         self.required = self.current() is not None
+        #: The fleet's token (its digest), when several servers serve the entity: it, not this home's file, says
+        #: which token is good (a transport keeps it in step with the shared store).
+        self.shared_digest: str | None = None
+        self._adopted: tuple[int, int, int] | None = None
+
+    def adopt(self, digest: str | None) -> None:
+        """The fleet's token is the one of ``digest`` (None: this home's file says), until this home's file
+        changes (a rotation here is in force at once, before the store is told)."""
+        self.current()
+        self.shared_digest, self._adopted = digest, self._stamp
+
+    def accepts(self, token: str | None) -> bool:
+        """Whether ``token`` is the entity's token now (the fleet's, or this home's file)."""
+        return bool(token) and self.accepts_digest(token_digest(token or ""))
+
+    def accepts_digest(self, digest: str | None) -> bool:
+        """:meth:`accepts`, given the token's :func:`token_digest` (what a session keeps instead of the token)."""
+        import hmac
+
+        mine = self.current()
+        if self.shared_digest is not None and self._stamp == self._adopted:
+            expected: str | None = self.shared_digest
+        else:
+            expected = token_digest(mine) if mine else None
+        if not expected or not digest:
+            return False
+        return hmac.compare_digest(expected.encode(), digest.encode())
 
     def current(self) -> str | None:
         try:
@@ -89,5 +165,5 @@ class TokenGate:
             return
         if not token:
             raise Unauthorized(f"entity {self.entity!r} needs 'Authorization: Bearer <token>' (see `pps token`)")
-        if not check_token(self.current(), token):
+        if not self.accepts(token):
             raise InvalidToken(f"this token does not grant access to entity {self.entity!r}")

@@ -26,8 +26,8 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _entity_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--entity", "-e", help="entity name (default: $PPS_ENTITY or 'default')")
-    p.add_argument("--home", help="entity home directory (default: ~/.pps/<entity>, or $PPS_HOME)")
+    p.add_argument("--entity", "-e", metavar="NAME", help="entity name (default: $PPS_ENTITY or 'default')")
+    p.add_argument("--home", metavar="DIR", help="entity home directory (default: ~/.pps/<entity>, or $PPS_HOME)")
 
 
 class CommandRegistry:
@@ -59,8 +59,9 @@ class CommandRegistry:
         parser = self._sub.add_parser(name, help=help)
         # `pps import --entity lyra claude-code FILE` (the options before the kind) works as it did before
         # `import` was a group: kept apart here, they fill the kind's own options when it leaves them unset.
-        parser.add_argument("--entity", "-e", dest="_group_entity", help="entity name (also after the kind)")
-        parser.add_argument("--home", dest="_group_home", help="entity home directory (also after the kind)")
+        parser.add_argument("--entity", "-e", dest="_group_entity", metavar="NAME",
+                            help="entity name (also after the kind)")
+        parser.add_argument("--home", dest="_group_home", metavar="DIR", help="entity home directory (also after the kind)")
         dest = f"_pps_{name}_kind"
         handlers: dict[str, Handler] = {}
         group = CommandRegistry(parser.add_subparsers(dest=dest, metavar=metavar, required=True), handlers,
@@ -142,7 +143,7 @@ def build_parser(plugin_commands: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(_pps_call_parser=p)
 
     p = sub.add_parser("serve", help="serve the entity over a transport plugin (mcp, http)")
-    p.add_argument("transport", help="transport name, e.g. mcp or http")
+    p.add_argument("transport", nargs="?", help="transport name, e.g. mcp or http")
     _entity_args(p)
     p.add_argument("args", nargs=argparse.REMAINDER, help="transport options (see pps serve <name> --help)")
     handlers: dict[str, Handler] = dict(COMMANDS)
@@ -159,6 +160,10 @@ def _version() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # the command line (the console script, `python -m pps_core.cli`), not a caller in-process
+        from .safepath import keep_cwd_off_path
+
+        keep_cwd_off_path()
     given = sys.argv[1:] if argv is None else argv
     command = next((a for a in given if not a.startswith("-")), None)
     # A kernel command (or --version) needs no plugin's commands: no plugin manager of every installed plugin is
@@ -225,6 +230,15 @@ def cmd_init(args: argparse.Namespace) -> int:
     home = entity_home(args.entity, args.home)
     toml = home / "pps.toml"
     name = args.entity or os.environ.get("PPS_ENTITY") or home.name
+    if not toml.exists() and not (args.home or os.environ.get("PPS_HOME")):
+        from .errors import Conflict
+        from .settings import pps_root
+
+        twins = [p.parent.name for p in pps_root().glob("*/pps.toml")
+                 if p.parent.name.lower() == home.name.lower() and p.parent.name != home.name]
+        if twins:  # one folder on a case-insensitive file system (macOS): never two entities
+            raise Conflict(f"entity {twins[0]!r} exists; {home.name!r} differs only in case (one folder on a "
+                           f"case-insensitive file system): use --entity {twins[0]} or another name")
     if toml.exists() and not args.force:
         print(f"{toml} exists (use --force to rewrite)")
     else:
@@ -283,7 +297,13 @@ def _print_installed(as_json: bool) -> int:
                           "distributions": {n: {"distribution": d, "version": v} for n, d, v in found}},
                          indent=2))
         return 0
-    print(f"installed plugins (pps {_version()}; no entity yet: `pps init --entity NAME` creates one):")
+    from .settings import pps_root
+
+    root = pps_root()
+    entities = sorted(p.parent.name for p in root.glob("*/pps.toml"))
+    said = (f"entities in {root}: {', '.join(entities)}; `pps plugins --entity NAME` shows what one loads"
+            if entities else "no entity yet: `pps init --entity NAME` creates one")
+    print(f"installed plugins (pps {_version()}; {said}):")
     for name, dist, ver in found:
         print(f"  {name:<12} {dist or '-'} {ver or ''}")
     return 0
@@ -322,9 +342,15 @@ def cmd_call(args: argparse.Namespace) -> int:
         return 2
     result = _run_call(args, args.operation, params)
     if args.text:
-        from .cli_text import as_text
+        from zoneinfo import ZoneInfo
 
-        print(result["text"] if isinstance(result, dict) and isinstance(result.get("text"), str) else as_text(result))
+        from .cli_text import readable
+
+        try:
+            tz = ZoneInfo(_settings(args).timezone)
+        except Exception:  # a listing in UTC rather than none
+            tz = None
+        print(readable(result, tz))
     else:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
@@ -382,6 +408,12 @@ def cmd_operations(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from .serving import serve_command
+
+    if not args.transport:
+        print("pps: error: pps serve needs a transport: `pps serve mcp --entity NAME` (stdio, as an MCP client "
+              "starts it) or `pps serve http --entity NAME` (REST, MCP over HTTP, the explorer); "
+              "`pps serve NAME --help` shows its options", file=sys.stderr)
+        return 2
 
     return serve_command(args.transport, list(args.args), args.entity, args.home)
 

@@ -5,6 +5,7 @@ Each contract is a runtime-checkable Protocol: a layer fills it by having the me
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -68,9 +69,48 @@ class SummarizableStore(Protocol):
 
 
 @runtime_checkable
+class JobClaims(Protocol):
+    """A store several servers share that hands a named background job to one of them at a time (issue 37: a
+    fleet of servers on one entity). Plugins do not call it: they use :meth:`pps_core.Memory.claim`."""
+
+    def claim_job(self, job: str) -> AbstractAsyncContextManager[bool]:
+        """An async context: True inside it in exactly one process at a time of all that serve the entity (held
+        until the block ends, or the process dies), False in every other one (which then skips the job)."""
+        ...
+
+
+@runtime_checkable
+class SharedValues(Protocol):
+    """A store several servers share that keeps a few small values all of them read (the token's digest, so a
+    token rotated on one server is refused by every one). ``shared_get`` answers None for a key never put."""
+
+    async def shared_get(self, key: str) -> str | None:
+        ...
+
+    async def shared_put(self, key: str, value: str) -> None:
+        ...
+
+
+@runtime_checkable
 class Ingester(Protocol):
     """A store that ingests queued turns (from an :class:`IngestionQueue`) when asked."""
 
     async def ingest_pending(self) -> dict[str, Any]:
         """Ingest one batch; returns a small JSON report."""
+        ...
+
+
+@runtime_checkable
+class OwedForgets(Protocol):
+    """A turn store that records the copies a forget still owes (:mod:`pps_core.lineage`) and retries them: the
+    memory retries them when it opens, upkeep on its rounds; ``pps_health`` and ``turn_copies`` show them."""
+
+    async def owed_forgets(self) -> list[dict[str, Any]]:
+        """Every forget still owed, oldest first: ``{"id", "forgotten_at", "turns": how many, "copies": [keys of
+        the copies that still owe it]}``. Never text."""
+        ...
+
+    async def settle_owed_forgets(self) -> dict[str, Any]:
+        """Run every owed copy's forget again, striking off those that confirm: ``{"settled": forgets finished,
+        "owed": forgets still owed, "pending": {copy key: forgets it owes}, "incomplete": [why, never text]}``."""
         ...

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import PPSError
@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pluggy
 
 log = logging.getLogger("pps")
+_LISTENER = "pps_messages_forgotten"
 
 
 class Events:
@@ -53,40 +54,59 @@ class Events:
         """A turn is durably stored (not for an idempotent repeat)."""
         self._fire("pps_message_stored", message=message)
 
+    def owed_copies(self) -> list[str]:
+        """What a forget owes until each confirms, by key: every declared copy but the origin's
+        (:meth:`pps_core.lineage.Lineage.owed`) and every ``pps_messages_forgotten`` listener
+        (``"<plugin>/pps_messages_forgotten"``). The capturing store records them with the deletion."""
+        pm = self._pm()
+        lineage = getattr(self._memory, "lineage", None)
+        keys = list(lineage.owed()) if lineage is not None else []
+        if pm is not None:
+            keys += [f"{impl.plugin_name}/{_LISTENER}"
+                     for impl in reversed(getattr(pm.hook, _LISTENER).get_hookimpls())]
+        return keys
+
+    async def forget_copies(self, turns: ForgottenTurns, only: Collection[str] | None = None) -> dict[str, str]:
+        """Run the ``forget`` of every declared copy and every ``pps_messages_forgotten`` listener (or of those
+        keyed in ``only``, as :meth:`owed_copies` keys them); answers the failures by key (``"key: error"``, never
+        content). A listener gets the ids only."""
+        pm = self._pm()
+        if pm is None or not turns.ids:
+            return {}
+        lineage = getattr(self._memory, "lineage", None)
+        failed: dict[str, str] = {}
+        listeners = {f"{impl.plugin_name}/{_LISTENER}": impl
+                     for impl in reversed(getattr(pm.hook, _LISTENER).get_hookimpls())}
+        if lineage is not None:
+            copies = None if only is None else [k for k in only if k not in listeners]
+            failed.update(await lineage.run(turns, copies))
+        elif only is not None:
+            failed.update({k: f"{k}: not loaded" for k in only if k not in listeners})
+        given = {"memory": self._memory, "ids": list(turns.ids)}
+        for key, impl in listeners.items():  # each on its own, in pluggy's order
+            if only is not None and key not in only:
+                continue
+            try:
+                result = impl.function(**{n: given[n] for n in impl.argnames})
+                if inspect.isawaitable(result):
+                    await result
+            except Exception as exc:  # a PPSError too: the deletion is done, the listener stays owed
+                failed[key] = f"{impl.plugin_name}: {type(exc).__name__}: {exc}"
+        for problem in failed.values():
+            log.warning("forgetting turns: a copy failed: %s", problem)
+        return failed
+
     async def messages_forgotten(self, ids: list[int], texts: Sequence[str] = (), message_ids: Sequence[str] = (),
                                  requested_by: str = "unspecified") -> list[str]:
         """Turns were forgotten by the store that captured them: every declared copy (``memory.lineage``) and
         every ``pps_messages_forgotten`` listener deletes what it derived from them. ``texts`` (the turns'
-        contents, in memory only) let copies that keep text rather than ids find it. Awaits what listeners
-        return; answers the failures (``"plugin: error"``, never content), so the caller can say what is
-        incomplete."""
-        pm = self._pm()
-        if pm is None or not ids:
+        contents) let copies that keep text rather than ids find it. Awaits what listeners return; answers the
+        failures (``"plugin/copy: error"``, never content), so the caller can say what is incomplete. (A turn
+        store records what is owed first and calls :meth:`forget_copies`; see :mod:`pps_core.lineage`.)"""
+        if not ids:
             return []
-        lineage = getattr(self._memory, "lineage", None)
-        problems: list[str] = []
-        if lineage is not None:
-            problems += await lineage.forget(ForgottenTurns(tuple(ids), tuple(texts), tuple(message_ids),
-                                                            requested_by))
-        results = []
-        hook = "pps_messages_forgotten"
-        given = {"memory": self._memory, "ids": list(ids)}
-        for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):  # each on its own, in pluggy's order
-            try:
-                results.append((impl.plugin_name, impl.function(**{n: given[n] for n in impl.argnames})))
-            except PPSError:
-                raise
-            except Exception as exc:
-                problems.append(f"{impl.plugin_name}: {type(exc).__name__}: {exc}")
-        for name, result in results:
-            if inspect.isawaitable(result):
-                try:
-                    await result
-                except Exception as exc:
-                    problems.append(f"{name}: {type(exc).__name__}: {exc}")
-        for problem in problems:
-            log.warning("forgetting turns: a plugin failed: %s", problem)
-        return problems
+        failed = await self.forget_copies(ForgottenTurns(tuple(ids), tuple(texts), tuple(message_ids), requested_by))
+        return list(failed.values())
 
     def summary_stored(self, summary: Summary) -> None:
         """A summary is stored and its turns are marked."""

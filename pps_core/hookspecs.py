@@ -186,6 +186,8 @@ def pps_messages_forgotten(memory: Memory, ids: list[int]) -> Any:
     A plugin that keeps anything derived from those turns (graph episodes and the facts extracted only from
     them, an index) deletes it here. It may return an awaitable: all results that are awaitable are awaited
     before the forget operation answers, so what it reports is complete. Log nothing of the turns' content.
+    Raise (or return an awaitable that raises) when it could not delete: the forget stays owed to this plugin
+    and it is called again with the same ids until it returns (:mod:`pps_core.lineage`).
     """
 
 
@@ -196,8 +198,10 @@ def pps_turn_copies(memory: Memory) -> list[TurnCopy]:
     Called once when the entity opens. All results, flattened (see :mod:`pps_core.lineage`). A plugin that
     implements ``pps_message_stored``, ``pps_summary_stored`` or ``pps_messages_forgotten`` must implement this
     hook too (return ``[]`` if it truly keeps nothing), or the entity refuses to open: no copy is kept silently.
-    Each copy's ``forget`` receives :class:`~pps_core.lineage.ForgottenTurns` (ids and, in memory only, the
-    texts) after the capturing store deleted the turns; it may be async; it logs nothing of the content.
+    Each copy's ``forget`` receives :class:`~pps_core.lineage.ForgottenTurns` (ids, message ids and texts) after
+    the capturing store deleted the turns; it may be async; it logs nothing of the content. It **raises** when
+    it could not forget (its layer is not open, a server is down, a disk under its floor): the forget stays
+    owed and is retried (at open, by upkeep, at the next forget) until ``forget`` returns; so it is idempotent.
     """
 
 

@@ -119,6 +119,12 @@ class Layer(abc.ABC):
     async def health(self) -> LayerHealth:
         """Report availability, counts and backlog. Must not raise for an unavailable backend."""
 
+    async def ready(self) -> str | None:
+        """Readiness, beside liveness: None when this layer can serve calls now, else why not in one line
+        (``"PostgreSQL is unreachable; try again shortly"``). ``/ready`` asks it, often: keep it cheap, and put
+        no address or secret in it (anyone may read it). Default: ready once open."""
+        return None
+
     # -- optional maintenance: derived indexes and consistent copies --------------------------
 
     async def reindex(self, progress: Callable[[int, int], None], full: bool = False) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ import logging
 import os
 import time
 from _collections_abc import dict_items, dict_keys, dict_values
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
@@ -26,6 +26,7 @@ from .lineage import Lineage, undeclared_observers
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
 from .plugins import build_plugin_manager
+from .privacy import reset_secret_scanner, use_secret_scanner
 from .ranking import Ranker
 from .settings import EntitySettings, load_settings
 
@@ -38,9 +39,21 @@ log = logging.getLogger("pps")
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 T = TypeVar("T")
+#: How long closing waits for the retry of owed forgets begun at open before it cancels it (what is not
+#: finished stays owed).
+SETTLE_AT_CLOSE_S = 30.0
 _IN_WRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_in_write", default=False)
 #: True while a read runs on a memory that opened only the layers of the operation's plugin.
 _SCOPED: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_scoped_read", default=False)
+
+
+class LayerTimeout(TimeoutError):
+    """A layer gave no answer within its budget. ``warming``: it was its first answer of this kind in this process
+    (a cold start: a model, an index loading), so it is warming up, not stuck."""
+
+    def __init__(self, layer: str, seconds: float, warming: bool) -> None:
+        self.layer, self.seconds, self.warming = layer, seconds, warming
+        super().__init__(f"no first answer within {seconds:g}s" if warming else f"no answer within {seconds:g}s")
 
 
 class NeedsEveryLayer(BaseException):
@@ -166,12 +179,17 @@ class Memory:
                  plugin_manager: pluggy.PluginManager | None = None, lazy: bool = False,
                  glance: bool = False) -> None:
         self.settings = settings
+        #: The capture filter's secret detector for this entity (``[privacy]``), active in every call it serves.
+        self.secret_scanner = settings.privacy.scanner()
         #: Built by the caller for these settings (``pps serve`` builds one per process start), else at open.
         self._given_pm = plugin_manager
         self.home: Path = Path(settings.home)
         self.tz = ZoneInfo(settings.timezone)
         self._extra_plugins = list(extra_plugins)
         self._own = own and not glance
+        #: Whether any number of processes may serve this entity at once (no layer is exclusive: every store is
+        #: a server), known once it opens; a transport then keeps no per-process session state (MCP stateless).
+        self.shared = False
         self._lazy = lazy and not glance
         #: Opened at a glance (see the class docstring): read-only, the heavy layers warming elsewhere.
         self.glance = glance
@@ -191,6 +209,10 @@ class Memory:
         #: Every declared copy of turn-derived text (:mod:`pps_core.lineage`); filled when the memory opens.
         self.lineage = Lineage()
         self._gate = WriteGate()
+        #: (layer, kind) that have answered in this process: warm, held to ``[recall] layer_timeout_s``.
+        self._warm: set[tuple[str, str]] = set()
+        #: Owed forgets retried at open, in the background (:meth:`_settle_owed`).
+        self._settling: asyncio.Task[None] | None = None
 
     @classmethod
     def for_entity(cls, entity: str | None = None, home: str | Path | None = None, **kwargs: Any) -> Memory:
@@ -203,6 +225,9 @@ class Memory:
     async def open(self) -> Memory:
         if self.opened:
             return self
+        # What opening starts in the background (upkeep, a recap reading session logs) filters with this entity's
+        # detector: tasks copy the context they are created in.
+        use_secret_scanner(self.secret_scanner)
         if not self.glance:  # a glance creates nothing, not even the entity's folder
             self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         try:
@@ -213,7 +238,8 @@ class Memory:
                                   "pps_turn_copies (return [] if it keeps nothing); see pps_core.lineage")
             built = self._build_layers(pm)
             # Stores on a server (every layer non-exclusive) are shared by any number of processes: no lock.
-            if self._own and any(layer.exclusive for layer in built):
+            self.shared = not any(layer.exclusive for layer in built)
+            if self._own and not self.shared:
                 try:
                     self.lock.acquire()
                 except OSError as exc:
@@ -233,7 +259,28 @@ class Memory:
         self.opened = True
         if not self.glance:  # a glance starts nothing in the background
             self.events.memory_opened()
+            if not self.layers.deferred:  # a lazy memory (one call) leaves them to its forget, if it forgets
+                self._settling = asyncio.get_running_loop().create_task(self._settle_owed(), name="pps-owed-forgets")
         return self
+
+    async def _settle_owed(self) -> None:
+        """Forgets still owed by a copy (a graph that was down, a process killed before its copies forgot) are
+        retried as soon as the entity is open (:mod:`pps_core.lineage`); what fails stays owed."""
+        from .contracts import OwedForgets
+
+        for store in self.find(OwedForgets):
+            try:
+                async with self.writing():
+                    if not (await store.owed_forgets()):
+                        continue
+                    done = await store.settle_owed_forgets()
+            except Exception as exc:  # stays owed: upkeep and the next forget retry
+                log.warning("owed forgets: the retry at open failed: %s: %s", type(exc).__name__, exc)
+                continue
+            if done.get("settled"):
+                log.info("owed forgets: %d finished at open", done["settled"])
+            if done.get("owed"):
+                log.warning("owed forgets: %d still owed by %s", done["owed"], ", ".join(done.get("pending", {})))
 
     def load_catalog(self) -> pluggy.PluginManager:
         """Load the entity's plugins and its catalog, opening nothing (``pps operations``, ``--help``)."""
@@ -367,6 +414,12 @@ class Memory:
                     raise ConfigError(f"rankers.{layer}: no ranker named {name!r} (loaded: {known})")
 
     async def close(self) -> None:
+        settling, self._settling = self._settling, None
+        if settling is not None and not settling.done():  # a copy mid-forget (a graph compacting) ends first
+            await asyncio.wait([settling], timeout=SETTLE_AT_CLOSE_S)
+            if not settling.done():  # what it has not finished stays owed
+                settling.cancel()
+                await asyncio.wait([settling])
         if self.opened and not self.glance:
             self.events.memory_closing()
         await self._close_layers()
@@ -415,6 +468,7 @@ class Memory:
         started = time.perf_counter()
         status = 500
         validated = None
+        scanner = use_secret_scanner(self.secret_scanner)  # the one capture filter, with this entity's [privacy]
         try:
             validated = op.validate(params)
             if self.glance and not op.read_only:
@@ -441,6 +495,7 @@ class Memory:
             status = mapped.status
             raise mapped from exc
         finally:
+            reset_secret_scanner(scanner)
             self.events.operation_called(name=name, params={} if validated is None else validated.model_dump(mode="json"),
                                          ok=status == 200, ms=(time.perf_counter() - started) * 1000,
                                          status=status)
@@ -506,12 +561,80 @@ class Memory:
         layer.record_latency(started)
         return results[:limit]
 
-    async def health(self) -> dict[str, LayerHealth]:
+    def is_warm(self, layer: str, kind: str) -> bool:
+        """Whether ``layer`` has answered a call of ``kind`` (``health``, ``search``, ``startup``...) in this
+        process: its model and index are loaded, so ``[recall] layer_timeout_s`` applies."""
+        return (layer, kind) in self._warm
+
+    async def answer(self, layer: str, kind: str, awaitable: Awaitable[T], budget_s: float | None = None) -> T:
+        """Await one layer's answer within its budget: ``budget_s`` (else ``[recall] layer_timeout_s``) once the
+        layer is warm for this kind of call; its first answer in this process gets ``[recall] warmup_timeout_s``
+        (at least), since a cold process is still loading its model and index. Raises :class:`LayerTimeout`
+        (``warming`` for a first answer) past the budget."""
+        rc = self.settings.recall
+        limit = budget_s if budget_s is not None else rc.layer_timeout_s
+        warming = (layer, kind) not in self._warm
+        if warming:
+            limit = max(limit, rc.warmup_timeout_s)
+        try:
+            value = await asyncio.wait_for(awaitable, limit)
+        except TimeoutError:
+            raise LayerTimeout(layer, limit, warming) from None
+        self._warm.add((layer, kind))
+        return value
+
+    @contextlib.asynccontextmanager
+    async def claim(self, job: str) -> AsyncIterator[bool]:
+        """Background work done once across every process serving this entity::
+
+            async with memory.claim("graph-ingest") as mine:
+                if mine:
+                    ...  # no other server runs "graph-ingest" until this block ends
+
+        True in one process at a time (the claim ends with the block, or with the process: a server killed
+        mid-job lets go); False elsewhere, which skips the round and tries again at its next one. The first layer
+        filling :class:`~pps_core.contracts.JobClaims` holds it (the turn store on PostgreSQL: an advisory lock);
+        an entity without one is served by one process (its store is exclusive, the owner lock says so), which
+        always holds it. Only for work whose items are marked done in the store, so the next holder skips them."""
+        from .contracts import JobClaims
+
+        holders = self.find(JobClaims)
+        if not holders:
+            yield True
+            return
+        async with holders[0].claim_job(job) as mine:
+            yield mine
+
+    async def ready(self) -> dict[str, str]:
+        """Readiness: {layer name: why it cannot serve now} for each layer that cannot (:meth:`Layer.ready`); empty
+        when every layer can. A layer that does not answer within ``[recall] layer_timeout_s`` is not ready."""
+        if not self.opened:
+            return {"memory": "not open"}
+        timeout = self.settings.recall.layer_timeout_s
+
+        async def one(layer: Layer) -> tuple[str, str | None]:
+            try:
+                return layer.name, await asyncio.wait_for(layer.ready(), timeout)
+            except TimeoutError:
+                return layer.name, f"did not answer within {timeout:g} s"
+            except Exception as exc:
+                return layer.name, f"{type(exc).__name__}: {exc}"
+
+        found = await asyncio.gather(*(one(layer) for layer in list(self.layers.values())))
+        return {name: why for name, why in found if why is not None}
+
+    async def health(self, *, timed: bool = True) -> dict[str, LayerHealth]:
+        """Every layer's health, at once. ``timed=False`` waits for each layer however long it takes: counts read
+        from the stores for a check that must not depend on a busy machine (a backup's manifest, a restore)."""
         async def one(layer: Layer) -> LayerHealth:
             try:
-                h = await asyncio.wait_for(layer.health(), self.settings.recall.layer_timeout_s)
+                h = await (self.answer(layer.name, "health", layer.health()) if timed else layer.health())
+            except LayerTimeout as exc:
+                detail = (f"warming up: {exc} (this process is still loading its model and index; ask again)"
+                          if exc.warming else f"TimeoutError: {exc}")
+                h = LayerHealth(layer=layer.name, available=False, detail=detail, warming=exc.warming)
             except Exception as exc:
-                h = LayerHealth(layer=layer.name, available=False, detail=f"{type(exc).__name__}: {exc}")
+                h = LayerHealth(layer=layer.name, available=False, detail=f"{type(exc).__name__}: {exc}".rstrip(": "))
             if h.latency_ms is None:
                 h.latency_ms = layer.recent_latency_ms
             return h

@@ -62,6 +62,9 @@ class SearchResult(BaseModel):
                                 description="a turn's channel, or the channels a summary covers: shown short, and "
                                             "a startup section's quotas split turns by the first")
     author: str | None = Field(None, exclude=True, description="who said it (a turn)")
+    signals: dict[str, Any] | None = Field(
+        None, exclude=True, description="how the layer made the score (its own signals): a caller sees them only "
+                                        "when it asks (``explain``); an answer carries one score")
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -129,6 +132,9 @@ class LayerHealth(BaseModel):
         description="work waiting, by kind; the startup health line shows each as its layer words it (Layer.backlog_text)",
     )
     latency_ms: float | None = None
+    #: Not failing: this process has not had the layer's first answer yet (a cold start loading its model or
+    #: index) within ``[recall] warmup_timeout_s``; it answers from a later call.
+    warming: bool = False
 
 
 class Pointer(BaseModel):

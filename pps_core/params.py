@@ -30,6 +30,26 @@ class NoParams(Params):
     """An operation that takes no parameters."""
 
 
+def _host_path(value: str) -> str:
+    import os
+
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters (no file name can)")
+    try:
+        os.fsencode(value)
+    except UnicodeError:
+        raise ValueError("must be a file name this system can encode (no lone surrogates)") from None
+    return value
+
+
+#: A path on the host, as a caller names it (a log to read, an archive): non-blank, no NUL, encodable as a file
+#: name, so what the operation then does with it (resolve, stat, open) never fails on the bytes themselves (a
+#: NUL reached ``Path.resolve`` as a ValueError, a 500). Where it may point is the operation's own check.
+HostPath = Annotated[str, AfterValidator(_host_path)]
+
+
 def _store_path(value: str) -> str:
     from pathlib import PurePosixPath
 

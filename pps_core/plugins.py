@@ -72,6 +72,35 @@ def load_installed(pm: pluggy.PluginManager) -> list[tuple[str, str]]:
     return failures
 
 
+def _product_requires() -> list[str]:
+    """The requirements of the installed ``pps`` distribution (its extras name the plugins it can add); [] in
+    a checkout, where every plugin is installed on its own."""
+    from importlib.metadata import PackageNotFoundError, requires
+
+    try:
+        return list(requires("pps") or [])
+    except PackageNotFoundError:
+        return []
+
+
+def install_hint(name: str) -> str:
+    """How to install the plugin ``name`` that is not installed: the ``pps`` extra that brings its distribution
+    (``pps-<name>`` by convention), else that distribution."""
+    import re
+
+    dist = "pps-" + name.replace("_", "-").lower()
+    extras = []
+    for req in _product_requires():
+        head, _, marker = req.partition(";")
+        found = re.search(r"extra\s*==\s*[\"']([^\"']+)[\"']", marker)
+        if found and re.split(r"[\s\[<>=!~;]", head.strip(), maxsplit=1)[0].lower() == dist:
+            extras.append(found.group(1))
+    extra = next((e for e in extras if e != "all"), extras[0] if extras else None)
+    if extra:
+        return f"; it comes with `pip install 'pps[{extra}]'` (or `uv tool install 'pps[{extra}]'`)"
+    return f"; a plugin is a distribution of its own, usually {dist} (`pip install {dist}`)"
+
+
 def _load_named(pm: pluggy.PluginManager, names: list[str]) -> None:
     from stevedore import NamedExtensionManager
 
@@ -84,7 +113,11 @@ def _load_named(pm: pluggy.PluginManager, names: list[str]) -> None:
     missing = [n for n in names if n not in available]
     if missing:
         installed = ", ".join(sorted(available)) or "none"
-        raise ConfigError(f"no plugin named {missing[0]!r} (installed: {installed})")
+        from .errors import did_you_mean
+
+        typo = did_you_mean(missing[0], list(available))  # a near name installed: a typo, not a missing install
+        raise ConfigError(f"no plugin named {missing[0]!r} (installed: {installed})"
+                          + (typo if typo else install_hint(missing[0])))
     failures: list[tuple[str, BaseException]] = []
 
     def on_failure(_manager: Any, entrypoint: Any, exc: BaseException) -> None:
@@ -112,12 +145,13 @@ def _load_named(pm: pluggy.PluginManager, names: list[str]) -> None:
 def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[str, Any]]:
     """Loaded plugins with their distribution version and the hooks each implements (``pps plugins``).
 
-    The built-in plugins are left out unless ``builtins``."""
+    The built-in plugins are left out unless ``builtins``; so is a part a plugin registers at run time under
+    ``"<plugin>:<part>"`` (a listener of the MCP transport: ``mcp:resources-…``), which belongs to that plugin."""
     dists = _distributions()
     out = []
     for plugin, dist_info in _plugin_dists(pm):
         name = pm.get_name(plugin) or ""
-        if name.startswith("builtin:") and not builtins:
+        if ":" in name and not (builtins and name.startswith("builtin:")):
             continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         module = getattr(plugin, "__name__", type(plugin).__module__).split(".")[0]

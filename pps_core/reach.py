@@ -25,6 +25,7 @@ from . import errors
 from .auth import TokenGate, read_token
 from .catalog import ToolSpec
 from .forward import request, server_address, try_forward
+from .privacy import reset_secret_scanner, use_secret_scanner
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy
@@ -286,7 +287,11 @@ def run_call(args: Any, operation: str, params: dict[str, Any]) -> Any:
 
     memory = Memory(settings, lazy=True)
     memory.load_catalog()  # a wrong name or parameter is answered here: no layer is built, no store opened
-    memory.operation(operation).validate(params)
+    token = use_secret_scanner(memory.secret_scanner)
+    try:
+        memory.operation(operation).validate(params)
+    finally:
+        reset_secret_scanner(token)
 
     async def go() -> Any:  # lazy: the call opens only the stores it needs
         async with memory:

@@ -6,7 +6,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from .models import Pointer, SectionConfig, SectionItem
@@ -75,6 +75,8 @@ class Block:
     titles: dict[str, str] | None = None
     #: Turns: each item's day; a ``[day]`` line goes before the first shown item of each day.
     days: list[str] | None = None
+    #: Each item's JSON (the answer's ``results``): only the items the text shows are returned.
+    data: list[dict[str, Any]] | None = None
 
     @property
     def char_count(self) -> int:

@@ -14,6 +14,7 @@ from pydantic_settings import BaseSettings, InitSettingsSource, PydanticBaseSett
 from .errors import ConfigError
 from .models import SectionConfig
 from .params import StorePath
+from .privacy import SecretPatternError, SecretScanner
 
 _FILE_VALUES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("pps_file_values",
                                                                                     default=None)
@@ -40,10 +41,22 @@ class StartupConfig(BaseModel):
         None, description="the whole package, in order; None = every loaded layer's default sections")
     add: list[SectionConfig] = Field(default_factory=list, description="sections added after the defaults")
     omit: list[str] = Field(default_factory=list, description="section or layer names left out of the package")
+    #: The original design's package is 15,000-50,000 characters (reference/000, "Typical Response Size"); 20,000
+    #: (about 5,000 tokens) keeps its every section and about fifteen turns of 1,000 characters, and a bulk import
+    #: no longer turns "every unsummarized turn" into 300,000 characters. What is cut is listed with its call.
+    budget: int = Field(20_000, ge=0, description="most characters of a startup package that names no budget, on "
+                                                  "every path (MCP, HTTP, pps call, pps://startup, wake_up); "
+                                                  "0 = no limit")
 
 
 class RecallConfig(BaseModel):
-    layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout for non-startup recall")
+    budget: int = Field(6_000, ge=0, description="most characters of a search recall that names no budget "
+                                                 "(0 = no limit)")
+    layer_timeout_s: float = Field(3.0, gt=0, description="per-layer timeout (recall, health) for a layer that has "
+                                                        "answered before in this process: one past it is stuck")
+    warmup_timeout_s: float = Field(60.0, gt=0, description="the budget of a layer's first answer of a kind in a "
+                                                            "process (a cold start loads its model, starts its "
+                                                            "index): past it the layer is reported as warming up")
     layer_budget_ms: dict[str, float] = Field(
         default_factory=dict, description="layer -> its own time budget in a non-startup recall, in milliseconds "
                                           "(over layer_timeout_s): the layers search at once, and one past its "
@@ -78,6 +91,28 @@ class BackupConfig(BaseModel):
                                     description="absolute folders outside the home where archives may be written")
 
 
+class PrivacyConfig(BaseModel):
+    """``[privacy]``: what the one capture filter replaces besides ``<private>`` spans (pps_core.privacy)."""
+
+    secrets: bool = Field(True, description="replace detected secrets (API keys, tokens, private keys, passwords "
+                                            "assigned in text) by [secret:<kind>] before anything is stored")
+    secret_patterns: dict[str, str] = Field(
+        default_factory=dict, description="name -> regex of more secrets to replace by [secret:<name>] (a group "
+                                          "named 'secret' replaces only that part)")
+
+    @field_validator("secret_patterns")
+    @classmethod
+    def _valid_patterns(cls, v: dict[str, str]) -> dict[str, str]:
+        try:
+            SecretScanner.build(v)
+        except SecretPatternError as exc:
+            raise ValueError(str(exc)) from None
+        return v
+
+    def scanner(self) -> SecretScanner:
+        return SecretScanner.build(self.secret_patterns, enabled=self.secrets)
+
+
 def _system_timezone() -> str:
     tz = os.environ.get("TZ")
     if tz and "/" in tz:
@@ -99,9 +134,12 @@ class _FileSource(InitSettingsSource):
 
 
 class PluginSettings(BaseSettings):
-    """Base for a plugin's own settings section: init > env (its own prefix) > ``[section]`` of pps.toml."""
+    """Base for a plugin's own settings section: init > env (its own prefix) > ``[section]`` of pps.toml.
 
-    model_config = SettingsConfigDict(extra="ignore", env_nested_delimiter="__")
+    A field spelled differently in pps.toml (``schema_name``, alias ``schema``) is read from the environment under
+    the prefix too (``PPS_POSTGRES_SCHEMA``), never from the bare alias (``SCHEMA``)."""
+
+    model_config = SettingsConfigDict(extra="ignore", env_nested_delimiter="__", env_prefix_target="all")
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings],
@@ -146,6 +184,15 @@ class EntitySettings(PluginSettings):
     rankers: dict[str, list[str]] = Field(default_factory=dict, description="layer -> ranker names, in order")
     limits: Limits = Field(default_factory=Limits)
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
+
+    @field_validator("entity", mode="before")
+    @classmethod
+    def _entity_name(cls, value: object) -> object:
+        if isinstance(value, str) and not _valid_name(value):  # said in words, before the pattern's regex
+            raise ValueError(f"{value[:80]!r} is not an entity name: use letters, digits, '.', '_' and '-', "
+                             "starting with a letter or digit, at most 64 characters (e.g. 'lyra')")
+        return value
 
     @field_validator("timezone")
     @classmethod

@@ -69,8 +69,14 @@ def test_a_restored_config_cannot_point_a_store_at_another_home(tmp_path):
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     target = tmp_path / "root" / "evil"
-    out = pps(tmp_path, "restore", str(bad), "--home", str(target), check=False)
+    # adopted whole only when asked (issue 35 item 10), and then refused
+    out = pps(tmp_path, "restore", str(bad), "--home", str(target), "--archive-settings", check=False)
     assert out.returncode == 2 and "inside the entity's home" in out.stderr and "Traceback" not in out.stderr
     assert not target.exists()
+    # by default the archive's [sqlite] table is left out: the restored entity's store is its own
+    out = pps(tmp_path, "restore", str(bad), "--home", str(target), check=False)
+    assert out.returncode == 0 and "left out the archive's [sqlite] settings" in out.stdout, out.stdout + out.stderr
+    assert "the victim's secret" not in pps(tmp_path, "call", "--home", str(target), "raw_search",
+                                           '{"query": "secret"}').stdout
     found = pps(tmp_path, "call", "--entity", "victim", "raw_search", '{"query": "secret"}').stdout
     assert "the victim's secret" in found

@@ -42,7 +42,7 @@ def test_backup_and_restore_carry_the_rows(tmp_path, postgres_section):  # noqa:
     with psycopg.connect(section["dsn"], autocommit=True) as conn:  # the database is lost
         conn.execute(f'DROP SCHEMA "{section["schema"]}" CASCADE')
 
-    out = pps(tmp_path, "restore", str(archive), "--entity", "lyra2")
+    out = pps(tmp_path, "restore", str(archive), "--entity", "lyra2", "--archive-settings")
     assert "crystals 2" in out.stdout and "word_photos 1" in out.stdout and "recap 1" in out.stdout
     assert [c["content"] for c in _call(tmp_path, "lyra2", "get_crystals", {"count": 10})["crystals"]] == [
         "Crystal 1.", "Crystal 2."]
@@ -55,6 +55,6 @@ def test_backup_and_restore_carry_the_rows(tmp_path, postgres_section):  # noqa:
     assert part in startup  # the recap came back as it was
     assert not (tmp_path / "lyra2" / "postgres").exists()
 
-    out = pps(tmp_path, "restore", str(archive), "--entity", "lyra3", check=False)
+    out = pps(tmp_path, "restore", str(archive), "--entity", "lyra3", "--archive-settings", check=False)
     assert out.returncode != 0 and "already holds other crystals" in out.stderr
     assert not (tmp_path / "lyra3").exists()

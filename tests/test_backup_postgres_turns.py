@@ -58,7 +58,7 @@ def test_backup_and_restore_carry_the_turn_tables(tmp_path, postgres_section):
     with psycopg.connect(dsn, autocommit=True) as conn:  # the database is lost
         conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
-    out = pps(tmp_path, "restore", str(archive), "--entity", "lyra2", check=False)
+    out = pps(tmp_path, "restore", str(archive), "--entity", "lyra2", "--archive-settings", check=False)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "messages 39" in out.stdout and "summaries 1" in out.stdout
     after = _call(tmp_path, "lyra2", "pps_health")
@@ -79,7 +79,7 @@ def test_backup_and_restore_carry_the_turn_tables(tmp_path, postgres_section):
     assert not (tmp_path / "lyra2" / "postgres").exists()
 
     # a schema that holds other turns is refused, nothing restored
-    out = pps(tmp_path, "restore", str(archive), "--entity", "lyra3", check=False)
+    out = pps(tmp_path, "restore", str(archive), "--entity", "lyra3", "--archive-settings", check=False)
     assert out.returncode != 0 and "already holds" in out.stderr, out.stderr
     assert not (tmp_path / "lyra3").exists() and _count(dsn, schema, "messages") == 40
 
@@ -95,7 +95,7 @@ def test_backup_and_restore_carry_the_turn_tables(tmp_path, postgres_section):
 
     broken = tmp_path / "broken.tar.gz"
     _rewrite(archive, broken, damage)
-    out = pps(tmp_path, "restore", str(broken), "--entity", "lyra4", check=False)
+    out = pps(tmp_path, "restore", str(broken), "--entity", "lyra4", "--archive-settings", check=False)
     assert out.returncode != 0 and "nothing was restored" in out.stderr, out.stdout + out.stderr
     assert not (tmp_path / "lyra4").exists()
     assert [_count(dsn, other, t) for t in ("messages", "message_summaries", "forgotten_message_ids")] == [0, 0, 0]

@@ -88,7 +88,9 @@ def test_text_is_never_silently_ignored(tmp_path, entity):
     out = run(tmp_path, "call", "-e", "e", "raw_search", '{"query": "kite"}', "--text")
     assert out.returncode == 0, out.stderr
     assert not out.stdout.lstrip().startswith("{")
-    assert "content: the red kite" in out.stdout
+    hit = out.stdout.splitlines()[1]  # a listing a person reads: one line per hit
+    assert hit.startswith("1. [") and "[t] J: the red kite  (strong, score " in hit and hit.endswith(", id 1)"), out.stdout
+    assert "bm25" not in out.stdout and "coverage" not in out.stdout  # the signals only with explain
 
 
 def test_named_counts_never_a_sum():
@@ -232,7 +234,7 @@ def test_read_your_writes_across_serverless_calls(tmp_path):
                  '{"content": "The deck screws rusted through after one winter.", "author_name": "J", "channel": "t"}')
     assert stored.returncode == 0, stored.stderr
     # the default floor (issue 29): the one turn of the store shares no word with the query, only its meaning
-    found = run(tmp_path, "call", "-e", "v", "raw_search", '{"query": "metal fasteners corrosion"}')
+    found = run(tmp_path, "call", "-e", "v", "raw_search", '{"query": "metal fasteners corrosion", "explain": true}')
     assert found.returncode == 0, found.stderr
     answer = json.loads(found.stdout)
     assert [r["content"] for r in answer["results"]] == ["The deck screws rusted through after one winter."]

@@ -186,7 +186,7 @@ def test_pps_installs_from_the_wheels_alone_as_a_user_would(wheels, installed):
     answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines()) if "id" in a}
     assert answers[1]["result"]["serverInfo"]["name"]
     tools = {t["name"] for t in answers[2]["result"]["tools"]}
-    assert {"ambient_recall", "store_message", "raw_search"} <= tools
+    assert {"ambient_recall", "raw_search"} <= tools and "store_message" not in tools  # the essential profile
 
 
 def test_every_extra_resolves_from_the_wheels_and_the_index(wheels, installed):

@@ -56,7 +56,7 @@ async def test_hook_pps_turn_copies(make_memory):
     assert keeper.seen[0].texts == ("alpha canary", "gamma canary")
     listed = await memory.call("turn_copies")
     assert listed["copies"] == [{"plugin": "keeper", "name": "turn cache", "where": "memory of the keeper",
-                                 "how": "the forgotten turns' entries are deleted", "origin": False}]
+                                 "how": "the forgotten turns' entries are deleted", "origin": False, "owed": 0}]
 
 
 async def test_a_plugin_that_observes_turns_without_declaring_its_copies_is_refused(make_memory):

@@ -71,11 +71,14 @@ def test_load_keeps_order_time_ids_and_drops_category_5(locomo, tmp_path):
 
 def test_scores_of_known_rankings(locomo):
     s = locomo.score(["D1:1", "D2:2"], ["D1:1"])
-    assert s == {"r@5": 1.0, "r@10": 1.0, "mrr": 1.0, "s@5": 1.0, "s@10": 1.0}
+    assert s == {"r@5": 1.0, "r@10": 1.0, "mrr": 1.0, "s@5": 1.0, "s@10": 1.0,
+                 "any@5": 1.0, "any@10": 1.0, "all@5": 1.0, "all@10": 1.0}
     ranked = ["D3:1", "D3:2", "D1:9", "D4:4", "D5:5", "D2:1", "D1:2"]  # evidence at ranks 6 and 7
     s = locomo.score(ranked, ["D1:2", "D2:1"])
     assert s["r@5"] == 0.0 and s["r@10"] == 1.0 and s["mrr"] == pytest.approx(1 / 6)
     assert s["s@5"] == 0.5 and s["s@10"] == 1.0  # D1:9 puts session 1 in the top 5
+    # the field's session-level numbers: any evidence session among the top k's sessions, or all of them
+    assert (s["any@5"], s["all@5"], s["any@10"], s["all@10"]) == (1.0, 0.0, 1.0, 1.0)
     s = locomo.score([f"D9:{i}" for i in range(10)] + ["D1:1"], ["D1:1"])  # past 10 counts nothing
     assert s["r@10"] == 0.0 and s["mrr"] == 0.0
     agg = locomo.aggregate([{"r@5": 1, "r@10": 1, "mrr": 1, "s@5": 1, "s@10": 1},

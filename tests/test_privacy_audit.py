@@ -287,3 +287,218 @@ def _hook(root: Path, env: dict, cwd: Path, event: str, transcript: Path):
     out = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True, env=env,
                          cwd=cwd, timeout=60)
     assert out.returncode == 0, (event, out.stderr)
+
+
+def test_a_forget_the_graph_could_not_do_is_owed_and_finished_later_leaving_no_byte(tmp_path):
+    """Issue 35 item 2: a canary ingested into the graph is forgotten while the graph refuses writes (its disk under
+    ``min_free_mb``): the answer names the graph as pending and ``pps health`` shows the forget owed. The server
+    is restarted with the graph writable: the open finishes the forget. Then no byte of the canary is anywhere:
+    the home (the owed record in pps.db included), the graph's files, the logs, a fresh backup."""
+    root = tmp_path / "root"
+    word = canary("f", "owedgraph")
+    with GraphLLM() as llm:
+        init_entity(root, "lyra", "sqlite,embeddings,graphiti,recap,upkeep,http", "[llm]", f'base_url = "{llm.base_url}"', 'model = "scripted"',
+                    'api_key = "test"')
+        env = pps_env(root, PPS_CLAUDE_CODE_AUTOSTART="false")
+        server = start_server(root, "--entity", "lyra", env=env)
+        try:
+            call = lambda op, params: _ok(server.call(op, params, timeout=120))  # noqa: E731
+            turn = call("store_message", {"content": f"Jeff met Orla near {word}", "author_name": "Jeff",
+                                          "channel": "web"})
+            call("store_message", {"content": "Jeff met Orla again for tea", "author_name": "Jeff", "channel": "web"})
+            call("ingest_batch_to_graphiti", {"batch_size": 50})
+        finally:
+            server.stop()
+
+        full = {**env, "PPS_GRAPHITI_MIN_FREE_MB": str(10**9)}  # the graph's disk "full": its writes are refused
+        server = start_server(root, "--entity", "lyra", env=full, log_name="server-full.log")
+        try:
+            out = _ok(server.call("forget_turns", {"ids": [turn["id"]], "requested_by": "audit"}, timeout=120))
+            assert out["forgotten"] == [turn["id"]] and "graphiti/graph episodes, facts and entity summaries" in \
+                out["pending"], out
+            health = json.loads(pps(root, "health", "--entity", "lyra", "--json", env=full, check=False).stdout)
+            assert health["owed_forgets"]["count"] == 1, health
+            text = pps(root, "health", "--entity", "lyra", env=full, check=False).stdout
+            assert "forgets owed: 1" in text and "graphiti/graph episodes" in text, text
+            assert hits(root, [word]), "the graph should still hold the canary while its forget is owed"
+        finally:
+            server.stop()
+
+        server = start_server(root, "--entity", "lyra", env=env, log_name="server-back.log")
+        try:
+            for _ in range(300):  # the open retries what is owed, in the background
+                health = _ok(server.call("pps_health", {}))
+                if health["owed_forgets"]["count"] == 0:
+                    break
+                import time
+
+                time.sleep(0.2)
+            assert health["owed_forgets"]["count"] == 0, health["owed_forgets"]
+            assert _ok(server.call("turn_copies", {}))["owed"] == []
+        finally:
+            server.stop()
+        _run(root, env, "backup", "--entity", "lyra", str(tmp_path / "lyra.tar.gz"))
+        extracted = tmp_path / "extracted"
+        with tarfile.open(tmp_path / "lyra.tar.gz") as tar:
+            tar.extractall(extracted, filter="data")
+    assert hits(root, [word]) == {}, "a forget once owed left forgotten text behind"
+    assert hits(extracted, [word]) == {}, "the backup keeps text of a forget once owed"
+
+
+# -- issue 35: the edges where a second copy, a failure or another field is involved (items 4 to 7) -------------------
+
+
+def _scan(root: Path, words: list[str], backup_from: Path | None = None, env: dict | None = None) -> dict:
+    """Every canary byte under ``root``, and in a fresh backup of lyra (extracted) when ``backup_from`` is given."""
+    found = {"root": hits(root, words)}
+    if backup_from is not None:
+        _run(root, env or pps_env(root), "backup", "--entity", "lyra", str(backup_from / "lyra.tar.gz"))
+        extracted = backup_from / "extracted"
+        with tarfile.open(backup_from / "lyra.tar.gz") as tar:
+            tar.extractall(extracted, filter="data")
+        found["backup"] = hits(extracted, words)
+    return found
+
+
+def _call(root: Path, env: dict, op: str, params: dict) -> dict:
+    return json.loads(_run(root, env, "call", "--entity", "lyra", op, json.dumps(params)).stdout)
+
+
+def test_an_export_taken_before_the_forget_brings_nothing_back(tmp_path):
+    """Item 4: turns stored by plain store_message (no message_id) are exported, forgotten, and the old export is
+    imported again, by `pps import jsonl` and by `pps import pps`: nothing comes back, nothing is stored twice."""
+    root = tmp_path / "root"
+    init_entity(root, "lyra", "sqlite,crystals")
+    env = pps_env(root)
+    F = [canary("f", f"export{i}") for i in range(2)]
+    for i, word in enumerate(["a kept turn", *F]):
+        _call(root, env, "store_message", {"content": f"said {word}", "author_name": "Jeff", "channel": "web",
+                                           "created_at": f"2026-03-01T0{i}:00:00Z"})
+    export = tmp_path / "export"  # the user's copy, outside PPS: theirs to delete
+    _run(root, env, "export", "--entity", "lyra", str(export))
+    ids = [t["id"] for t in _call(root, env, "list_turns", {"limit": 10})["turns"]]
+    _call(root, env, "forget_turns", {"ids": ids[1:], "requested_by": "audit"})
+    again = _run(root, env, "import", "--entity", "lyra", "jsonl", str(export / "turns.jsonl"))
+    assert "2 forgotten earlier" in again.stdout, again.stdout
+    assert [t["content"] for t in _call(root, env, "list_turns", {"limit": 10})["turns"]] == ["said a kept turn"]
+    _call(root, env, "forget_turns", {"ids": ids[:1], "requested_by": "audit"})
+    _run(root, env, "import", "--entity", "lyra", "pps", str(export))  # a fresh-looking entity: still nothing
+    assert _call(root, env, "list_turns", {"limit": 10})["turns"] == []
+    found = _scan(root, F, tmp_path, env)
+    assert found == {"root": {}, "backup": {}}
+
+
+def test_a_forgotten_session_does_not_come_back_from_a_moved_log(tmp_path):
+    """Item 5: a session log is recapped, a turn is forgotten (the recap goes), and the log's entries come back at
+    a new path (rotated, or repeated by a resumed session): no recap, nor the startup package, holds them again."""
+    root = tmp_path / "root"
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    init_entity(root, "lyra", "sqlite,recap", "[recap]", f'logs = ["{logs}/*.jsonl"]')
+    env = pps_env(root)
+    word = canary("f", "movedlog")
+    log = logs / f"{SESSION}.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in [
+        transcript_line("user", f"please remember {word} for the launch", 1, 1),
+        transcript_line("assistant", f"I will remember {word}.", 2, 2)]))
+    _run(root, env, "recap", "--entity", "lyra", "--save", "--quiet")
+    assert word in (root / "lyra" / "_recap.md").read_text()
+    turn = _call(root, env, "store_message", {"content": "a turn to forget", "author_name": "Jeff", "channel": "web"})
+    _call(root, env, "forget_turns", {"ids": [turn["id"]], "requested_by": "audit"})
+    moved = logs / "rotated-1.jsonl"
+    moved.write_text(log.read_text().replace(SESSION, "0f0f0f0f-1111-4222-8333-444444444444")
+                     + json.dumps(transcript_line("user", "and now the weather", 3, 3)) + "\n")
+    log.unlink()
+    _run(root, env, "recap", "--entity", "lyra", str(moved), "--save", "--quiet")
+    startup = _call(root, env, "ambient_recall", {"context": "startup"})
+    assert word not in json.dumps(startup)
+    assert _scan(root, [word]) == {"root": {}}
+
+
+def test_a_backup_killed_half_way_leaves_no_copy_in_the_home(tmp_path):
+    """Item 6: the entity's owner dies while pps_backup copies its database into <home>/backups; the next open
+    removes what it left, and a forget then reaches every copy."""
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "root"
+    home = init_entity(root, "lyra", "sqlite")
+    env = pps_env(root)
+    word = canary("f", "killedbackup")
+    _call(root, env, "store_message", {"content": f"the {word} code", "author_name": "Jeff", "channel": "web"})
+    marker = tmp_path / "copying"
+    script = f"""
+import asyncio, time
+import pps_core.builtin.backup as backup
+from pps_core.memory import Memory
+from pps_core.settings import load_settings
+original = backup._copy_sqlite
+def slow(src, dest):
+    original(src, dest)
+    open({str(marker)!r}, "w").close()
+    time.sleep(600)
+backup._copy_sqlite = slow
+async def go():
+    async with Memory(load_settings(None, {str(home)!r}, must_exist=True)) as memory:
+        await memory.call("pps_backup", {{"path": "nightly.tar.gz"}})
+asyncio.run(go())
+"""
+    proc = subprocess.Popen([sys.executable, "-P", "-c", script], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert marker.exists(), "the backup never reached its copy"
+    finally:
+        proc.kill()  # kill -9, half-way
+        proc.wait()
+    assert hits(root, [word])  # the database, and the half-made copy beside the archive
+    ids = [r["id"] for r in _call(root, env, "raw_search", {"query": word})["results"]]
+    _call(root, env, "forget_turns", {"ids": ids, "requested_by": "audit"})
+    assert _scan(root, [word], tmp_path, env) == {"root": {}, "backup": {}}
+
+
+def test_private_spans_in_every_field_leave_no_byte_and_reach_no_llm(tmp_path):
+    """Item 7: <private> spans in every text field a client writes (a turn's author, channel, session and message
+    ids, metadata keys and values; a summary, its channels and type; a crystal; a word-photo's body, title, tags and
+    location, saved and edited; a read cursor; who asked to forget; texture_add): never stored, never backed up,
+    never sent to the LLM (graph ingestion sends the author's name)."""
+    root = tmp_path / "root"
+    fields = ("author", "channel", "session", "mid", "metakey", "metaval", "batchauthor", "summary", "sumchan",
+              "sumtype", "crystal", "body", "title", "tag", "place", "editbody", "edittag", "editplace", "consumer",
+              "who", "texture", "texchan")
+    P = {k: canary("p", k) for k in fields}
+    hide = {k: f"<private>{w}</private>" for k, w in P.items()}
+    with GraphLLM() as llm:
+        init_entity(root, "lyra", PLUGINS, "[llm]", f'base_url = "{llm.base_url}"', 'model = "scripted"',
+                    'api_key = "test"')
+        env = pps_env(root, PPS_CLAUDE_CODE_AUTOSTART="false")
+        server = start_server(root, "--entity", "lyra", env=env)
+        try:
+            call = lambda op, params: _ok(server.call(op, params, timeout=120))  # noqa: E731
+            stored = call("store_message", {"content": "Jeff met Orla at the pier", "author_name": f"Jeff {hide['author']}",
+                                            "channel": f"web{hide['channel']}", "session_id": f"s{hide['session']}",
+                                            "message_id": f"m1{hide['mid']}",
+                                            "metadata": {f"k{hide['metakey']}": f"v{hide['metaval']}"}})
+            call("store_messages", {"messages": [{"content": "Orla waved back", "author_name":
+                                                  f"Orla {hide['batchauthor']}", "channel": "web"}]})
+            call("store_summary", {"summary_text": f"They met. {hide['summary']}", "message_ids": [stored["id"]],
+                                   "channels": [f"web{hide['sumchan']}"], "summary_type": f"work{hide['sumtype']}"})
+            call("crystallize", {"content": f"Crystal: the pier {hide['crystal']}"})
+            photo = call("anchor_save", {"content": f"The pier at dusk {hide['body']}",
+                                         "title": f"Pier {hide['title']}", "tags": [f"dusk{hide['tag']}"],
+                                         "location": f"harbor {hide['place']}"})
+            call("anchor_edit", {"filename": photo["saved"], "content": f"The pier at dawn {hide['editbody']}",
+                                 "tags": [f"dawn{hide['edittag']}"], "location": f"quay {hide['editplace']}"})
+            call("poll_channels", {"consumer_key": f"reader{hide['consumer']}"})
+            call("forget_turns", {"ids": [999_999], "requested_by": f"Jeff{hide['who']}"})
+            call("texture_add", {"content": f"Mira saw Tomas {hide['texture']}", "channel": f"web{hide['texchan']}"})
+            call("ingest_batch_to_graphiti", {"batch_size": 50})
+            assert any("Jeff" in json.dumps(r) for r in llm.requests), "the graph did not ingest the turns"
+        finally:
+            server.stop()
+        found = _scan(root, list(P.values()), tmp_path, env)
+        sent = json.dumps(llm.requests)
+    assert found == {"root": {}, "backup": {}}
+    assert [w for w in P.values() if w in sent] == []

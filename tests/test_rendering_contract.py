@@ -64,4 +64,4 @@ async def test_a_layer_controls_its_look_through_the_typed_fields(make_memory):
     assert "[chatlog] (turn 7)\n[2026-01-26 20:24] [irc:home] Ada: the kettle is fixed" in out["text"]
     assert "[chatlog]\n[2026-01-26] [irc:home, sms]\nAda fixed the kettle." in out["text"]
     item = out["results"][0]
-    assert "kind" not in item and "channels" not in item and item["metadata"] == {"layer_score": 1.0}
+    assert "kind" not in item and "channels" not in item and item["metadata"] == {}

@@ -65,3 +65,20 @@ def test_two_entities_keep_their_own_plugin_sets(tmp_path):
     a, b = load_settings("a", tmp_path / "a"), load_settings("b", tmp_path / "b")
     assert a.plugins == ["sqlite"] and b.plugins == ["crystals"]
     assert a.timezone != b.timezone
+
+
+def test_a_plugin_setting_spelled_differently_in_pps_toml_is_read_under_the_plugins_prefix(monkeypatch):
+    """Issue 37: a field with an alias (``schema_name``, written ``schema`` in pps.toml) is read from
+    ``PPS_<PLUGIN>_SCHEMA``, never from a bare ``SCHEMA`` of the environment."""
+    from pydantic import Field
+
+    from pps_core import PluginSettings
+
+    class Spelled(PluginSettings, env_prefix="PPS_SPELLED_"):
+        schema_name: str = Field("", alias="schema")
+
+    monkeypatch.setenv("SCHEMA", "not_mine")
+    assert Spelled.from_section({}).schema_name == ""
+    assert Spelled.from_section({"schema": "from_toml"}).schema_name == "from_toml"
+    monkeypatch.setenv("PPS_SPELLED_SCHEMA", "from_env")
+    assert Spelled.from_section({"schema": "from_toml"}).schema_name == "from_env"

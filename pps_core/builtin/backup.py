@@ -6,17 +6,30 @@ catalog pause for the moment of the copy (:meth:`pps_core.Memory.writes_paused`)
 SQLite database is copied with the online backup API, every other file as it is (every PPS write replaces a
 file atomically), and what a layer derives (``Layer.derived_paths``: an index) is skipped. The manifest keeps
 each layer's counts, taken while writes are paused, so ``pps restore`` can check every layer came back.
+
+A backup stages its copies in folders beside the archive (``.pps-staged-*``, ``.pps-backup-*``: for one a server
+writes, in ``<home>/backups``), each locked while in use. A process killed half-way leaves them, holding text a
+later forget would not reach: every open of the entity removes those no process holds (:func:`clean_leftovers`).
+Ctrl-C of ``pps backup`` while a server writes the archive asks the server to cancel it (``pps_backup`` with
+``cancel``), and says what it left.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import json
+import logging
 import os
+import shutil
 import sqlite3
+import sys
 import tarfile
 import tempfile
 import time
+import weakref
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +44,71 @@ if TYPE_CHECKING:  # pragma: no cover
 SKIP_FILES = {"owner.lock", "token"}
 MANIFEST = "pps-backup.json"
 FORMAT = 2
+#: The folders a backup stages its copies in, beside the archive; each holds :data:`WORK_LOCK` while in use.
+WORK_PREFIXES = (".pps-backup-", ".pps-staged-")
+WORK_LOCK = ".pps-work.lock"
+#: The archive ``pps backup`` has a server write into its backups folder, before moving it where it was asked.
+TRANSIT_PREFIX = "pps-cli-"
+#: A transit archive older than this was left by a ``pps backup`` that was stopped: removed at the next open.
+TRANSIT_MAX_AGE_S = 600.0
+
+log = logging.getLogger("pps.backup")
+
+
+class Cancelled(Conflict):
+    """The backup was cancelled while it was written (``pps_backup`` with ``cancel``): no archive is left."""
+
+
+@contextlib.contextmanager
+def work_dir(prefix: str, parent: Path) -> Iterator[Path]:
+    """A fresh folder in ``parent`` for a backup's copies, locked while in use, removed after (whatever happens)."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    fd = os.open(tmp / WORK_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        os.close(fd)
+
+
+def clean_leftovers(folder: Path, now: float | None = None) -> list[str]:
+    """Remove from ``folder`` what backups killed half-way left (staging folders no process holds; transit
+    archives of a ``pps backup`` stopped before it moved its archive); the names removed."""
+    now = time.time() if now is None else now
+    removed: list[str] = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        try:
+            if entry.is_symlink():
+                continue
+            if entry.name.startswith(WORK_PREFIXES) and entry.is_dir():
+                try:
+                    fd = os.open(entry / WORK_LOCK, os.O_RDWR)
+                except FileNotFoundError:  # being made this instant, or left by an older PPS
+                    if now - entry.stat().st_mtime > 60:
+                        shutil.rmtree(entry, ignore_errors=True)
+                        removed.append(entry.name)
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # a backup in progress
+                else:
+                    shutil.rmtree(entry, ignore_errors=True)
+                    removed.append(entry.name)
+                finally:
+                    os.close(fd)
+            elif (entry.name.startswith(TRANSIT_PREFIX) and entry.name.endswith(".tar.gz") and entry.is_file()
+                  and now - entry.stat().st_mtime > TRANSIT_MAX_AGE_S):
+                entry.unlink()
+                removed.append(entry.name)
+        except OSError as exc:
+            log.warning("could not remove %s, left by an interrupted backup: %s", entry, exc)
+    return removed
 
 
 def _is_sqlite(path: Path) -> bool:
@@ -57,11 +135,13 @@ def _under(rel: Path, paths: set[str]) -> bool:
 
 def snapshot(home: Path, dest: Path, *, include_token: bool = False, staged: Path | None = None,
              claimed: set[str] | frozenset[str] = frozenset(), derived: set[str] | frozenset[str] = frozenset(),
-             counts: dict[str, dict[str, int]] | None = None, entity: str | None = None) -> dict[str, Any]:
+             counts: dict[str, dict[str, int]] | None = None, entity: str | None = None,
+             keep: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Write a .tar.gz snapshot of ``home`` to ``dest`` (atomically, 0600); returns its manifest.
 
     Home-relative paths in ``claimed`` are taken from ``staged`` (copies made by their layers); paths in
-    ``derived`` are left out (rebuilt on restore). ``counts`` (per layer) go in the manifest.
+    ``derived`` are left out (rebuilt on restore). ``counts`` (per layer) go in the manifest. ``keep`` is asked
+    before the archive is put in place: False (cancelled) raises :class:`Cancelled` and leaves nothing.
     """
     home, dest = Path(home), Path(dest).expanduser().resolve()
     if not (home / "pps.toml").exists():
@@ -69,13 +149,13 @@ def snapshot(home: Path, dest: Path, *, include_token: bool = False, staged: Pat
     if dest.exists():
         raise Conflict(f"{dest} exists; choose a new file name", param="file")
     files = 0
-    with tempfile.TemporaryDirectory(prefix=".pps-backup-", dir=dest.parent) as tmp:
+    with work_dir(WORK_PREFIXES[0], dest.parent) as tmp:
         part = Path(tmp) / "backup.tar.gz"
         with tarfile.open(part, "w:gz") as tar:
             for root, dirs, names in os.walk(home):
                 rel_root = Path(root).relative_to(home)
                 dirs[:] = sorted(d for d in dirs if not _under(rel_root / d, set(derived))
-                                 and not d.startswith((".pps-backup-", ".pps-staged-")))
+                                 and not d.startswith(WORK_PREFIXES))
                 for name in sorted(names):
                     src = Path(root) / name
                     rel = rel_root / name
@@ -106,8 +186,24 @@ def snapshot(home: Path, dest: Path, *, include_token: bool = False, staged: Pat
             info.size, info.mtime, info.mode = len(data), int(time.time()), 0o600
             tar.addfile(info, io.BytesIO(data))
         os.chmod(part, 0o600)
+        if keep is not None and not keep():
+            raise Cancelled(f"{dest.name}: the backup was cancelled; nothing was written", param="path")
         os.link(part, dest)
     return manifest
+
+
+#: Per entity (its Memory): archives whose backup was cancelled (path -> when), and archives this process wrote
+#: through ``pps_backup`` (a cancel arriving after the archive was written deletes it).
+_CANCELLED: weakref.WeakKeyDictionary[Any, dict[Path, float]] = weakref.WeakKeyDictionary()
+_WRITTEN: weakref.WeakKeyDictionary[Any, set[Path]] = weakref.WeakKeyDictionary()
+
+
+def _cancelled(memory: Memory) -> dict[Path, float]:
+    found = _CANCELLED.setdefault(memory, {})
+    for path, when in list(found.items()):
+        if time.time() - when > 3600:
+            del found[path]
+    return found
 
 
 async def snapshot_live(memory: Memory, dest: Path, *, include_token: bool = False) -> dict[str, Any]:
@@ -115,17 +211,23 @@ async def snapshot_live(memory: Memory, dest: Path, *, include_token: bool = Fal
     import asyncio
 
     dest = Path(dest).expanduser().resolve()
+
+    def keep() -> bool:
+        return dest not in _cancelled(memory)
+
+    if not keep():
+        raise Cancelled(f"{dest.name}: the backup was cancelled; nothing was written", param="path")
     async with memory.writes_paused():
-        health = await memory.health()
+        health = await memory.health(timed=False)  # counts from the stores, however busy the machine
         counts = {name: dict(h.counts) for name, h in health.items() if h.available}
         derived = {p for layer in memory.layers.values() for p in layer.derived_paths} | {memory.settings.backup.dir}
-        with tempfile.TemporaryDirectory(prefix=".pps-staged-", dir=dest.parent) as tmp:
-            staged, claimed = Path(tmp), set()
+        with work_dir(WORK_PREFIXES[1], dest.parent) as staged:
+            claimed: set[str] = set()
             for layer in memory.layers.values():
                 claimed.update(await layer.snapshot(staged) or [])
             return await asyncio.to_thread(snapshot, memory.home, dest, include_token=include_token, staged=staged,
                                            claimed=claimed, derived=derived, counts=counts,
-                                           entity=memory.settings.entity)
+                                           entity=memory.settings.entity, keep=keep)
 
 
 class BackupParams(BaseModel):
@@ -136,15 +238,17 @@ class BackupParams(BaseModel):
                                   "([backup] dir, default <home>/backups); or an absolute path inside that folder "
                                   "or a folder [backup] allowed_dirs lists. Must not exist.")
     include_token: bool = Field(False, description="also keep the bearer token in the archive")
+    cancel: bool = Field(False, description="cancel the backup asked for with this path: its archive is not "
+                                            "written (one this server wrote already is deleted)")
 
 
 def backup_dir(memory: Memory) -> Path:
     return Path(memory.home) / memory.settings.backup.dir
 
 
-def destination(memory: Memory, path: str) -> Path:
+def destination(memory: Memory, path: str, *, existing: bool = False) -> Path:
     """Where a backup asked for over the wire may go: the backups folder, or an allowed folder. Never the
-    live stores, never a dotfile, never a link."""
+    live stores, never a dotfile, never a link. ``existing``: the path may exist (a cancel names it)."""
     if "\x00" in path or "\\" in path:
         raise InvalidParams("path: must be a file name or an absolute path", param="path")
     given = Path(path)
@@ -169,12 +273,28 @@ def destination(memory: Memory, path: str) -> Path:
         shown = ", ".join(str(f) for f in folders)
         raise InvalidParams(f"path: archives go in the backups folder or an allowed folder ({shown})", param="path")
     dest = parent / name
-    if os.path.lexists(dest):
+    if os.path.lexists(dest) and not existing:
         raise Conflict(f"path: {dest} exists; choose a new file name", param="path")
     return dest
 
 
+def _cancel(memory: Memory, dest: Path) -> dict[str, Any]:
+    """Cancel the backup to ``dest``: one being written (or about to be) leaves no archive; one this process
+    wrote already is deleted. Any other file is left alone."""
+    _cancelled(memory)[dest] = time.time()
+    written = _WRITTEN.setdefault(memory, set())
+    deleted = False
+    if dest in written:
+        written.discard(dest)
+        with contextlib.suppress(FileNotFoundError):
+            dest.unlink()
+            deleted = True
+    return {"cancelled": True, "file": str(dest), "deleted": deleted}
+
+
 async def pps_backup(memory: Memory, p: BackupParams) -> dict[str, Any]:
+    if p.cancel:
+        return _cancel(memory, destination(memory, p.path, existing=True))
     dest = destination(memory, p.path)
     try:
         manifest = await snapshot_live(memory, dest, include_token=p.include_token)
@@ -184,6 +304,10 @@ async def pps_backup(memory: Memory, p: BackupParams) -> dict[str, Any]:
         if exc.errno in (28, 122):  # ENOSPC, EDQUOT: the storage fault mapping answers 503
             raise
         raise InvalidParams(f"path: cannot write {dest} ({exc.strerror or exc})", param="path") from None
+    if dest in _cancelled(memory):  # cancelled as it was put in place
+        dest.unlink(missing_ok=True)
+        raise Cancelled(f"{dest.name}: the backup was cancelled; nothing was written", param="path")
+    _WRITTEN.setdefault(memory, set()).add(dest)
     return dict(manifest, file=str(dest))
 
 
@@ -210,6 +334,29 @@ def add_commands(cli: Any) -> None:
     p = cli.add("restore", cmd_restore, help="restore a snapshot into a fresh home and check every layer's counts")
     p.add_argument("file", help="an archive written by `pps backup`")
     cli.entity_args(p)
+    p.add_argument("--archive-settings", action="store_true",
+                   help="adopt the archive's pps.toml whole, with its settings that reach outside the home ([llm], "
+                        "[backup], every plugin's table); by default this machine's settings are kept (a home "
+                        "`pps init` made), else only what the entity is (name, plugins, timezone, identity, "
+                        "[startup], [recall], ...)")
+
+
+def _interrupted(settings: Any, name: str) -> int:
+    """Ctrl-C while the entity's server writes the archive: ask it to cancel (nothing is written, or what it wrote
+    is deleted), and say what is left."""
+    from ..forward import try_forward
+
+    folder = Path(settings.home) / settings.backup.dir
+    try:
+        answer = try_forward(settings, "pps_backup", {"path": name, "cancel": True})
+    except (Exception, KeyboardInterrupt):  # noqa: BLE001 - said below
+        answer = None
+    if answer is not None and answer.get("cancelled"):
+        print(f"pps: backup interrupted: the server cancelled it; no archive is left in {folder}", file=sys.stderr)
+    else:
+        print(f"pps: backup interrupted: the server may still be writing {folder / name}; delete it when it "
+              "appears (the entity's next start removes it after 10 minutes)", file=sys.stderr)
+    return 130
 
 
 def cmd_backup(args: Any) -> int:
@@ -232,10 +379,20 @@ def cmd_backup(args: Any) -> int:
     if not args.local:
         # Only the owner can pause its own writers: a served entity is backed up by its server, into its
         # backups folder; this process (the user's) then moves the archive where it was asked.
-        name = f"pps-cli-{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(4)}.tar.gz"
-        manifest = try_forward(settings, "pps_backup", {"path": name, "include_token": args.include_token})
+        name = f"{TRANSIT_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(4)}.tar.gz"
+        try:
+            manifest = try_forward(settings, "pps_backup", {"path": name, "include_token": args.include_token})
+        except KeyboardInterrupt:
+            return _interrupted(settings, name)
         if manifest is not None:
-            shutil.move(manifest["file"], dest)
+            try:
+                shutil.move(manifest["file"], dest)
+            except KeyboardInterrupt:
+                for path in (Path(manifest["file"]), dest):
+                    path.unlink(missing_ok=True)
+                print(f"pps: backup interrupted while the archive was moved to {dest}: both copies were deleted; "
+                      "nothing is left", file=sys.stderr)
+                return 130
     if manifest is None:
         async def here() -> dict[str, Any]:
             async with Memory(settings) as memory:
@@ -243,6 +400,12 @@ def cmd_backup(args: Any) -> int:
 
         try:
             manifest = asyncio.run(here())
+        except KeyboardInterrupt:
+            left = [p.name for p in dest.parent.glob(f"{WORK_PREFIXES[0]}*")] if dest.parent.is_dir() else []
+            print(f"pps: backup interrupted: nothing was written to {dest}"
+                  + (f" (left in {dest.parent}: {', '.join(left)})" if left else "; its partial copies were deleted"),
+                  file=sys.stderr)
+            return 130
         except Unavailable:
             if not args.local:
                 raise

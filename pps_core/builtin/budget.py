@@ -17,9 +17,9 @@ def assemble(header: list[str], blocks: list[Block], statuses: list[LayerStatus]
     problems = [f"{s.layer}: {s.status} ({s.detail})" for s in statuses if s.status not in ("ok", "warming")]
     problem_lines = [f"Unavailable: {p}" for p in problems]
     warming = list(dict.fromkeys(s.detail or s.layer for s in statuses if s.status == "warming"))
-    if warming:  # a glance (a cold start): say plainly what this answer is missing
-        problem_lines.insert(0, f"Partial: {', '.join(warming)} still warming up (opening in the process that owns "
-                                "the entity); this answer is from the layers that open at once")
+    if warming:  # a cold start (a glance, a model still loading): say plainly what this answer is missing
+        problem_lines.insert(0, f"Partial: {', '.join(warming)} still warming up (loading; they answer a later "
+                                "call); this answer is from the layers that are ready")
     shown = [len(b.items) for b in blocks]
 
     def compose(counts: list[int], left: list[dict[str, Any]]) -> str:

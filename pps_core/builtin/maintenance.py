@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..catalog import Operation
@@ -16,6 +17,15 @@ if TYPE_CHECKING:  # pragma: no cover
 @hookimpl
 def pps_operations(memory: Memory) -> list[Operation]:
     return [reindex.reindex_operation(), backup.backup_operation()]
+
+
+@hookimpl
+def pps_memory_opened(memory: Memory) -> None:
+    """What backups killed half-way left beside their archives (in the home's backups folder, or an allowed one) is
+    removed when the entity opens: no later forget would reach those copies."""
+    folders = [backup.backup_dir(memory)] + [Path(d).expanduser() for d in memory.settings.backup.allowed_dirs]
+    for folder in folders:
+        backup.clean_leftovers(folder)
 
 
 @hookimpl

@@ -16,7 +16,8 @@ STARTUP = "pps://startup"
 async def _startup_items(call: Call) -> list[ResourceItem]:
     return [ResourceItem(uri=STARTUP, name="startup", title="Startup package",
                          description="What the entity wakes up with: clock, memory health, crystals, word-photos, "
-                                     "summaries and every unsummarized turn (ambient_recall 'startup').")]
+                                     "summaries and the newest unsummarized turns, within [startup] budget "
+                                     "(ambient_recall 'startup'; what is left out is listed).")]
 
 
 async def _startup_read(call: Call, uri: str) -> str:
@@ -56,4 +57,5 @@ def pps_prompts(settings: EntitySettings) -> list[Prompt]:
     return [Prompt(name="wake_up", title="Wake up",
                    description="Start a session with the entity's startup package and ask where things stand.",
                    render=_wake_up,
-                   arguments=(PromptArgument("budget", "most characters of the package (default: all of it)"),))]
+                   arguments=(PromptArgument("budget", "most characters of the package (default: [startup] budget of "
+                                                         "pps.toml; 0: all of it)"),))]

@@ -16,6 +16,7 @@ from ..catalog import Operation
 from ..contracts import UnreadSource
 from ..hookspecs import hookimpl
 from ..layer import FailedLayer, Layer, WarmingLayer
+from ..memory import LayerTimeout
 from ..models import (
     LayerHealth,
     LayerStatus,
@@ -26,6 +27,7 @@ from ..models import (
     StartupItems,
     item_json,
 )
+from ..privacy import Captured
 from ..render import SEPARATOR, Block
 from ..timeutil import now_utc
 from .budget import assemble
@@ -44,12 +46,15 @@ class AmbientRecallParams(BaseModel):
     model_config = {"extra": "forbid"}
     context: str = Field(..., min_length=1, max_length=20_000,
                          description="what is being talked about, or 'startup' for the startup package")
-    limit_per_layer: int = Field(5, ge=0, le=100, description="results per layer (non-startup)")
+    limit_per_layer: int | None = Field(None, ge=0, le=100,
+                                        description="results per layer (default: what the budget can show)")
     channel: str | None = Field(None, max_length=200, description="the caller's channel, e.g. 'terminal:abc'")
-    consumer_key: str | None = Field(None, max_length=200,
+    consumer_key: Captured | None = Field(None, max_length=200,
                                      description="the caller's read cursor: shows unread turns from other channels")
-    budget: int | None = Field(None, ge=200, le=2_000_000,
-                               description="most characters of text to return; what is left out is listed")
+    budget: int | None = Field(None, ge=0, le=2_000_000,
+                               description="most characters of text (default from pps.toml; 0: no limit); "
+                                           "what is left out is listed")
+    explain: bool = Field(False, description="add each result's scoring signals")
     min_score: dict[str, float] | None = Field(
         None, max_length=100, description="layer -> lowest score shown, for this call (over [recall] min_score and "
                                           "the layer's own floor); 0 for a layer shows every match it found")
@@ -59,6 +64,13 @@ class AmbientRecallParams(BaseModel):
     def _finite(cls, v: dict[str, float] | None) -> dict[str, float] | None:
         if v is not None and any(x != x or x in (float("inf"), float("-inf")) for x in v.values()):
             raise ValueError("floors must be finite numbers")
+        return v
+
+    @field_validator("budget")
+    @classmethod
+    def _budget(cls, v: int | None) -> int | None:
+        if v is not None and 0 < v < 200:
+            raise ValueError("at least 200 characters (0 = no limit)")
         return v
 
     @field_validator("context")
@@ -77,23 +89,29 @@ async def ambient_recall(memory: Memory, p: AmbientRecallParams) -> dict[str, An
     header = [render.clock_lines(now, memory.tz, st.late_night)] if st.clock else []
     if st.health:
         header.append(_health_line(memory, health))
-    if memory.settings.identity and p.budget is not None:
-        header.insert(0, memory.settings.identity)
-
     is_startup = p.context.strip().lower() == "startup"
+    # every path answers within a budget unless the call names one; 0 asks for everything
+    given = p.budget if p.budget is not None else (st.budget if is_startup else memory.settings.recall.budget)
+    budget = given or None
+    if memory.settings.identity and budget is not None:
+        header.insert(0, memory.settings.identity)
     unread = await _unread_items(memory, p) if p.consumer_key else None
     seen = _channels(unread[1].items) if unread else []
     if is_startup:
         blocks, statuses, results, labels = await _startup_blocks(memory, p, seen)
     else:
-        blocks, statuses, results, labels = await _search_blocks(memory, p, seen)
+        blocks, statuses, results, labels = await _search_blocks(memory, p, seen, budget)
     if unread is not None:
         blocks = [_unread_block(memory, unread[0], unread[1], labels)] + blocks
     named = {s.layer for s in statuses}
     statuses += [LayerStatus(layer=w.name, status="warming", detail=w.title) for w in memory.warming()
                  if w.name not in named]  # a glance: every layer it could not open, sectioned or not
 
-    text, shown, left_out, emitted = assemble(header, blocks, statuses, p.budget, st.manifest)
+    text, shown, left_out, emitted = assemble(header, blocks, statuses, budget, st.manifest)
+    # the structured answer holds what the text shows (and what a layer searched but does not render), never the
+    # items a budget left out: the manifest's left_out names the call that fetches them
+    results = [r for b, n in zip(blocks, shown, strict=True) if b.data is not None
+               for r in (b.data[i] for i in b.chosen(n))] + results
     return {
         "context": p.context,
         "startup": is_startup,
@@ -127,11 +145,11 @@ def _health_line(memory: Memory, health: dict[str, LayerHealth]) -> str:
     return render.health_line(parts)
 
 
-async def _guarded(memory: Memory, name: str, coro: Coroutine[Any, Any, T],
+async def _guarded(memory: Memory, name: str, kind: str, coro: Coroutine[Any, Any, T],
                    budget_ms: float | None = None) -> tuple[T | None, LayerStatus]:
-    """Await one layer's part, at most ``budget_ms`` (else ``[recall] layer_timeout_s``): a layer that fails or
-    overruns is reported in its status, never fails the call."""
-    timeout = budget_ms / 1000 if budget_ms is not None else memory.settings.recall.layer_timeout_s
+    """Await one layer's part, at most ``budget_ms`` (else ``[recall] layer_timeout_s``; a first answer of this
+    ``kind`` in this process gets ``[recall] warmup_timeout_s``): a layer that fails or overruns is reported in
+    its status (``warming`` past its first answer's budget, ``timeout`` when stuck), never fails the call."""
     started = time.perf_counter()
     layer = memory.layer(name)
     if isinstance(layer, WarmingLayer):  # a glance: opened by the owner, not here (yet)
@@ -141,10 +159,12 @@ async def _guarded(memory: Memory, name: str, coro: Coroutine[Any, Any, T],
         coro.close()
         return None, LayerStatus(layer=name, status="unavailable", detail=layer.reason)
     try:
-        value = await asyncio.wait_for(coro, timeout)
+        value = await memory.answer(name, kind, coro, None if budget_ms is None else budget_ms / 1000)
         status = LayerStatus(layer=name, status="ok")
-    except TimeoutError:
-        value, status = None, LayerStatus(layer=name, status="timeout", detail=f"no answer within {timeout:g}s")
+    except LayerTimeout as exc:  # a first answer still loading (warming), or a warm layer stuck (timeout)
+        value = None
+        status = (LayerStatus(layer=name, status="warming", detail=_title(layer, name)) if exc.warming else
+                  LayerStatus(layer=name, status="timeout", detail=str(exc)))
     except Exception as exc:
         value, status = None, LayerStatus(layer=name, status="error", detail=f"{type(exc).__name__}: {exc}")
     status.latency_ms = round((time.perf_counter() - started) * 1000, 2)
@@ -183,7 +203,7 @@ async def _startup_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str
     async def one(sec: SectionConfig) -> tuple[StartupItems | None, LayerStatus]:
         layer = memory.require_layer(sec.layer)
         count = None if sec.quotas else sec.count  # quotas choose among all, below
-        return await _guarded(memory, sec.layer, layer.startup(count))
+        return await _guarded(memory, sec.layer, "startup", layer.startup(count))
 
     outcomes = await asyncio.gather(*(one(s) for s in sections))
     blocks: list[Block] = []
@@ -198,7 +218,6 @@ async def _startup_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str
         status.count = len(items.items)
         block = _section_block(memory, sec, items, labels)
         blocks.append(block)
-        results.extend(item_json(r) for r in items.items)  # a TurnItem's JSON without a model per turn
     return blocks, statuses, results, labels
 
 
@@ -230,7 +249,8 @@ def _section_block(memory: Memory, sec: SectionConfig, found: StartupItems, labe
         header, joiner = None, SEPARATOR
     return Block(name=sec.name, layer=sec.layer, header=header, items=[t for t, _ in rendered],
                  chars=[c for _, c in rendered], joiner=joiner, total=total, style=sec.style, keep=keep,
-                 quotas=bool(sec.quotas), section=sec, source=memory.layer(sec.layer), more=found.more, days=days)
+                 quotas=bool(sec.quotas), section=sec, source=memory.layer(sec.layer), more=found.more, days=days,
+                 data=[item_json(r) for r in items])  # a TurnItem's JSON without a model per turn
 
 
 def _channel_group(channel: str, quotas: dict[str, int]) -> str:
@@ -259,14 +279,29 @@ def _quota_order(items: list[SectionItem], quotas: dict[str, int]) -> list[int]:
 # -- search ------------------------------------------------------------------------------------
 
 
-async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]) -> Blocks:
+#: Results per layer of a search that names no ``limit_per_layer``: the original five without a budget; with one,
+#: as many as a budget of this many characters each could show (a turn line is 100-300 characters), at most
+#: LIMIT_CAP. The budget then keeps the best of them in fused order: a 2,000-character answer is no longer five
+#: turns and 700 unused characters, nor a 4,000-character one the same five (issue 40; bench/locomo.py).
+DEFAULT_PER_LAYER = 5
+CHARS_PER_RESULT = 150
+LIMIT_CAP = 20
+
+
+def per_layer(budget: int | None) -> int:
+    if budget is None:
+        return DEFAULT_PER_LAYER
+    return max(DEFAULT_PER_LAYER, min(LIMIT_CAP, budget // CHARS_PER_RESULT))
+
+
+async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str], budget: int | None) -> Blocks:
     names = memory.settings.recall.layers or list(memory.layers)
     names = [n for n in names if memory.layer(n) is not None]
-    limit = p.limit_per_layer
+    limit = p.limit_per_layer if p.limit_per_layer is not None else per_layer(budget)
     budgets = memory.settings.recall.layer_budget_ms
     # every layer searches at once (each waits on its own store or model off the event loop), each within its budget
     outcomes = await asyncio.gather(
-        *(_guarded(memory, n, memory.search_layer(n, p.context, limit), budgets.get(n)) for n in names))
+        *(_guarded(memory, n, "search", memory.search_layer(n, p.context, limit), budgets.get(n)) for n in names))
     fused: list[tuple[float, int, SearchResult]] = []
     statuses: list[LayerStatus] = []
     floors = {**memory.settings.recall.min_score, **(p.min_score or {})}
@@ -286,19 +321,23 @@ async def _search_blocks(memory: Memory, p: AmbientRecallParams, seen: list[str]
     item_layers: list[str] = []
     # One block, in fused order, so the ranking stays visible in the text; the manifest counts per layer.
     merged = Block(name="Results", layer="*", header=None, items=[], chars=[], item_layers=item_layers,
-                   titles={n: _title(memory.layer(n), n) for n in names},
-                   more=Pointer(operation="ambient_recall", params={"context": p.context}))
+                   titles={n: _title(memory.layer(n), n) for n in names}, data=[],
+                   more=Pointer(operation="ambient_recall", params={"context": p.context, "budget": 0}))
     labels = render.channel_labels(seen + _channels([r for _s, _o, r in fused]))
     for score, _order, r in fused:
-        item = r.model_dump(mode="json")
-        item["fused_score"] = round(score, 6)
-        item.setdefault("metadata", {}).setdefault("layer_score", r.score)
-        results.append(item)
+        item = r.model_dump(mode="json")  # one score: the layer's; how it was made only when asked
+        if p.explain:
+            item["fused_score"] = round(score, 6)
+            item["signals"] = r.signals
+            item.setdefault("metadata", {}).setdefault("layer_score", r.score)
         if r.layer in hidden:
+            results.append(item)
             continue
         text, chars = _search_item(memory, r, labels)
         merged.items.append(text)
         merged.chars.append(chars)
+        assert merged.data is not None
+        merged.data.append(item)
         item_layers.append(r.layer)
     return [merged], statuses, results, labels
 
@@ -322,7 +361,7 @@ async def _unread_items(memory: Memory, p: AmbientRecallParams) -> tuple[str, St
     assert p.consumer_key is not None
     for source in memory.find(UnreadSource):
         name = source.name  # type: ignore[attr-defined]
-        found, _status = await _guarded(memory, name, source.unread_for_recall(p.consumer_key, p.channel))
+        found, _status = await _guarded(memory, name, "unread", source.unread_for_recall(p.consumer_key, p.channel))
         return (name, found) if found else None
     return None
 
@@ -347,5 +386,6 @@ def pps_operations(memory: Memory) -> list[Operation]:
             "Recall memory for the current moment. context='startup' returns the startup package "
             "(recency, no search): clock, memory health, manifest, and each layer's startup section (the newest "
             "crystals, word-photos and summaries, ALL unsummarized turns with the default plugins). Any other "
-            "context searches every layer concurrently and returns fused, ranked results. Optional budget caps "
-            "the characters returned and lists what was left out with the call that fetches it."))]
+            "context searches every layer concurrently and returns fused, ranked results. The answer stays within a "
+            "budget of characters (default from pps.toml; budget=0 for everything) and lists what was left out "
+            "with the call that fetches it."))]

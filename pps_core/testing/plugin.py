@@ -38,6 +38,22 @@ def pps_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
+def cpu_load() -> Any:
+    """Two processes that keep a core busy each for the length of the test (a laptop compiling, a test suite
+    running): what a cold start must survive (issue 39). Killed after the test."""
+    import subprocess
+    import sys
+
+    procs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(2)]
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
 def suite_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     """The suites' own plugins (``ledger``) installed in this process too, for a test that runs ``pps``
     in-process (``pps_core.testing.server.SUITE_PLUGINS``; subprocesses get them from ``pps_env``)."""

@@ -133,14 +133,17 @@ class Server:
 
 
 def start_server(root: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 60,
-                 log_name: str = "server.log", preexec_fn: Callable[[], Any] | None = None) -> Server:
-    """Start ``pps serve http --port 0 ARGS`` and wait until /health answers."""
+                 log_name: str = "server.log", preexec_fn: Callable[[], Any] | None = None,
+                 program: tuple[str, ...] | None = None, cwd: Path | None = None) -> Server:
+    """Start ``pps serve http --port 0 ARGS`` and wait until /health answers. ``program``: the command that
+    runs ``pps`` (default ``python -P -m pps_core.cli``; the console script: ``(path of pps,)``), ``cwd``: the
+    folder it starts in."""
     log = root / log_name
     start = log.stat().st_size if log.exists() else 0
     with open(log, "ab") as fh:
-        proc = subprocess.Popen([sys.executable, "-P", "-m", "pps_core.cli", "serve", "http", "--port", "0", *args],
-                                env=env or pps_env(root), stdout=fh, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, preexec_fn=preexec_fn)
+        proc = subprocess.Popen([*(program or (sys.executable, "-P", "-m", "pps_core.cli")), "serve", "http",
+                                 "--port", "0", *args], env=env or pps_env(root), stdout=fh, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, preexec_fn=preexec_fn, cwd=cwd)
     deadline = time.monotonic() + timeout
     url = None
     while time.monotonic() < deadline:

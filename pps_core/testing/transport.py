@@ -86,6 +86,9 @@ class TransportContract:
     plugins: list[str] = []
     #: Extra options of ``pps serve <transport>``.
     serve_args: list[str] = []
+    #: Extra lines of the entity's pps.toml, e.g. a transport's own section (an MCP server lists its essential
+    #: tool profile by default: ``['[mcp]', 'tools = "all"']`` lists every operation, as this contract checks).
+    settings: list[str] = []
     #: How callers are told apart: ``"token"`` (a bearer token on the wire), ``"os"`` (the operating system: an
     #: endpoint file only the entity's user may open, see ``endpoints``) or ``"pipe"`` (stdio: the caller is the
     #: process that started the server, nothing is presented).
@@ -113,7 +116,7 @@ class TransportContract:
         return ",".join(["ledger", *(self.plugins or [self.transport])])
 
     def _init(self, root: Path, name: str) -> ServedEntity:
-        home = init_entity(root, name, self._plugins(), "[limits]", f"max_request_bytes = {LIMIT}")
+        home = init_entity(root, name, self._plugins(), "[limits]", f"max_request_bytes = {LIMIT}", *self.settings)
         return ServedEntity(name=name, home=home, root=root)
 
     def start(self, entity: ServedEntity, *others: ServedEntity) -> None:

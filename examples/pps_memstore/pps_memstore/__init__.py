@@ -51,7 +51,7 @@ class MemStore:
     def __init__(self, home: str) -> None:
         self.detail = f"memory ({home})"
         self.d = _HOMES.setdefault(home, {"turns": {}, "sums": {}, "cursors": {}, "log": [], "tv": {}, "sv": {},
-                                              "tombs": set(), "tokens": {}})
+                                              "tombs": set(), "tokens": {}, "owed": {}})
 
     async def open(self) -> None: ...
     async def close(self) -> None: ...
@@ -70,8 +70,13 @@ class MemStore:
             if old:
                 acks.append({k: old[k] for k in ("id", "message_id", "created_at", "channel")})
                 continue
-            if t.get("message_id") and pps_turns.message_id_digest(t["message_id"]) in self.d["tombs"]:
+            if any(d in self.d["tombs"] for d in pps_turns.tombstones(t)):
                 acks.append(pps_turns.forgotten_ack(t))
+                continue
+            same = next((o for o in turns.values() if t.get("message_id") and not o["message_id"]
+                         and pps_turns.turn_digest(o) == pps_turns.turn_digest(t)), None)
+            if same:  # the same turn, stored without an id, back with one (an export's)
+                acks.append({k: same[k] for k in ("id", "message_id", "created_at", "channel")})
                 continue
             row = {"id": max(turns, default=0) + 1, "message_id": t.get("message_id"), "content": t["content"],
                    "author_name": t["author_name"], "channel": t["channel"], "session_id": t.get("session_id"),
@@ -160,16 +165,22 @@ class MemStore:
         return [t["id"] for t in self._turns(lambda t: since <= t["created_at"] < until and (
             t["channel"] == channel or t["channel"].startswith(channel + ":")))]
 
-    async def forget(self, ids, who, how):
+    async def forget(self, ids, who, how, owed=()):
         turns, sums = self.d["turns"], self.d["sums"]
         found = sorted(i for i in set(ids) if i in turns)
+        owed_id = None
+        if found and owed:  # what the copies still owed need, kept until each confirms (settle_forget)
+            owed_id = max(self.d["owed"], default=0) + 1
+            self.d["owed"][owed_id] = {
+                "id": owed_id, "forgotten_at": to_storage(now_utc()), "who": who, "turn_ids": found,
+                "message_ids": [turns[i]["message_id"] for i in found if turns[i]["message_id"]],
+                "texts": [turns[i]["content"] for i in found], "copies": list(owed)}
         removed = sorted({turns[i]["summary_id"] for i in found} - {None})
         returned = 0
         for i in found:
             t = turns.pop(i)
             self.d["tv"].pop(i, None)
-            if t["message_id"]:
-                self.d["tombs"].add(pps_turns.message_id_digest(t["message_id"]))
+            self.d["tombs"].update(pps_turns.tombstones(t))
         for t in turns.values():  # a summary that quoted a forgotten turn goes; its other turns: the backlog
             if t["summary_id"] in removed:
                 t["summary_id"] = None
@@ -181,7 +192,20 @@ class MemStore:
             self.d["log"].append({"id": len(self.d["log"]) + 1, "forgotten_at": to_storage(now_utc()), "who": who,
                                   "how": how, "turn_ids": found, "summaries_removed": removed})
         return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_removed": removed,
-                "returned_to_backlog": returned}
+                "returned_to_backlog": returned, "owed": owed_id}
+
+    async def owed_forgets(self, texts=False):
+        return [copy.deepcopy({k: v for k, v in o.items() if texts or k != "texts"})
+                for _, o in sorted(self.d["owed"].items())]
+
+    async def settle_forget(self, owed_id, confirmed):
+        held = self.d["owed"].get(owed_id)
+        if held is None:
+            return []
+        held["copies"] = [c for c in held["copies"] if c not in set(confirmed)]
+        if not held["copies"]:
+            del self.d["owed"][owed_id]
+        return list(held["copies"])
 
     async def save_forget_token(self, token_digest, query_digest, ids, expires_at, now):
         self.d["tokens"] = {k: v for k, v in self.d["tokens"].items() if v[2] > now}

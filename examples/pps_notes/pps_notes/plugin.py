@@ -6,13 +6,14 @@ from typing import Any
 
 from pydantic import Field
 
-from pps_core import Layer, Memory, Operation, Params, Text, Unavailable, hookimpl
+from pps_core import Layer, Memory, Operation, Params, Unavailable, hookimpl
+from pps_core.privacy import CapturedText
 
 from .layer import NotesLayer, NotesSettings
 
 
 class NoteAdd(Params):
-    content: Text = Field(..., max_length=10_000, description="the note")
+    content: CapturedText = Field(..., max_length=10_000, description="the note")
 
 
 class NotesList(Params):

@@ -49,8 +49,8 @@ def add_commands(cli) -> None:
     p.add_argument("--user-name", help="your name, as your prompts are stored (default: $USER)")
     p.add_argument("--settings", help="Claude Code settings file (default: ~/.claude/settings.json)")
     p.add_argument("--no-mcp", action="store_true", help="do not register the MCP server")
-    p.add_argument("--tools", default="essential", help="MCP tool profile: essential, all, or a comma list "
-                                                        "(default: essential)")
+    p.add_argument("--tools", default=None, help="MCP tool profile: essential, all, or a comma list "
+                                                 "(default: [mcp] tools of pps.toml, itself essential by default)")
     p.add_argument("--prompt-recall", action="store_true", help="inject relevant memories on every prompt")
 
 
@@ -58,6 +58,18 @@ def _settings(args):
     from pps_core.settings import load_settings
 
     return load_settings(args.entity, args.home, must_exist=True)
+
+
+def chosen_entity(args) -> None:
+    """No ``--entity``/``--home`` (nor ``$PPS_ENTITY``/``$PPS_HOME``): the entity ``pps setup claude-code``
+    recorded, as the hooks themselves use it."""
+    import os
+
+    from .hook import default_entity
+
+    if not (getattr(args, "entity", None) or getattr(args, "home", None) or os.environ.get("PPS_ENTITY")
+            or os.environ.get("PPS_HOME")):
+        args.entity = default_entity()
 
 
 def _settings_file(args) -> Path:
@@ -69,11 +81,20 @@ def _settings_file(args) -> Path:
 def cmd_hooks(args) -> int:
     from . import install
 
+    chosen_entity(args)
+
     if args.action == "uninstall":
         path = _settings_file(args)
         removed = install.uninstall(path)
         print(f"removed {removed} PPS hook{'s' if removed != 1 else ''} from {path}" if removed
               else f"no PPS hooks in {path}; nothing changed")
+        from .checks import claude_json
+        from .setup import unregister_mcp
+
+        gone = unregister_mcp()  # what `pps setup` registered beside the hooks
+        if gone:
+            print(f"removed the MCP server{'s' if len(gone) > 1 else ''} {', '.join(gone)} `pps setup` registered "
+                  f"({claude_json()})")
         return 0
     if args.action == "status":
         from .status import print_status
@@ -134,8 +155,10 @@ def cmd_import(args) -> int:
         return 2
     with _client(args, settings) as client:
         report = importer.import_turns(client, turns, f"import {path.name}")
-    added = "?" if report["added"] is None else report["added"]
-    print(f"read {report['read']} turns from {path}; {added} new (the rest were already stored); "
+    from pps_core.cli_text import new_of_read
+
+    new = new_of_read(report["added"], report["read"], report.get("forgotten") or 0)
+    print(f"read {report['read']} turns from {path}; {new}; "
           f"entity {settings.entity!r} now holds {report['total'] if report['total'] is not None else '?'} "
           f"turns (via {report['via']})")
     return 0
@@ -144,6 +167,7 @@ def cmd_import(args) -> int:
 def cmd_doctor(args) -> int:
     from .doctor import run_doctor
 
+    chosen_entity(args)
     return run_doctor(args)
 
 

@@ -29,11 +29,16 @@ def stores_check(settings) -> Check:
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         return "fail", "stores", f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
     layers = health.get("layers") or {}
-    down = [f"{n} ({h.get('detail') or 'unavailable'})" for n, h in layers.items() if not h.get("available")]
+    down = [f"{n} ({h.get('detail') or 'unavailable'})" for n, h in layers.items()
+            if not h.get("available") and not h.get("warming")]
     if down:
         return "fail", "stores", f"unavailable: {'; '.join(down)}"
     from pps_core.cli_text import named_counts
 
+    warming = [n for n, h in layers.items() if not h.get("available")]
+    if warming:  # a cold start (a server that just started loads its model and index): not a failure
+        return "warn", "stores", (f"{', '.join(warming)} still warming up via {via}; the other layers are available "
+                                  "(`pps doctor` again in a minute)")
     counts = "; ".join(f"{n}: {named_counts(h.get('counts') or {})}" for n, h in layers.items())
     return "ok", "stores", f"{len(layers)} layers available via {via} ({counts})"
 

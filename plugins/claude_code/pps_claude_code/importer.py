@@ -79,13 +79,15 @@ def count_turns(client) -> int | None:
 def import_turns(client, turns: list[dict[str, Any]], desc: str) -> dict[str, Any]:
     """Store ``turns`` in batches through ``client``; returns counts before and after."""
     before = count_turns(client)
-    sent = 0
+    sent = forgotten = 0
     with progress(len(turns), desc) as bar:
         for i in range(0, len(turns), BATCH):
             batch = turns[i:i + BATCH]
-            client.call("store_messages", {"messages": batch})
+            answer = client.call("store_messages", {"messages": batch})
+            forgotten += int((answer or {}).get("forgotten") or 0)  # forgotten once: acknowledged, never stored
             sent += len(batch)
             bar.update(len(batch))
     after = count_turns(client)
     added = after - before if before is not None and after is not None else None
-    return {"read": len(turns), "sent": sent, "added": added, "total": after, "via": client.mode}
+    return {"read": len(turns), "sent": sent, "added": added, "total": after, "via": client.mode,
+            "forgotten": forgotten}

@@ -303,6 +303,10 @@ def serve(settings, idle_s: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # started with -I by the hooks; run any other way, its children still stay off the cwd
+        from pps_core.safepath import keep_cwd_off_path
+
+        keep_cwd_off_path()
     parser = argparse.ArgumentParser(prog="python -m pps_claude_code.server",
                                      description="the entity's server started by the Claude Code hooks")
     parser.add_argument("--entity")

@@ -22,18 +22,19 @@ from typing import Any
 from .checks import MCP_NAME, claude_json, hooks_check, mcp_check, print_checks, server_check
 
 
-def mcp_entry(entity: str, home: Path, tools: str) -> dict[str, Any]:
+def mcp_entry(entity: str, home: Path, tools: str | None) -> dict[str, Any]:
     """Claude Code starts it in the user's project (an entry names no working directory): isolated, so nothing
-    there is importable (:mod:`.isolated`)."""
+    there is importable (:mod:`.isolated`). ``tools``: a profile named on the command line; None leaves it to
+    ``[mcp] tools`` of pps.toml (default ``essential``), as every other registration does."""
     from .isolated import flags
 
     return {"type": "stdio", "command": sys.executable,
-            "args": [*flags(), "-m", "pps_core.cli", "serve", "mcp", "--entity", entity, "--home", str(home), "--tools", tools,
-                     "--startup", "hooks"],
+            "args": [*flags(), "-m", "pps_core.cli", "serve", "mcp", "--entity", entity, "--home", str(home),
+                     *(["--tools", tools] if tools else []), "--startup", "hooks"],
             "env": {}}
 
 
-def register_mcp(entity: str, home: Path, tools: str) -> str:
+def register_mcp(entity: str, home: Path, tools: str | None) -> str:
     """Register the entity's MCP server with Claude Code at user scope; returns how."""
     name = MCP_NAME.format(entity=entity)
     entry = mcp_entry(entity, home, tools)
@@ -61,6 +62,36 @@ def register_mcp(entity: str, home: Path, tools: str) -> str:
     state["mcpServers"] = servers
     atomic_write(path, json.dumps(state, indent=2) + "\n")
     return f"{path} (mcpServers.{name})"
+
+
+def unregister_mcp() -> list[str]:
+    """Remove the MCP servers ``pps setup`` registered (named ``pps-<entity>``, running ``pps_core.cli serve mcp``)
+    from Claude Code's user scope, leaving every other server as it is; returns their names."""
+    from pps_core.atomic import atomic_write
+
+    path = claude_json()
+    try:
+        state = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        return []  # not ours to repair: `pps doctor` says it is not valid JSON
+    servers = state.get("mcpServers") if isinstance(state, dict) else None
+    if not isinstance(servers, dict):
+        return []
+    ours = [name for name, entry in servers.items() if name.startswith(MCP_NAME.format(entity=""))
+            and isinstance(entry, dict) and "pps_core.cli" in (entry.get("args") or [])
+            and "serve" in (entry.get("args") or []) and "mcp" in (entry.get("args") or [])]
+    if not ours:
+        return []
+    claude = shutil.which("claude")
+    for name in ours:
+        if claude:
+            subprocess.run([claude, "mcp", "remove", "--scope", "user", name], capture_output=True, timeout=60)
+    state = json.loads(path.read_text()) if path.exists() else {}
+    left = {k: v for k, v in (state.get("mcpServers") or {}).items() if k not in ours}
+    if left != state.get("mcpServers"):
+        state["mcpServers"] = left
+        atomic_write(path, json.dumps(state, indent=2) + "\n")
+    return ours
 
 
 def set_user_name(home: Path, name: str) -> None:
@@ -137,7 +168,7 @@ def setup_claude_code(args) -> int:
     install.install(settings_file, config)
     print(f"hooks: {', '.join(config)} in {settings_file}")
     if not args.no_mcp:
-        print(f"mcp: {MCP_NAME.format(entity=settings.entity)} (tools: {args.tools}) registered in "
+        print(f"mcp: {MCP_NAME.format(entity=settings.entity)} (tools: {args.tools or '[mcp] tools, default essential'}) registered in "
               f"{register_mcp(settings.entity, Path(settings.home), args.tools)}")
     root = pps_root()
     root.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -81,7 +81,8 @@ def test_setup_on_a_fresh_home_gives_a_working_install(home):
     assert (home / ".pps" / "lyra" / "pps.toml").exists()
     assert json.loads((home / ".pps" / "claude-code.json").read_text())["entity"] == "lyra"
     mcp = json.loads((home / ".claude.json").read_text())["mcpServers"]["pps-lyra"]
-    assert mcp["command"] == sys.executable and mcp["args"][-4:] == ["--tools", "essential", "--startup", "hooks"]
+    assert mcp["command"] == sys.executable and mcp["args"][-2:] == ["--startup", "hooks"] \
+        and "--tools" not in mcp["args"]  # the profile of pps.toml, essential by default
 
     # Claude Code's payloads, through the installed commands: a session that captures and injects
     transcript = home / "projects" / f"{SESSION}.jsonl"
@@ -157,8 +158,15 @@ def test_status_uninstall_and_a_broken_settings_file(tmp_path):
     assert "[ok  ] hooks:" in status.stdout and "[ok  ] server: none running" in status.stdout
     assert "[warn] last capture: none yet" in status.stdout
 
+    from pps_claude_code.setup import mcp_entry
+
+    other = {"type": "stdio", "command": "node", "args": ["their-server.js"]}
+    (home / ".claude.json").write_text(json.dumps({"numStartups": 3, "mcpServers": {
+        "pps-lyra": mcp_entry("lyra", home / ".pps" / "lyra", "essential"), "theirs": other}}))
     removed = pps(home, "hooks", "uninstall")
     assert "removed 5 PPS hooks" in removed.stdout
+    assert "removed the MCP server pps-lyra" in removed.stdout  # what `pps setup` registered goes with the hooks
+    assert json.loads((home / ".claude.json").read_text()) == {"numStartups": 3, "mcpServers": {"theirs": other}}
     left = json.loads(settings.read_text())
     assert left == {"model": "opus", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x"}]}]}}
     assert "no PPS hooks" in pps(home, "hooks", "uninstall").stdout
@@ -171,6 +179,27 @@ def test_doctor_names_what_is_missing(tmp_path):
     out = pps(tmp_path, "doctor", "--entity", "lyra", check=False)
     assert "[ok  ] stores: 2 layers available via direct" in out.stdout
     assert "[FAIL] hooks:" in out.stdout and "[warn] mcp: no MCP server 'pps-lyra' registered" in out.stdout
+
+
+def test_the_recorded_entity_is_the_default_of_the_hooks_commands_and_doctor(tmp_path):
+    """Issue 39: what `pps setup` recorded is the default, as for the hooks; `pps plugins` lists entities."""
+    pps(tmp_path, "init", "--entity", "lyra", "--plugins", "sqlite")
+    pps(tmp_path, "init", "--entity", "nova", "--plugins", "sqlite")
+    (tmp_path / ".pps" / "claude-code.json").write_text(json.dumps({"entity": "lyra"}))  # what `pps setup` records
+
+    status = pps(tmp_path, "hooks", "status", check=False)
+    assert "no entity" not in status.stdout + status.stderr and "[ok  ] entity: lyra at" in status.stdout
+    doctor = pps(tmp_path, "doctor", check=False)
+    assert "[ok  ] entity: lyra at" in doctor.stdout and "[ok  ] stores: 2 layers available" in doctor.stdout
+    stopped = pps(tmp_path, "hooks", "stop", check=False)
+    assert stopped.returncode == 0 and "lyra" in stopped.stdout, stopped.stdout + stopped.stderr
+    installed = pps(tmp_path, "hooks", "install")
+    assert "installed PPS hooks for entity 'lyra'" in installed.stdout
+    assert "[ok  ] entity: nova at" in pps(tmp_path, "doctor", "--entity", "nova", check=False).stdout  # still wins
+
+    listed = pps(tmp_path, "plugins")
+    assert "no entity yet" not in listed.stdout
+    assert "entities in " in listed.stdout and "lyra, nova" in listed.stdout, listed.stdout
 
 
 CLAUDE = REPO / ".tools" / "node_modules" / ".bin" / "claude"

@@ -1,19 +1,27 @@
 """`pps demo`: a fresh entity on the embedded defaults, a short conversation, then what it remembers.
 
-Run: pps demo [--home DIR]   (default: ./.demo/lyra, recreated each run)
+Run: pps demo [--home DIR]   (default: the entity ``demo`` in the PPS root, ~/.pps/demo, recreated each run;
+``pps health --entity demo`` and ``pps call --entity demo ...`` reach it after)
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import shutil
+import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 from pps_core import Memory
+from pps_core.atomic import atomic_write
 from pps_core.plugins import default_plugins
-from pps_core.settings import load_settings
+from pps_core.settings import load_settings, pps_root
+
+#: The demo entity's name; its pps.toml says ``demo = true``, so a run replaces only a demo.
+NAME = "demo"
 
 CONVERSATION = [
     ("Jeff", "terminal:demo", "2026-01-26T09:02:00", "Morning, Lyra. Did the kitchen light get fixed?"),
@@ -26,14 +34,21 @@ CONVERSATION = [
 ]
 
 
+def write_settings(home: Path) -> None:
+    """The demo's pps.toml (marked ``demo = true``): `pps health --entity demo` reaches it, a next run replaces it."""
+    late = SEED_LATE_NIGHT  # the original entity's own voice late at night (the defaults are neutral)
+    lines = [f"entity = {json.dumps(NAME)}", "demo = true", f"plugins = {json.dumps(default_plugins())}",
+             'timezone = "America/Chicago"', 'identity = "I am Lyra; Jeff is my person."', 'user_name = "Jeff"',
+             "", "[startup.late_night]"] + [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in late.items()]
+    home.mkdir(parents=True, mode=0o700)
+    atomic_write(home / "pps.toml", "\n".join(lines) + "\n")
+
+
 async def run(home: Path) -> None:
-    plugins = default_plugins()
-    settings = load_settings("lyra", home, plugins=plugins, timezone="America/Chicago",
-                             identity="I am Lyra; Jeff is my person.",
-                             # the original entity's own voice late at night (the defaults are neutral)
-                             startup={"late_night": SEED_LATE_NIGHT})
+    write_settings(home)
+    settings = load_settings(None, home, must_exist=True)
     async with Memory(settings) as memory:
-        print(f"# Entity 'lyra' at {home} with plugins: {', '.join(memory.settings.plugins)}\n")
+        print(f"# Entity {settings.entity!r} (Lyra) at {home} with plugins: {', '.join(memory.settings.plugins)}\n")
         await memory.call("store_messages", {"messages": [
             {"author_name": a, "channel": c, "created_at": t, "content": text} for a, c, t, text in CONVERSATION]})
         batch = await memory.call("summarize_messages", {"limit": 4})
@@ -59,25 +74,38 @@ async def run(home: Path) -> None:
         print(f"\n## ambient_recall(\"{query}\")\n")
         print(found["text"])
         print(f"\n(startup {startup['latency_ms']:.1f} ms, search {found['latency_ms']:.1f} ms)")
+        print(f"\n`pps health --entity {NAME}` and `pps call --entity {NAME} ...` reach it; `pps demo` again "
+              "recreates it.")
 
 
 #: The seed system's late-night lines, the demo entity's own.
 SEED_LATE_NIGHT = {"asleep": "You should be asleep, love.", "late": "Getting late..."}
 
 
+def is_demo(home: Path) -> bool:
+    """Whether ``home`` holds a demo entity (its pps.toml says ``demo = true``): only that one is replaced."""
+    try:
+        with (home / "pps.toml").open("rb") as fh:
+            return tomllib.load(fh).get("demo") is True
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+
+
 def cmd_demo(args: Any) -> int:
-    home = Path(args.home).resolve()
-    if home.exists() and any(home.iterdir()) and not (home / "pps.toml").exists():
-        print(f"pps: error: {home} exists and is not a demo entity; choose another --home")
+    home = Path(args.home).expanduser().resolve() if args.home else pps_root().expanduser() / NAME
+    if home.is_symlink() or (home.exists() and (not home.is_dir() or any(home.iterdir())) and not is_demo(home)):
+        print(f"pps: error: {home} exists and is not a demo entity; choose another --home", file=sys.stderr)
         return 2
     shutil.rmtree(home, ignore_errors=True)
+    if not home.parent.exists():
+        home.parent.mkdir(parents=True, mode=0o700)
     asyncio.run(run(home))
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="a demo entity on the embedded defaults")
-    parser.add_argument("--home", default=".demo/lyra", help="entity home (recreated)")
+    parser.add_argument("--home", help="entity home (default: the entity 'demo' in the PPS root; recreated)")
     return cmd_demo(parser.parse_args(argv))
 
 

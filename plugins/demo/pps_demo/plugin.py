@@ -11,4 +11,5 @@ def pps_register_commands(cli) -> None:
 
     p = cli.add("demo", cmd_demo, help="a demo entity on the embedded defaults: a short conversation, then what "
                                        "it remembers")
-    p.add_argument("--home", default=".demo/lyra", help="entity home (default ./.demo/lyra, recreated each run)")
+    p.add_argument("--home", help="entity home (default: the entity 'demo' in the PPS root, ~/.pps/demo; recreated "
+                                  "each run, never a folder that is not a demo)")

@@ -67,7 +67,7 @@ async def timeline(ctx: Ctx):
     values: dict[str, Any] = {"q": q, "channel": channel, "author": author, "day": "", "turns": None,
                               "results": None, "err": None, "page": None, "prev_day": None, "next_day": None}
     if q:
-        found, err = await ctx.part("raw_search", {"query": q, "limit": 20, "offset": offset,
+        found, err = await ctx.part("raw_search", {"query": q, "limit": 20, "offset": offset, "explain": True,
                                                    **({"channel": channel} if channel else {})})
         values.update(results=found["results"] if found else None, err=err)
         if found:

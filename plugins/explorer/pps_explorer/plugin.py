@@ -19,7 +19,7 @@ def pps_http_mount(app, memory, auth):
 
     from .web import Explorer
 
-    explorer = Explorer(memory, auth)
+    explorer = Explorer(memory, auth, app)
     app.router.routes.append(Mount(explorer.base, app=explorer.app))
     _announce(memory, explorer.base)
 

@@ -9,14 +9,16 @@ exactly this server's loopback address and port, which also turns away a DNS-reb
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import json
 import secrets
 import time
 from dataclasses import dataclass, field
 
 from pps_http.security import EntityAuth
 
-from pps_core.auth import check_token
+from pps_core.auth import token_digest
 from pps_core.errors import Forbidden, PPSError, Unauthorized
 
 COOKIE = "pps_ui_session"
@@ -34,17 +36,55 @@ HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", 
 @dataclass
 class Session:
     csrf: str
-    token: str | None  # the token it logged in with (None: an entity without a token)
+    token_sha: str | None  # the digest of the token it logged in with (None: an entity without a token)
     seen: float = field(default_factory=time.monotonic)
 
 
-class Sessions:
-    """Sessions of one entity's pages, in this process's memory (a restart asks to log in again)."""
+#: A session kept in the store several servers share (``pps_core.contracts.SharedValues``): under the digest of its
+#: id (the cookie's value is never stored), with its CSRF token, its token's digest and when it ends.
+SHARED_PREFIX = "explorer-session:"
 
-    def __init__(self, auth: EntityAuth, path: str) -> None:
+
+class Sessions:
+    """Sessions of one entity's pages, in this process's memory (a restart asks to log in again); where several
+    servers serve the entity (``shared``: a :class:`pps_core.contracts.SharedValues` store), logins are kept in
+    the store too, so a login works on every server and a logout ends it on all of them."""
+
+    def __init__(self, auth: EntityAuth, path: str, shared=None) -> None:
         self.auth = auth
         self.path = path
+        self.shared = shared
         self._by_id: dict[str, Session] = {}
+
+    @staticmethod
+    def _key(sid: str) -> str:
+        return SHARED_PREFIX + hashlib.sha256(sid.encode()).hexdigest()
+
+    async def load(self, sid: str | None) -> None:
+        """Before :meth:`get`, where logins are shared: take the session as the store has it now (made on another
+        server, or ended there)."""
+        if self.shared is None or not sid:
+            return
+        raw = await self.shared.shared_get(self._key(sid))
+        record = json.loads(raw) if raw else None
+        if not isinstance(record, dict) or record.get("until", 0) < time.time():
+            self._by_id.pop(sid, None)
+            return
+        if sid not in self._by_id:
+            self._by_id[sid] = Session(csrf=str(record["csrf"]), token_sha=record.get("token_sha"))
+
+    async def publish(self, sid: str) -> None:
+        """A login made here, for every server (where logins are shared)."""
+        session = self._by_id.get(sid)
+        if self.shared is not None and session is not None:
+            await self.shared.shared_put(self._key(sid), json.dumps(
+                {"csrf": session.csrf, "token_sha": session.token_sha, "until": time.time() + IDLE_S}))
+
+    async def end(self, sid: str | None) -> None:
+        """Log out, here and (where logins are shared) on every server."""
+        self.drop(sid)
+        if self.shared is not None and sid:
+            await self.shared.shared_put(self._key(sid), "")
 
     def create(self, token: str | None) -> tuple[str, Session]:
         now = time.monotonic()
@@ -53,7 +93,8 @@ class Sessions:
         while len(self._by_id) >= MAX_SESSIONS:
             del self._by_id[next(iter(self._by_id))]
         sid = secrets.token_urlsafe(32)
-        self._by_id[sid] = session = Session(csrf=secrets.token_urlsafe(32), token=token)
+        self._by_id[sid] = session = Session(csrf=secrets.token_urlsafe(32),
+                                             token_sha=token_digest(token) if token else None)
         return sid, session
 
     def get(self, sid: str | None) -> Session | None:
@@ -62,8 +103,8 @@ class Sessions:
             return None
         now = time.monotonic()
         stale = now - session.seen > IDLE_S
-        rotated = self.auth.required and not check_token(self.auth.current(), session.token)
-        if stale or rotated or (session.token is None and self.auth.required):
+        rotated = self.auth.required and not self.auth.gate.accepts_digest(session.token_sha)  # here or elsewhere
+        if stale or rotated or (session.token_sha is None and self.auth.required):
             self._by_id.pop(sid, None)
             return None
         session.seen = now

@@ -87,22 +87,36 @@ def _templates(memory):
     return env
 
 
+def _shared_store(memory):
+    """Where logins are kept for every server, when several serve the entity (``memory.shared``); else None."""
+    from pps_core.contracts import SharedValues
+
+    if not getattr(memory, "shared", False):
+        return None
+    found = memory.find(SharedValues)
+    return found[0] if found else None
+
+
 class Explorer:
     """Routes of ``/ui/<entity>``; ``pages`` maps a path to an async handler ``(ctx) -> (template, values)``."""
 
-    def __init__(self, memory, auth) -> None:
+    def __init__(self, memory, auth, app=None) -> None:
         from . import pages
 
         self.memory = memory
         self.auth = auth
+        #: The HTTP transport's app (its OpenAPI document): ``/api`` shows this entity's operations.
+        self.http_app = app
         self.entity = memory.settings.entity
         self.base = f"/ui/{quote(self.entity, safe='')}"
-        self.sessions = sec.Sessions(auth, self.base)
+        self.sessions = sec.Sessions(auth, self.base, _shared_store(memory))
         self.env = _templates(memory)
         routes = [Route("/", self.wrap(pages.home), methods=["GET"]),
                   Route("/login", self.login, methods=["GET", "POST"]),
                   Route("/logout", self.logout, methods=["POST"]),
-                  Route("/static/{name}", self.static, methods=["GET"])]
+                  Route("/static/{name}", self.static, methods=["GET"]),
+                  Route("/api", self.wrap(self.api_page), methods=["GET"]),
+                  Route("/openapi.json", self.wrap(self.openapi), methods=["GET"])]
         for path, handler, methods in pages.routes():
             routes.append(Route(path, self.wrap(handler), methods=methods))
         self.app = Starlette(routes=routes, exception_handlers={404: self.not_found, 405: self.not_found})
@@ -118,8 +132,30 @@ class Explorer:
 
     @staticmethod
     def headers(response: Response) -> Response:
+        own = response.headers.get("content-security-policy")
         response.headers.update(sec.HEADERS)
+        if own:  # a page that says its own policy (the API docs: Swagger UI sets styles from its script)
+            response.headers["content-security-policy"] = own
         return response
+
+    # -- the entity's API, in Swagger UI (the HTTP transport's /docs page, authorised by this session) --------
+
+    async def api_page(self, ctx: Ctx) -> Response:
+        from pps_http.docs import HEADERS, docs_page
+
+        if self.http_app is None:
+            return self.error(ctx, 404, "no HTTP API is served beside these pages")
+        response = HTMLResponse(docs_page(f"{self.base}/openapi.json", f"{self.entity}: API"))
+        response.headers.update(HEADERS)
+        return response
+
+    async def openapi(self, ctx: Ctx) -> Response:
+        from pps_http.docs import openapi_for
+        from starlette.responses import JSONResponse
+
+        if self.http_app is None:
+            return self.error(ctx, 404, "no HTTP API is served beside these pages")
+        return JSONResponse(openapi_for(self.http_app, {self.entity}))
 
     def _gate(self, request: Request) -> tuple[sec.Session | None, bool]:
         """(session, by_bearer). Raises PPSError when the request may not see the pages."""
@@ -136,6 +172,7 @@ class Explorer:
         async def endpoint(request: Request) -> Response:
             new_cookie = None
             try:
+                await self.sessions.load(request.cookies.get(sec.COOKIE))
                 session, by_bearer = self._gate(request)
             except Unauthorized as exc:
                 if request.headers.get("authorization"):  # a script's wrong bearer token: 401, said plainly
@@ -196,8 +233,9 @@ class Explorer:
         try:
             if not nonce or not form.get("nonce"):
                 raise Unauthorized("the login form is stale; reload it")
-            sec.check_csrf(sec.Session(csrf=nonce, token=None), str(form.get("nonce")))
+            sec.check_csrf(sec.Session(csrf=nonce, token_sha=None), str(form.get("nonce")))
             sid, _session = self.sessions.login(str(form.get("token") or ""), request.headers.get("origin"))
+            await self.sessions.publish(sid)
         except PPSError as exc:
             response = self.render(None, "login.html", {"nonce": nonce or "", "message": exc.message},
                                    status=exc.status)
@@ -208,6 +246,7 @@ class Explorer:
         return response
 
     async def logout(self, request: Request) -> Response:
+        await self.sessions.load(request.cookies.get(sec.COOKIE))
         try:
             self._gate(request)
         except Unauthorized:
@@ -222,7 +261,7 @@ class Explorer:
                 sec.check_csrf(session, form.get("csrf"))
             except PPSError as exc:
                 return self.error(None, exc.status, exc.message)
-            self.sessions.drop(sid)
+            await self.sessions.end(sid)
         response = self.headers(RedirectResponse(f"{self.base}/login", status_code=303))
         response.headers.append("set-cookie", self.sessions.cookie(sec.COOKIE, "", secure=False, max_age=0))
         return response

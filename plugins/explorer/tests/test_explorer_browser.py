@@ -132,6 +132,7 @@ def test_search_as_you_type_highlights_matches(page):
     marks = page.locator("#turns mark").all_inner_texts()
     assert marks and all(m.lower() == "owls" for m in marks)
     assert "Evening" in page.inner_text("#turns article.turn >> nth=0")
+    assert page.inner_text("h1") == "Timeline"  # the day's heading goes with the day (issue 39): results span days
 
 
 def test_edit_a_word_photo_and_the_file_changes(page, explorer_server):
@@ -261,6 +262,52 @@ def test_logout_ends_the_session(browser, explorer_server):
     stale = httpx.get(f"{base}/", cookies={"pps_ui_session": cookie["value"]})
     assert stale.status_code == 303
     context.close()
+
+
+def _offline(context, url: str) -> list[str]:
+    """No network for the context but this server: every other request is aborted and listed."""
+    left: list[str] = []
+
+    def only_loopback(route):
+        if route.request.url.startswith(url + "/"):
+            route.continue_()
+        else:
+            left.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_loopback)
+    return left
+
+
+def test_the_api_docs_render_offline_with_a_token_or_the_explorers_session(browser, page, explorer_server):
+    """Issue 39: /docs is usable from a browser with no network: Swagger UI's files come from this server, the
+    token pasted into the page (or, under the explorer, its session cookie) authorises the document it renders."""
+    url = explorer_server.url
+    context = browser.new_context()
+    left = _offline(context, url)
+    tab = context.new_page()
+    tab.set_default_timeout(30_000)
+    problems: list[str] = []
+    tab.on("pageerror", lambda e: problems.append(str(e)))
+    tab.goto(f"{url}/docs")
+    expect(tab.locator("#pps-token input[name=token]")).to_be_visible()  # it asks, it does not fail
+    tab.fill("#pps-token input[name=token]", explorer_server.token("lyra"))
+    tab.click("#pps-token button[type=submit]")
+    tab.wait_for_selector(".opblock")
+    shown = tab.inner_text("#swagger-ui")
+    assert "/tools/ambient_recall" in shown and "/entities/orion" not in shown  # only what this token may call
+    tab.screenshot(path=str(ARTEFACTS / "docs.png"))
+    context.close()
+
+    left += _offline(page.context, url)
+    try:
+        _visit(page, "/api")  # the explorer's session, no token typed
+        page.wait_for_selector(".opblock")
+        assert "/tools/ambient_recall" in page.inner_text("#swagger-ui")
+        page.screenshot(path=str(ARTEFACTS / "api.png"))
+    finally:
+        page.context.unroute("**/*")
+    assert left == [] and problems == [], (left, problems)
 
 
 def test_forget_selected_turns_after_confirming(page, explorer_server):

@@ -73,12 +73,13 @@ def cmd_import_chat(args) -> int:
     turns = list(module.turns(conversations, speakers))
     with _client(args, settings) as client:
         report = store_turns(client, turns, f"import {path.name}")
-    added = "?" if report["added"] is None else report["added"]
+    from pps_core.cli_text import new_of_read
+
     total = "?" if report["total"] is None else report["total"]
     channels = len({t["channel"] for t in turns})
-    forgotten = f", {report['forgotten']} forgotten earlier, not stored again" if report["forgotten"] else ""
     print(f"read {report['read']} messages in {channels} conversations ({len(conversations)} in the export) from "
-          f"{path}; {added} new (the rest were already stored{forgotten}); entity {settings.entity!r} now holds "
+          f"{path}; {new_of_read(report['added'], report['read'], report['forgotten'] or 0)}; "
+          f"entity {settings.entity!r} now holds "
           f"{total} turns (via {report['via']})")
     return 0
 
@@ -89,10 +90,11 @@ def cmd_export(args) -> int:
     settings = _settings(args)
     try:
         with _client(args, settings) as client:
-            manifest = export_entity(client, Path(args.path).expanduser())
+            manifest = export_entity(client, Path(args.path).expanduser(), settings)
     except ExportRefused as exc:
         return _fail(str(exc))
-    counts = ", ".join(f"{v} {k}" for k, v in manifest["counts"].items())
+    one = {"turns": "turn", "summaries": "summary", "word_photos": "word_photo", "crystals": "crystal", "facts": "fact"}
+    counts = ", ".join(f"{v} {one.get(k, k) if v == 1 else k}" for k, v in manifest["counts"].items())
     print(f"exported entity {settings.entity!r} to {args.path}: {counts}")
     for note in manifest.get("skipped", []):
         print(f"  not exported: {note}")
@@ -100,9 +102,20 @@ def cmd_export(args) -> int:
 
 
 def cmd_import_pps(args) -> int:
-    from .restore import RestoreError, restore_entity
+    from pps_core.privacy import use_secret_scanner
+
+    from .restore import RestoreError, adopt_settings, restore_entity
 
     settings = _settings(args)
+    try:
+        adopted, kept = adopt_settings(Path(settings.home), Path(args.path).expanduser())
+    except RestoreError as exc:
+        return _fail(str(exc))
+    if adopted or kept:
+        print("settings from the export: " + (", ".join(adopted) or "none")
+              + (f" (kept this entity's own: {', '.join(kept)})" if kept else ""))
+        settings = _settings(args)
+    use_secret_scanner(settings.privacy.scanner())  # the files read here pass the entity's own capture filter
     try:
         with _client(args, settings) as client:
             report = restore_entity(client, Path(args.path).expanduser())

@@ -74,8 +74,21 @@ def front_matter(fields: dict[str, Any], body: str) -> str:
     return "\n".join(lines) + "\n---\n\n" + body.rstrip("\n") + "\n"
 
 
-def export_entity(client, dest: Path) -> dict[str, Any]:
-    """Write the export to ``dest`` (new or empty) atomically: built beside it, renamed into place at the end."""
+#: What makes the entity itself, carried in the manifest (``settings``) and kept by ``pps import pps``.
+SETTINGS = ("timezone", "user_name", "display_name", "identity")
+
+
+def entity_settings(settings: Any) -> dict[str, str]:
+    """The entity's own settings an export carries (:data:`SETTINGS`, those set)."""
+    extra = getattr(settings, "model_extra", None) or {}
+    values = {"timezone": getattr(settings, "timezone", None), "identity": getattr(settings, "identity", None),
+              "user_name": extra.get("user_name"), "display_name": extra.get("display_name")}
+    return {k: values[k] for k in SETTINGS if isinstance(values.get(k), str) and values[k]}
+
+
+def export_entity(client, dest: Path, settings: Any = None) -> dict[str, Any]:
+    """Write the export to ``dest`` (new or empty) atomically: built beside it, renamed into place at the end.
+    ``settings`` (the entity's): its timezone, names and identity go in the manifest."""
     dest = Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise ExportRefused(f"{dest}: exists and is not an empty directory (pick a new one)")
@@ -87,6 +100,8 @@ def export_entity(client, dest: Path) -> dict[str, Any]:
     work.mkdir(mode=0o700)
     try:
         manifest = _write(client, work)
+        if settings is not None:
+            manifest["settings"] = entity_settings(settings)
         _private_file(work / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
         if dest.exists():
             dest.rmdir()
@@ -177,7 +192,7 @@ def _write(client, out: Path) -> dict[str, Any]:
         folder = out / "crystals"
         folder.mkdir(mode=0o700)
         for c in got:
-            _private_file(folder / _safe_name(c["name"]), c["content"].rstrip("\n") + "\n")
+            _private_file(folder / _safe_name(c["name"]), c["content"])  # byte for byte, as the entity keeps it
         counts["crystals"] = len(got)
         files["crystals"] = "crystals/"
         if total > len(got):

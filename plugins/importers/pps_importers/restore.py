@@ -86,6 +86,47 @@ def _held(client) -> dict[str, int]:
     return held
 
 
+def adopt_settings(home: Path, src: Path) -> tuple[list[str], list[str]]:
+    """Write the export's own settings (its manifest's ``settings``: timezone, names, identity) into the entity's
+    pps.toml, each one the pps.toml does not set itself; returns (adopted, kept as they were). Before the entity
+    is opened, so what is imported is read in its zone."""
+    import tomllib
+
+    from pps_core.atomic import atomic_write
+    from pps_core.settings import validate_values
+
+    from .export import SETTINGS
+
+    manifest = _manifest(src)
+    given = manifest.get("settings") if isinstance(manifest.get("settings"), dict) else {}
+    toml = home / "pps.toml"
+    text = toml.read_text(encoding="utf-8")
+    own = tomllib.loads(text)
+    wanted = {k: given[k] for k in SETTINGS if isinstance(given.get(k), str) and given[k]}
+    adopted = {k: v for k, v in wanted.items() if k not in own}
+    if adopted:
+        try:
+            validate_values({**own, **adopted}, home)
+        except Exception as exc:  # noqa: BLE001 - a bad value in the export: said, nothing written
+            raise RestoreError(f"the export's settings cannot be used: {getattr(exc, 'message', exc)}") from None
+        # top-level keys go before the first table of the file: first lines
+        lines = [f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in adopted.items()]
+        atomic_write(toml, "\n".join(lines) + "\n" + text)
+    return list(adopted), [k for k in wanted if k in own]
+
+
+def _manifest(src: Path) -> dict[str, Any]:
+    try:
+        manifest = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RestoreError(f"{src}: no manifest.json (is it a directory written by `pps export`?)") from None
+    except ValueError as exc:
+        raise RestoreError(f"{src / 'manifest.json'}: not JSON ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise RestoreError(f"{src / 'manifest.json'}: not a PPS export (format is not {FORMAT!r})")
+    return manifest
+
+
 def restore_entity(client, src: Path) -> dict[str, Any]:
     src = Path(src)
     try:
@@ -146,7 +187,7 @@ def restore_entity(client, src: Path) -> dict[str, Any]:
         dated = []
         for path in files:
             fields, body = _read_front_matter(path.read_text(encoding="utf-8"))
-            fields, body = drop_private_deep(fields), drop_private(body)
+            fields, body = drop_private_deep(fields, strict=False), drop_private(body)
             dated.append((str(fields.get("date") or ""), path.name, fields, body))
         for _date, name, fields, body in sorted(dated):  # oldest first, so the newest stays newest
             params = {"content": body, "title": fields.get("title") or Path(name).stem}
@@ -161,7 +202,8 @@ def restore_entity(client, src: Path) -> dict[str, Any]:
             client.call("crystallize", {"content": drop_private(path.read_text(encoding="utf-8"))})
         report["crystals"] = {"exported": exported["crystals"], "expected": len(files)}
     if "facts" in exported:
-        facts = drop_private_deep(json.loads((src / "graph" / "facts.json").read_text(encoding="utf-8"))["facts"])
+        facts = drop_private_deep(json.loads((src / "graph" / "facts.json").read_text(encoding="utf-8"))["facts"],
+                                  strict=False)
         direct = [f for f in facts if not f.get("episodes")]
         for f in direct:
             params = {"source": f["subject"], "relationship": f["predicate"], "target": f["object"],

@@ -46,7 +46,7 @@ def test_export_then_import_into_a_fresh_entity(tmp_path):
         source_summary = server.call("get_recent_summaries", {"limit": 5}).json()["summaries"]
     finally:
         server.stop()
-    assert "10 turns, 1 summaries, 2 word_photos, 3 crystals, 2 facts" in done.stdout
+    assert "10 turns, 1 summary, 2 word_photos, 3 crystals, 2 facts" in done.stdout  # never "1 summaries"
 
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["format"] == "pps-export" and manifest["format_version"] == 1 and manifest["entity"] == "lyra"

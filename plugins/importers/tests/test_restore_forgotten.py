@@ -49,3 +49,29 @@ def test_restore_skips_what_the_entity_forgot(tmp_path):
     restored = call(tmp_path, "nova", "get_crystals", {"count": 5})["crystals"]
     assert len(restored) == 1 and "0451" not in restored[0]["content"] and "is calm" in restored[0]["content"]
     assert "behind the shed" not in json.dumps(kept)
+
+
+def test_an_earlier_export_brings_back_no_forgotten_turn_stored_without_a_message_id(tmp_path):
+    """Plain store_message keeps no message_id; the export names such turns pps:<entity>:<id>. Forgotten, they
+    must not come back through `pps import jsonl` nor `pps import pps` of an export taken before, and the kept ones
+    must not be stored twice (issue 35 items 4 and 12)."""
+    init_entity(tmp_path, "lyra", "sqlite")
+    for i, word in enumerate(("kept words", "zqfexportgone words", "zqfexportgone2 words")):
+        call(tmp_path, "lyra", "store_message", {"content": word, "author_name": "Jeff", "channel": "web",
+                                                 "created_at": f"2026-03-01T0{i}:00:00Z"})
+    out = tmp_path / "export"
+    pps(tmp_path, "export", str(out), "--entity", "lyra")
+    ids = [t["id"] for t in call(tmp_path, "lyra", "list_turns", {"limit": 10})["turns"]]
+    call(tmp_path, "lyra", "forget_turns", {"ids": ids[1:]})
+
+    again = pps(tmp_path, "import", "jsonl", str(out / "turns.jsonl"), "--entity", "lyra")
+    assert "0 new" in again.stdout and "2 forgotten earlier, not stored again" in again.stdout, again.stdout
+    assert [t["content"] for t in call(tmp_path, "lyra", "list_turns", {"limit": 10})["turns"]] == ["kept words"]
+
+    call(tmp_path, "lyra", "forget_turns", {"ids": ids[:1]})  # an entity that forgot everything: import pps
+    done = pps(tmp_path, "import", "pps", str(out), "--entity", "lyra", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "turns: 0 of 3 (3 forgotten in this entity earlier, not stored again)" in done.stdout, done.stdout
+    assert call(tmp_path, "lyra", "list_turns", {"limit": 10})["turns"] == []
+    root_bytes = [p for p in (tmp_path / "lyra").rglob("*") if p.is_file() and b"zqfexportgone" in p.read_bytes()]
+    assert root_bytes == []

@@ -41,7 +41,8 @@ def read(layer, filename: str) -> dict[str, Any]:
 
 def edit(layer, filename: str, content: str, title: str | None, tags: list[str] | None,
          location: str | None) -> tuple[dict[str, Any], str | None]:
-    """Replace the file atomically (same name, same date unless it had none), then re-index it."""
+    """Replace the file atomically (same name, same date unless it had none), then re-index it; when the text
+    changed, the index is written afresh (:meth:`ChromaIndex.rewrite`): the replaced text leaves its files."""
     with layer._lock:
         path = _path(layer, filename, "anchor_edit")
         try:
@@ -56,9 +57,13 @@ def edit(layer, filename: str, content: str, title: str | None, tags: list[str] 
         st = path.stat()
         photo = read_photo(path, layer.memory.tz)
         out = {"edited": photo.filename, "title": photo.title, "date": photo.date, "chars": len(photo.body)}
+        replaced = old is None or old.sha256 != photo.sha256
         try:
             layer._index([(photo, (st.st_mtime_ns, st.st_size, st.st_ino))])
         except Exception as exc:  # the file is the truth; the index catches up on a later read
             return out, f"{type(exc).__name__}: {exc}"
         layer._save_state()
+        if replaced:  # Chroma's log and free pages still hold the replaced text: the index is written afresh,
+            layer.index.rewrite()  # as anchor_delete(forget=true) has it
+            layer._save_state()
         return out, None

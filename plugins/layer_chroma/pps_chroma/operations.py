@@ -7,8 +7,9 @@ from functools import partial
 
 from pydantic import BaseModel, Field, field_validator
 
-from pps_core import Operation, Text
+from pps_core import Operation
 from pps_core.errors import InvalidParams, Unavailable
+from pps_core.privacy import Captured, CapturedText
 
 from .files import check_filename, check_title
 
@@ -23,10 +24,11 @@ def _plain(check, value: str) -> str:
 
 
 class AnchorSaveParams(BaseModel):
-    content: Text = Field(..., min_length=1, max_length=200_000, description="the word-photo, in markdown")
-    title: str = Field(..., min_length=1, max_length=200, description="its title; also names the file")
-    location: str | None = Field(None, max_length=200, description="where it happened (e.g. 'terminal', 'kitchen')")
-    tags: list[str] = Field(default_factory=list, max_length=50, description="a few words to group it by")
+    content: CapturedText = Field(..., min_length=1, max_length=200_000, description="the word-photo, in markdown")
+    title: Captured = Field(..., min_length=1, max_length=200, description="its title; also names the file")
+    location: Captured | None = Field(None, max_length=200,
+                                      description="where it happened (e.g. 'terminal', 'kitchen')")
+    tags: list[Captured] = Field(default_factory=list, max_length=50, description="a few words to group it by")
     date: str | None = Field(None, max_length=64, description="when it happened (ISO 8601; no zone = the entity's); "
                                                               "default now")
 
@@ -84,10 +86,11 @@ class AnchorGetParams(BaseModel):
 
 
 class AnchorEditParams(AnchorGetParams):
-    content: Text = Field(..., min_length=1, max_length=200_000, description="the new markdown body")
-    title: str | None = Field(None, min_length=1, max_length=200, description="a new title (the file keeps its name)")
-    location: str | None = Field(None, max_length=200, description="a new location ('' removes it)")
-    tags: list[str] | None = Field(None, max_length=50, description="new tags (omit to keep them)")
+    content: CapturedText = Field(..., min_length=1, max_length=200_000, description="the new markdown body")
+    title: Captured | None = Field(None, min_length=1, max_length=200,
+                                   description="a new title (the file keeps its name)")
+    location: Captured | None = Field(None, max_length=200, description="a new location ('' removes it)")
+    tags: list[Captured] | None = Field(None, max_length=50, description="new tags (omit to keep them)")
 
     @field_validator("tags")
     @classmethod

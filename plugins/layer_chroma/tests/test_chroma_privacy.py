@@ -41,6 +41,28 @@ async def test_a_forgotten_word_photo_leaves_no_byte_in_the_index(make_memory):
     assert found["results"][0]["source"] == again["saved"]
 
 
+async def test_an_edited_word_photo_leaves_no_byte_of_its_old_text_in_the_index(make_memory):
+    """anchor_edit replaces a word-photo's body, title, tags and location: the replaced text must leave Chroma's
+    files as a forgotten one does (issue 35 item 11), while the new text is found."""
+    m = await make_memory(plugins=PLUGINS)
+    await m.call("anchor_save", {"content": "the harbor in first snow", "title": "Harbor"})
+    saved = await m.call("anchor_save", {"content": "the zqeditcanary vault code is 4417", "title": "Vault",
+                                         "tags": ["zqedittag"], "location": "zqeditplace"})
+    await m.call("anchor_edit", {"filename": saved["saved"], "content": "the vault holds winter coats",
+                                 "tags": ["coats"], "location": "hall"})
+    index = m.home / "chroma"
+    for word in ("zqeditcanary", "zqedittag", "zqeditplace"):
+        assert hits(index, word) == [], word
+    found = await m.call("anchor_search", {"query": "vault holds winter coats"})
+    assert found["results"][0]["source"] == saved["saved"]
+    await m.close()
+    m = await make_memory(plugins=PLUGINS)  # and across a restart
+    for word in ("zqeditcanary", "zqedittag", "zqeditplace"):
+        assert hits(index, word) == [], word
+    found = await m.call("anchor_search", {"query": "harbor in first snow"})
+    assert [r["source"] for r in found["results"]][:1] == ["harbor.md"]
+
+
 @pytest.mark.parametrize("kind", ["symlink", "hardlink"])
 async def test_links_in_the_word_photo_folder_are_not_followed(make_memory, kind):
     m = await make_memory(plugins=PLUGINS)

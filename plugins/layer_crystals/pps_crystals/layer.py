@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import Field
 
 from pps_core import Layer, LayerHealth, PluginSettings, Pointer, SearchResult, SectionConfig, StorePath
-from pps_core.atomic import atomic_create
+from pps_core.atomic import NotPlainFile, atomic_create, plain_problem, read_plain
 from pps_core.errors import Conflict, NotFound
 from pps_core.textsearch import lexical_scores_tokens, tokens
 from pps_core.timeutil import to_storage
@@ -46,13 +46,21 @@ class CrystalSettings(PluginSettings, env_prefix="PPS_CRYSTALS_"):
 
 
 def numbered(folder: Path) -> list[tuple[int, Path]]:
-    """The crystals in ``folder`` (``crystal_NNN.md`` files), by number, listed now."""
+    """The ``crystal_NNN.md`` names in ``folder``, by number, listed now: every one but a folder, links included
+    (its number is taken; :func:`readable` keeps the files that may be read)."""
     out = []
-    for p in folder.iterdir():
-        m = NAME.match(p.name)
-        if m and p.is_file():
-            out.append((int(m.group(1)), p))
+    with os.scandir(folder) as entries:
+        for e in entries:
+            m = NAME.match(e.name)
+            if m and not e.is_dir(follow_symlinks=False):
+                out.append((int(m.group(1)), Path(e.path)))
     return sorted(out)
+
+
+def readable(pairs: list[tuple[int, Path]]) -> list[tuple[int, Path]]:
+    """The plain files among ``pairs``: a link (symbolic or hard) is never read as a crystal (issue 35 item 9),
+    it would inject the file it points to (``ln -s ~/.ssh/id_ed25519 crystals/crystal_009.md``)."""
+    return [(n, p) for n, p in pairs if plain_problem(p) is None]
 
 
 def crystal_name(number: int) -> str:
@@ -127,9 +135,13 @@ class CrystalLayer(Layer):
         return {"created": path.name, "chars": len(content), "window": [q.name for _n, q in window]}
 
     async def listing(self) -> dict[str, Any]:
-        current, archived = await self.run_locked(lambda: (self.current(), self.archived()))
-        return {"current": [p.name for _n, p in current], "archived": [p.name for _n, p in archived],
-                "window": self.settings.window}
+        current, archived, refused = await self.run_locked(
+            lambda: (readable(self.current()), readable(self.archived()), self.unreadable()))
+        out: dict[str, Any] = {"current": [p.name for _n, p in current], "archived": [p.name for _n, p in archived],
+                               "window": self.settings.window}
+        if refused:
+            out["unreadable"] = refused
+        return out
 
     async def delete_newest_op(self) -> dict[str, Any]:
         path, current = await self.run_locked(lambda: (self.delete_newest(), self.current()))
@@ -161,6 +173,7 @@ class CrystalLayer(Layer):
         return list(out)
 
     def current(self) -> list[tuple[int, Path]]:
+        """Every crystal name in the window, links included (numbering, rolling); :func:`readable` to read."""
         return self._numbered(self.dir)
 
     def archived(self) -> list[tuple[int, Path]]:
@@ -196,15 +209,24 @@ class CrystalLayer(Layer):
             _move(arch[-1][1], self.dir)
         return newest
 
+    def unreadable(self) -> list[dict[str, str]]:
+        """The names in the window and the archive that are not read (links), each with the reason."""
+        out = []
+        for _n, p in self.archived() + self.current():
+            problem = plain_problem(p)
+            if problem:
+                out.append({"name": p.name, "folder": str(p.parent.relative_to(self.dir.parent)), "reason": problem})
+        return out
+
     def newest(self, count: int) -> list[Path]:
-        cur = [p for _n, p in self.current()]
+        cur = [p for _n, p in readable(self.current())]
         if count > len(cur):
-            cur = [p for _n, p in self.archived()] + cur
+            cur = [p for _n, p in readable(self.archived())] + cur
         return cur[-count:] if count > 0 else []
 
     def _entry(self, path: Path) -> tuple[tuple[int, int], str, list[str]]:
         """File text and tokens, re-read only when mtime or size changed (a hand edit is seen at once)."""
-        st = path.stat()
+        st = os.lstat(path)
         key = (st.st_mtime_ns, st.st_size)
         hit = self._cache.get(path)
         if hit is None or hit[0] != key:
@@ -214,7 +236,7 @@ class CrystalLayer(Layer):
         return hit
 
     def result(self, path: Path, score: float = 1.0) -> SearchResult:
-        st = path.stat()
+        st = os.lstat(path)
         return SearchResult(layer=self.name, content=_read(path), source=path.name, score=score,
                             timestamp=to_storage(_mtime(st.st_mtime)),
                             metadata={"kind": "document", "archived": path.parent == self.archive})
@@ -222,10 +244,24 @@ class CrystalLayer(Layer):
     # -- layer ----------------------------------------------------------------------------------
 
     def _search(self, query: str, limit: int, offset: int) -> list[SearchResult]:
-        paths = [p for _n, p in self.archived() + self.current()]
-        scored = lexical_scores_tokens(query, [self._entry(p)[2] for p in paths])
-        ranked = sorted(((s, p) for p, s in zip(paths, scored, strict=True) if s > 0), key=lambda t: -t[0])
-        return [self.result(p, s) for s, p in ranked[offset: offset + limit]]
+        entries = []
+        for _n, p in readable(self.archived() + self.current()):
+            try:
+                entries.append((p, self._entry(p)[2]))
+            except NotPlainFile:  # swapped for a link since it was listed
+                continue
+        scored = lexical_scores_tokens(query, [toks for _p, toks in entries])
+        ranked = sorted(((s, p) for (p, _t), s in zip(entries, scored, strict=True) if s > 0), key=lambda t: -t[0])
+        return self._results(ranked[offset: offset + limit])
+
+    def _results(self, scored: list[tuple[float, Path]]) -> list[SearchResult]:
+        out = []
+        for score, path in scored:
+            try:
+                out.append(self.result(path, score))
+            except NotPlainFile:  # swapped for a link since it was listed
+                continue
+        return out
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         started = time.perf_counter()
@@ -234,13 +270,19 @@ class CrystalLayer(Layer):
         return out
 
     async def recent(self, limit: int) -> list[SearchResult]:
-        return await self.run_locked(lambda: [self.result(p) for p in self.newest(limit)])
+        return await self.run_locked(lambda: self._results([(1.0, p) for p in self.newest(limit)]))
 
     async def health(self) -> LayerHealth:
         if not self.dir.is_dir():
             return LayerHealth(layer=self.name, available=False, detail=f"{self.dir} is missing")
-        return LayerHealth(layer=self.name, available=True, detail=str(self.dir),
-                           counts={"crystals": len(self.current()), "archived": len(self.archived())},
+        refused = self.unreadable()
+        detail = str(self.dir)
+        if refused:
+            detail += "; not read: " + "; ".join(f"{u['folder']}/{u['name']} ({u['reason']})" for u in refused[:5])
+        counts = {"crystals": len(readable(self.current())), "archived": len(readable(self.archived()))}
+        if refused:
+            counts["unreadable"] = len(refused)
+        return LayerHealth(layer=self.name, available=True, detail=detail, counts=counts,
                            latency_ms=self.recent_latency_ms)
 
 
@@ -256,8 +298,9 @@ def _move(src: Path, folder: Path) -> Path:
 
 
 def _read(path: Path) -> str:
+    """A crystal's text, never through a link (:func:`pps_core.atomic.read_plain`: raises ``NotPlainFile``)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return read_plain(path).decode("utf-8", errors="replace")
     except FileNotFoundError:
         raise Conflict(f"{path.name} changed while being read; try again") from None
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, field_validator
 
-from pps_core import Operation, Text
+from pps_core import Operation
+from pps_core.privacy import CapturedText
 
 
 class CrystallizeParams(BaseModel):
     model_config = {"extra": "forbid"}
-    content: Text = Field(..., min_length=1, max_length=200_000, description="the crystal's markdown")
+    content: CapturedText = Field(..., min_length=1, max_length=200_000,
+                                  description="the crystal's markdown (<private>...</private> spans dropped)")
 
 
 class GetCrystalsParams(BaseModel):

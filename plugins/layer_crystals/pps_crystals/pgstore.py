@@ -106,7 +106,10 @@ class CrystalStore:
 
         async with self._lock:
             for attempt in (1, 2):
-                conn = await self._connect()
+                try:
+                    conn = await self._connect()
+                except psycopg.OperationalError as exc:  # PostgreSQL down: 503, not a 500
+                    raise Unavailable(f"crystallization: the database is unavailable ({exc})") from None
                 try:
                     async with conn.transaction():
                         return await fn(conn, *args)

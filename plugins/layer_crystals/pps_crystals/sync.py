@@ -30,7 +30,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .layer import LOCK_NAME, CrystalSettings, crystal_name, numbered
+from pps_core.atomic import plain_problem, read_plain
+
+from .layer import LOCK_NAME, CrystalSettings, crystal_name, numbered, readable
 
 STATE_FILE = ".sync.json"
 
@@ -58,7 +60,8 @@ async def _update(conn, number: int, content: str, version: int) -> bool:
 
 
 def _files(folder: Path) -> dict[int, Path]:
-    return dict(numbered(folder)) if folder.is_dir() else {}
+    """The plain crystal files of ``folder``: a link is never read (nor sent to the table)."""
+    return dict(readable(numbered(folder))) if folder.is_dir() else {}
 
 
 @contextmanager
@@ -74,7 +77,7 @@ def _locked(folder: Path) -> Iterator[None]:
 
 
 def _read(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace")
+    return read_plain(path).decode("utf-8", errors="replace")
 
 
 async def sync(settings, entity_settings) -> dict[str, Any]:
@@ -134,7 +137,7 @@ async def sync(settings, entity_settings) -> dict[str, Any]:
                 if target is None:
                     continue
                 target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-                if not target.is_file() or _read(target) != content:
+                if plain_problem(target) or not target.is_file() or _read(target) != content:  # a link: replaced
                     atomic_write(target, content)
                     report["written"].append(str(target.relative_to(home)))
                 new_state[str(number)] = [version, _sha(content)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid as uuidlib
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -88,8 +89,18 @@ class TripletParams(BaseModel):
         classmethod(lambda cls, v: _captured(_clean(v))))
 
 
+def _uuid(v: str) -> str:
+    """A uuid, checked with the parameters (before any store opens: a serverless call answers at once)."""
+    try:
+        return str(uuidlib.UUID(v.strip()))
+    except ValueError:
+        raise ValueError(f"{v!r} is not a uuid (texture_search shows each fact's uuid)") from None
+
+
 class DeleteParams(BaseModel):
     uuid: str = Field(..., min_length=1, max_length=100, description="a fact's, entity's or episode's uuid")
+
+    _u = field_validator("uuid")(classmethod(lambda cls, v: _uuid(v)))
 
 
 class IngestParams(BaseModel):

@@ -85,8 +85,11 @@ def pps_turn_copies(memory):
 
     async def forget(turns):
         layer = _layer(memory)
-        if layer is None:
-            return None
+        if layer is None:  # failed to open (or not opened here): the graph still holds them, so this copy owes it
+            from pps_core.errors import Unavailable
+
+            why = getattr(memory.layers.get("rich_texture"), "reason", None) or "not open"
+            raise Unavailable(f"rich_texture: the graph is not open ({why}); the forget stays owed")
         from .writes import forget_turns
 
         return await forget_turns(layer, list(turns.ids))

@@ -34,9 +34,9 @@ MANIFEST = "manifest.json"
 TABLES: tuple[tuple[str, str], ...] = (
     ("message_summaries", "id"), ("messages", "id"), ("read_cursors", "consumer_key"),
     ("message_vectors", "message_id"), ("summary_vectors", "summary_id"), ("forget_log", "id"),
-    ("forgotten_message_ids", "digest"))
+    ("forgotten_message_ids", "digest"), ("owed_forgets", "id"))
 #: Tables with an identity column whose sequence must continue after the restored ids.
-IDENTITY = ("message_summaries", "messages", "forget_log")
+IDENTITY = ("message_summaries", "messages", "forget_log", "owed_forgets")
 #: A schema holding a row in any of these holds an entity's turns: a restore is refused.
 OCCUPIED = ("messages", "message_summaries", "forget_log", "forgotten_message_ids", "read_cursors")
 CHUNK = 1 << 20
@@ -139,6 +139,8 @@ async def load(conn, schema: str, version: int, lock_key: str, home: Path, manif
                     "SELECT setval(pg_get_serial_sequence(%s, 'id'), COALESCE((SELECT max(id) FROM {}), 1), "
                     "(SELECT max(id) FROM {}) IS NOT NULL)").format(sql.Identifier(table), sql.Identifier(table)),
                     (sql.Identifier(schema, table).as_string(conn),))
+            await conn.execute("INSERT INTO vector_backlog (message_id) SELECT id FROM messages m WHERE NOT EXISTS "
+                               "(SELECT 1 FROM message_vectors v WHERE v.message_id = m.id) ON CONFLICT DO NOTHING")
     except psycopg.Error as exc:  # a damaged row, a broken constraint: the transaction rolled back
         raise _refuse(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
     return loaded

@@ -8,12 +8,14 @@ exclusively before it reads the newest id, so no turn below that id can still be
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
 
-from pps_turns import context_plan, forgotten_ack
+from pps_turns import context_plan, forgotten_ack, tombstones, turn_digest
 from pps_turns import message_id_digest as digest
 from psycopg import AsyncConnection, sql
 from psycopg.rows import dict_row
@@ -31,23 +33,30 @@ log = logging.getLogger("pps.postgres")
 COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
 SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
                    "summary_type, created_at, rewrite")
-#: One multi-row capture: new turns in input order, skipping message ids stored or forgotten; summaries whose span
-#: strictly contains a new turn's time are flagged for rewrite ("backfill") and named in ``inside``.
+#: One multi-row capture: new turns in input order, skipping message ids stored, turns stored without an id that come
+#: back with one (the same channel, author, time and content) and turns with a tombstone (``mark``: the message id's digest,
+#: ``key``: :func:`pps_turns.turn_digest`); summaries whose span strictly contains a new turn's time are flagged for
+#: rewrite ("backfill") and named in ``inside``.
 INSERT_BATCH = f"""
 WITH batch AS (
     SELECT * FROM unnest(%s::int[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-                         %s::timestamptz[], %s::text[])
-        AS b(ord, message_id, digest, content, author_name, channel, session_id, created_at, metadata)
+                         %s::text[], %s::timestamptz[], %s::text[])
+        AS b(ord, message_id, mark, key, content, author_name, channel, session_id, created_at, metadata)
 ), ins AS (
     INSERT INTO messages (id, message_id, content, author_name, channel, session_id, created_at, metadata)
     SELECT nextval(pg_get_serial_sequence('messages', 'id')), b.message_id, b.content, b.author_name, b.channel,
            b.session_id, b.created_at, b.metadata
     FROM batch b
-    WHERE b.message_id IS NULL OR NOT (EXISTS (SELECT 1 FROM messages m WHERE m.message_id = b.message_id)
-                                       OR EXISTS (SELECT 1 FROM forgotten_message_ids f WHERE f.digest = b.digest))
+    WHERE NOT EXISTS (SELECT 1 FROM forgotten_message_ids f WHERE f.digest = b.key OR f.digest = b.mark)
+      AND (b.message_id IS NULL OR NOT EXISTS (SELECT 1 FROM messages m WHERE m.message_id = b.message_id))
+      AND NOT EXISTS (SELECT 1 FROM messages m WHERE m.created_at = b.created_at AND m.channel = b.channel
+                                                 AND m.author_name = b.author_name AND m.content = b.content
+                                                 AND m.message_id IS NULL AND b.message_id IS NOT NULL)
     ORDER BY b.ord
     ON CONFLICT (message_id) DO NOTHING
     RETURNING {COLUMNS}
+), queued AS (
+    INSERT INTO vector_backlog (message_id) SELECT id FROM ins
 ), hits AS (
     SELECT ins.id AS turn, s.id AS summary FROM ins JOIN message_summaries s
     ON s.time_span_start < ins.created_at AND s.time_span_end > ins.created_at
@@ -56,8 +65,45 @@ WITH batch AS (
 )
 SELECT ins.*, ARRAY(SELECT h.summary FROM hits h WHERE h.turn = ins.id ORDER BY h.summary) AS inside FROM ins
 """
+#: The ids of turns without a vector of a model (args: limit, model, limit, model, limit, limit): the backlog, and
+#: vectors of another model (each side of ``<>`` a range of the (model, message_id) index).
+MISSING_IDS = """
+SELECT message_id FROM (
+    (SELECT message_id FROM vector_backlog ORDER BY message_id LIMIT %s)
+    UNION ALL (SELECT message_id FROM message_vectors WHERE model < %s ORDER BY model, message_id LIMIT %s)
+    UNION ALL (SELECT message_id FROM message_vectors WHERE model > %s ORDER BY model, message_id LIMIT %s)
+) missing ORDER BY message_id LIMIT %s
+"""
+#: The first key of a job's advisory lock (``claim_job``), with the schema; the job's name is the second.
+JOB_LOCK = "pps-job:"
+#: Turns without a vector of a model, claimed for this transaction (args: limit, model, limit, model, limit): rows
+#: another server is embedding are skipped (``{skip}``: SKIP LOCKED), or waited for (``{skip}`` empty).
+CLAIM_MISSING = """
+WITH a AS (SELECT message_id FROM vector_backlog ORDER BY message_id LIMIT %s FOR UPDATE {skip}),
+b AS (SELECT message_id FROM message_vectors WHERE model < %s ORDER BY model, message_id LIMIT %s FOR UPDATE {skip}),
+c AS (SELECT message_id FROM message_vectors WHERE model > %s ORDER BY model, message_id LIMIT %s FOR UPDATE {skip})
+SELECT message_id FROM a UNION SELECT message_id FROM b UNION SELECT message_id FROM c
+"""
 #: The advisory lock writers share and a poll takes exclusively (per schema: hashtext of this and the schema).
 CAPTURE_LOCK = "pps-capture:"
+
+
+#: A call with PostgreSQL unreachable: 503, and no address in the message (``/ready`` shows it to anyone).
+UNREACHABLE = "PostgreSQL is unreachable; try again shortly"
+#: How long a call waits for a pooled connection before PostgreSQL is probed (and waited for only if it answers).
+GETCONN_QUICK_S = 1.0
+#: While PostgreSQL is down, it is probed at most this often; calls between probes fail at once.
+PROBE_EVERY_S = 1.0
+
+
+def _lost(exc: BaseException) -> bool:
+    """Whether an error means the connection to PostgreSQL is gone (not a bad statement)."""
+    import psycopg
+
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
 def ts(value: datetime | None) -> str | None:
@@ -107,6 +153,9 @@ class PostgresStore:
         self._waiting: list[tuple[list[dict[str, Any]], Any]] = []  # captures waiting for the next group commit
         self._writing = False
         self._writer: Any = None
+        self._down: str | None = None  # why PostgreSQL was last found unreachable, None while it answers
+        self._probed_at = 0.0
+        self._probing = asyncio.Lock()
 
     @classmethod
     def for_memory(cls, memory) -> PostgresStore:
@@ -155,10 +204,135 @@ class PostgresStore:
             await self.pool.close()
             self.pool = None
 
-    def connection(self):
-        if self.pool is None:
+    @asynccontextmanager
+    async def connection(self):
+        """A pooled connection. PostgreSQL unreachable is :class:`Unavailable` (503) at once, not a 500 after the
+        pool's timeout: a connection lost mid-call marks the server down, and while it is down calls fail without
+        waiting (it is probed again at most once a second); a pool that gives no connection within a second is
+        probed too, and waited for only if the server answers (busy, not down)."""
+        pool = self.pool
+        if pool is None:
             raise Unavailable("postgres store is not open")
-        return self.pool.connection()
+        if self._down is not None:
+            await self._recheck()
+        conn = await self._getconn(pool)
+        try:
+            yield conn
+        except Exception as exc:
+            if _lost(exc):
+                self._mark_down(exc)
+                raise Unavailable(UNREACHABLE) from None
+            raise
+        finally:
+            await pool.putconn(conn)
+
+    async def _getconn(self, pool):
+        from psycopg_pool import PoolTimeout
+
+        budget = self.settings.connect_timeout_s
+        try:
+            return await pool.getconn(timeout=min(budget, GETCONN_QUICK_S))
+        except PoolTimeout:
+            pass
+        why = await self._probe()
+        if why is not None:
+            self._mark_down(why)
+            raise Unavailable(UNREACHABLE)
+        try:
+            return await pool.getconn(timeout=max(budget - GETCONN_QUICK_S, 0.1))
+        except PoolTimeout:
+            raise Unavailable(f"PostgreSQL: every connection of this server ({pool.max_size}, [postgres] pool_max) "
+                              f"stayed busy for {budget:g} s; try again") from None
+
+    async def _probe(self) -> str | None:
+        """A new connection of its own and ``SELECT 1``: None when PostgreSQL answers, else why not."""
+        import psycopg
+
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.settings.dsn, autocommit=True, connect_timeout=max(2, min(int(self.settings.connect_timeout_s), 5)))
+            async with conn:
+                await conn.execute("SELECT 1")
+        except (psycopg.Error, OSError) as exc:
+            return f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        return None
+
+    def _mark_down(self, why: BaseException | str) -> None:
+        import time
+
+        if self._down is None:
+            log.warning("PostgreSQL unreachable (%s): calls answer 503 until it is back", why)
+        self._down = str(why)
+        self._probed_at = time.monotonic()
+
+    async def _recheck(self) -> None:
+        """While PostgreSQL is down: raise :class:`Unavailable` at once, or (at most once a second) probe it; once
+        it answers, the pool drops the connections the outage cut and calls go on."""
+        import time
+
+        async with self._probing:
+            if self._down is None:
+                return
+            if time.monotonic() - self._probed_at < PROBE_EVERY_S:
+                raise Unavailable(UNREACHABLE)
+            why = await self._probe()
+            if why is not None:
+                self._mark_down(why)
+                raise Unavailable(UNREACHABLE)
+            self._down = None
+            log.warning("PostgreSQL is back")
+            if self.pool is not None:
+                await self.pool.check()
+
+    @asynccontextmanager
+    async def claim_job(self, job: str):
+        """``memory.claim(job)`` (:class:`pps_core.contracts.JobClaims`): a session advisory lock on a connection of
+        its own, outside the pool, held for the block; True in one process at a time. A process that dies loses
+        its connection, and the lock with it."""
+        import psycopg
+
+        if self._down is not None:
+            await self._recheck()
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                self.settings.dsn, autocommit=True, connect_timeout=max(2, int(self.settings.connect_timeout_s)))
+        except (psycopg.Error, OSError) as exc:
+            self._mark_down(exc)
+            raise Unavailable(UNREACHABLE) from None
+        async with conn:
+            row = await (await conn.execute("SELECT pg_try_advisory_lock(hashtext(%s), hashtext(%s))",
+                                            (JOB_LOCK + self.schema, job))).fetchone()
+            yield bool(row and row[0])
+
+    async def shared_get(self, key: str) -> str | None:
+        """:class:`pps_core.contracts.SharedValues`: one small value every server of the entity reads."""
+        rows = await self.fetch("SELECT value FROM shared_values WHERE key = %s", (key,))
+        return rows[0]["value"] if rows else None
+
+    async def shared_put(self, key: str, value: str) -> None:
+        async with self.connection() as conn:
+            await conn.execute("INSERT INTO shared_values (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
+                               "SET value = EXCLUDED.value, updated_at = now()", (key, value))
+
+    async def ready(self) -> str | None:
+        """Readiness (``/ready``): None when PostgreSQL answers now, else why not (no address in it)."""
+        import time
+
+        if self.pool is None:
+            return "not open"
+        if self._down is None:
+            if time.monotonic() - self._probed_at < PROBE_EVERY_S:
+                return None
+            why = await self._probe()
+            if why is None:
+                self._probed_at = time.monotonic()
+                return None
+            self._mark_down(why)
+        try:
+            await self._recheck()
+        except Unavailable:
+            return UNREACHABLE
+        return None
 
     async def fetch(self, query, args=()) -> list[dict[str, Any]]:
         async with self.connection() as conn:
@@ -216,53 +390,79 @@ class PostgresStore:
 
     async def _store_now(self, batch):
         """One transaction of three statements, sent in one pipeline: the shared capture lock, then one multi-row
-        INSERT (``unnest`` of column arrays) that skips message ids already stored or forgotten, takes ids in
-        input order (volatile ``nextval`` runs after the ORDER BY) and flags the summaries each new turn falls
-        inside, all in one statement; then COMMIT (acknowledged once the WAL is flushed: ``synchronous_commit``).
-        Only a repeat needs one more query (the first row, for its ack)."""
-        first: dict[str, int] = {}  # message_id -> its first index in the batch
-        fresh: list[int] = []
+        INSERT (``unnest`` of column arrays) that skips message ids already stored, turns stored without one that
+        come back with one (the same :func:`pps_turns.turn_digest`) and tombstoned ones, takes ids in input order
+        (volatile ``nextval`` runs after the ORDER BY) and flags the summaries each new turn falls inside, all in one
+        statement; then COMMIT (acknowledged once the WAL is flushed: ``synchronous_commit``). Only a repeat needs
+        more queries (the first row, for its ack; or its tombstone)."""
+        keys = [turn_digest(t) for t in batch]
+        seen_mids: set[str] = set()
+        plain_keys: set[str] = set()  # turns of the batch without a message_id, by turn digest
+        fresh: list[int] = []  # the first of each message id, and no turn the batch has without an id already
         for i, t in enumerate(batch):
             mid = t.get("message_id")
+            if mid is not None and (mid in seen_mids or keys[i] in plain_keys):
+                continue
             if mid is not None:
-                if mid in first:
-                    continue
-                first[mid] = i
+                seen_mids.add(mid)
+            else:
+                plain_keys.add(keys[i])
             fresh.append(i)
-        cols: list[list[Any]] = [[] for _ in range(8)]
+        cols: list[list[Any]] = [[] for _ in range(9)]
         for i in fresh:
             t = batch[i]
             mid = t.get("message_id")
-            for col, value in zip(cols, (i, mid, None if mid is None else digest(mid), t["content"], t["author_name"],
-                                         t["channel"], t.get("session_id"), from_storage(t["created_at"])),
-                                  strict=True):
+            for col, value in zip(cols, (i, mid, None if mid is None else digest(mid), keys[i], t["content"],
+                                         t["author_name"], t["channel"], t.get("session_id"),
+                                         from_storage(t["created_at"])), strict=True):
                 col.append(value)
         metas = [json.dumps(batch[i].get("metadata") or {}, ensure_ascii=False) for i in fresh]
+        fresh_set = set(fresh)
         async with self.connection() as conn:
             async with conn.pipeline(), conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock_shared(hashtext(%s))", (self.lock_key,))
                 cur = await conn.execute(INSERT_BATCH, (*cols, metas))
                 rows = await cur.fetchall()
+                inserted: dict[tuple[str, str | None], list[dict[str, Any]]] = {}  # in id order: the batch's order
+                for r in sorted(rows, key=lambda r: r["id"]):
+                    inserted.setdefault((turn_digest(row_to_turn(r)), r["message_id"]), []).append(r)
+                rest = [i for i in range(len(batch))
+                        if i not in fresh_set or (keys[i], batch[i].get("message_id")) not in inserted]
                 by_mid = {r["message_id"]: r for r in rows if r["message_id"] is not None}
-                plain = sorted((r for r in rows if r["message_id"] is None), key=lambda r: r["id"])
-                repeats = [m for m in first if m not in by_mid]
-                known: dict[str, dict[str, Any]] = {}
+                by_key: dict[str, list[dict[str, Any]]] = {}
+                for r in rows:
+                    by_key.setdefault(turn_digest(row_to_turn(r)), []).append(r)
                 forgotten: set[str] = set()
-                if repeats:  # stored before (or by another server meanwhile), or forgotten
-                    found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = ANY(%s)",
-                                                      (repeats,))).fetchall()
-                    known = {r["message_id"]: r for r in found}
-                    gone = [digest(m) for m in repeats if m not in known]
-                    if gone:
-                        marks = await (await conn.execute(
-                            "SELECT digest FROM forgotten_message_ids WHERE digest = ANY(%s)", (gone,))).fetchall()
-                        forgotten = {r["digest"] for r in marks}
+                if rest:  # stored before (or by another server meanwhile, or earlier in the batch), or forgotten
+                    mids = sorted({batch[i]["message_id"] for i in rest if batch[i].get("message_id") is not None}
+                                  - set(by_mid))
+                    if mids:
+                        found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE message_id = ANY(%s)",
+                                                          (mids,))).fetchall()
+                        by_mid.update({r["message_id"]: r for r in found})
+                    marks = sorted({d for i in rest for d in tombstones(batch[i])})
+                    found = await (await conn.execute(
+                        "SELECT digest FROM forgotten_message_ids WHERE digest = ANY(%s)", (marks,))).fetchall()
+                    forgotten = {r["digest"] for r in found}
+                    same = [i for i in rest if batch[i].get("message_id") is not None
+                            and batch[i]["message_id"] not in by_mid]
+                    if same:
+                        found = await (await conn.execute(
+                            f"SELECT {COLUMNS} FROM messages WHERE (created_at, channel, author_name, content) IN "
+                            "(SELECT * FROM unnest(%s::timestamptz[], %s::text[], %s::text[], %s::text[])) ORDER BY id",
+                            ([from_storage(batch[i]["created_at"]) for i in same],
+                             [batch[i]["channel"] for i in same], [batch[i]["author_name"] for i in same],
+                             [batch[i]["content"] for i in same]))).fetchall()
+                        known = {r["id"] for rs in by_key.values() for r in rs}
+                        for r in found:
+                            if r["id"] not in known:
+                                by_key.setdefault(turn_digest(row_to_turn(r)), []).append(r)
         acks: list[dict[str, Any]] = []
         new: list[dict[str, Any]] = []
-        plain_rows = iter(plain)
         for i, t in enumerate(batch):
             mid = t.get("message_id")
-            row = next(plain_rows) if mid is None else by_mid.get(mid) if first[mid] == i else None
+            group = inserted.get((keys[i], mid)) if i in fresh_set else None
+            row = group.pop(0) if group else None
             if row is not None:
                 turn = row_to_turn(row)
                 new.append(turn)
@@ -271,11 +471,14 @@ class PostgresStore:
                     ack["inside_summaries"] = list(row["inside"])
                 acks.append(ack)
                 continue
-            earlier = by_mid.get(mid) or known.get(mid)
+            earlier = by_mid.get(mid) if mid is not None else None
+            if earlier is None and not any(d in forgotten for d in tombstones(t)):
+                earlier = next((r for r in sorted(by_key.get(keys[i], []), key=lambda r: r["id"])
+                                if r["message_id"] is None and mid is not None), None)
             if earlier is not None:  # a repeat: answered as the first was
                 turn = row_to_turn(earlier)
                 acks.append({k: turn[k] for k in ("id", "message_id", "created_at", "channel")})
-            elif digest(mid) in forgotten:
+            elif any(d in forgotten for d in tombstones(t)):
                 acks.append(forgotten_ack(t))
             else:  # pragma: no cover - the row was stored and forgotten between the two statements
                 raise Conflict(f"store: message_id {mid!r} changed while it was stored; send it again",
@@ -531,14 +734,16 @@ class PostgresStore:
             (from_storage(since), from_storage(until), channel, len(channel) + 1, channel + ":"))
         return [r["id"] for r in rows]
 
-    async def forget(self, ids, who, how):
+    async def forget(self, ids, who, how, owed=()):
         """As ``pps_sqlite``: turns, the summaries that covered them (their turns back to the backlog),
-        tombstones of their message ids, a log row of ids; then VACUUM FULL (``forget_rewrite``), so the dead rows'
-        bytes leave the table and index files."""
+        their tombstones (what each turn is, and its message id), a log row of ids, the owed forget (``owed``); then
+        VACUUM FULL (``forget_rewrite``), so the dead rows' bytes leave the table and index files."""
         ids = sorted(set(ids))
+        owed = list(owed)
+        owed_id = None
         async with self.connection() as conn, conn.transaction():
-            rows = await (await conn.execute("SELECT id, summary_id, message_id FROM messages WHERE id = ANY(%s)",
-                                             (ids,))).fetchall()
+            rows = await (await conn.execute("SELECT id, summary_id, message_id, author_name, channel, created_at, "
+                                             "content FROM messages WHERE id = ANY(%s) ORDER BY id", (ids,))).fetchall()
             found = sorted(r["id"] for r in rows)
             summaries = sorted({r["summary_id"] for r in rows if r["summary_id"] is not None})
             gone_covered = sum(1 for r in rows if r["summary_id"] is not None)
@@ -550,17 +755,53 @@ class PostgresStore:
             await conn.execute("DELETE FROM messages WHERE id = ANY(%s)", (found,))
             if summaries:
                 await conn.execute("DELETE FROM message_summaries WHERE id = ANY(%s)", (summaries,))
-            marks = [digest(r["message_id"]) for r in rows if r["message_id"] is not None]
+            marks = [d for r in rows for d in tombstones({**r, "created_at": ts(r["created_at"])})]
             if marks:
                 await conn.execute("INSERT INTO forgotten_message_ids (digest) SELECT unnest(%s::text[]) "
                                    "ON CONFLICT DO NOTHING", (marks,))
             if found:
                 await conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (%s, %s, %s, %s)",
                                    (who, how, json.dumps(found), json.dumps(summaries)))
+            if found and owed:
+                owed_id = (await (await conn.execute(
+                    "INSERT INTO owed_forgets (who, turn_ids, message_ids, texts, copies) VALUES (%s, %s, %s, %s, %s) "
+                    "RETURNING id", (who, json.dumps(found), json.dumps(
+                        [r["message_id"] for r in rows if r["message_id"] is not None], ensure_ascii=False),
+                        json.dumps([r["content"] for r in rows], ensure_ascii=False), json.dumps(owed)))).fetchone())["id"]
         if found:  # the vectors went with their rows (ON DELETE CASCADE); VACUUM FULL rebuilds the HNSW index too
             await self._vacuum("messages", "message_vectors", "message_summaries", "summary_vectors")
         return {"forgotten": found, "not_found": sorted(set(ids) - set(found)), "summaries_removed": summaries,
-                "returned_to_backlog": returned}
+                "returned_to_backlog": returned, "owed": owed_id}
+
+    async def owed_forgets(self, texts=False):
+        rows = await self.fetch(f"SELECT id, forgotten_at, who, turn_ids, message_ids, copies{', texts' if texts else ''} "
+                                "FROM owed_forgets ORDER BY id")
+        out = []
+        for r in rows:
+            item = {"id": r["id"], "forgotten_at": ts(r["forgotten_at"]), "who": r["who"],
+                    "turn_ids": json.loads(r["turn_ids"]), "message_ids": json.loads(r["message_ids"]),
+                    "copies": json.loads(r["copies"])}
+            if texts:
+                item["texts"] = json.loads(r["texts"])
+            out.append(item)
+        return out
+
+    async def settle_forget(self, owed_id, confirmed):
+        """Strike confirmed copies off; the last one deletes the row and VACUUM FULL rewrites the table without
+        its bytes."""
+        async with self.connection() as conn, conn.transaction():
+            row = await (await conn.execute("SELECT copies FROM owed_forgets WHERE id = %s FOR UPDATE",
+                                            (owed_id,))).fetchone()
+            if row is None:
+                return []
+            left = [c for c in json.loads(row["copies"]) if c not in set(confirmed)]
+            if left:
+                await conn.execute("UPDATE owed_forgets SET copies = %s WHERE id = %s", (json.dumps(left), owed_id))
+            else:
+                await conn.execute("DELETE FROM owed_forgets WHERE id = %s", (owed_id,))
+        if not left or confirmed:
+            await self._vacuum("owed_forgets")
+        return left
 
     async def _vacuum(self, *tables: str) -> None:
         """Dead rows keep their bytes in the table files until the pages are reused; VACUUM FULL writes new files
@@ -714,12 +955,11 @@ class PostgresStore:
     # -- vectors --------------------------------------------------------------------------------
 
     async def turns_missing_vectors(self, model, limit, after):
-        rows = await self.fetch(
-            f"SELECT {COLUMNS} FROM messages m WHERE id > %s AND NOT EXISTS (SELECT 1 FROM message_vectors v "
-            "WHERE v.message_id = m.id AND v.model = %s) ORDER BY id LIMIT %s", (after, model, limit))
-        todo = [row_to_turn(r) for r in rows]
-        # ids commit out of order across servers: never skip past what was seen
-        return todo, todo[-1]["id"] if todo else after
+        """By set membership, never by a mark (ids commit out of order across servers): the turns in
+        ``vector_backlog`` (no vector at all) and those whose vector is of another model; ``after`` is not read."""
+        rows = await self.fetch(f"SELECT {COLUMNS} FROM messages WHERE id IN ({MISSING_IDS}) ORDER BY id LIMIT %s",
+                                (limit, model, limit, model, limit, limit, limit))
+        return [row_to_turn(r) for r in rows], 0
 
     async def write_turn_vectors(self, model, turns, vectors):
         from .retrieval import vec
@@ -732,14 +972,47 @@ class PostgresStore:
                     "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
                     "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
                     [(t["id"], model, vec(v)) for t, v in zip(turns, vectors, strict=True)])
+            await conn.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", ([t["id"] for t in turns],))
+
+    @asynccontextmanager
+    async def claim_turns_missing_vectors(self, model, limit, wait=False):
+        """Turns without a vector of ``model``, claimed (issue 37: each turn embedded once across a fleet):
+        yields ``(turns, write)``; ``await write(vectors)`` keeps their vectors. The rows stay locked in one
+        transaction until the block ends: another server's claim skips them (``wait``: waits for them, then finds
+        them done; a search that reads its writes). A failure inside leaves them in the backlog."""
+        from .retrieval import vec
+
+        query = CLAIM_MISSING.format(skip="" if wait else "SKIP LOCKED")
+        async with self.connection() as conn, conn.transaction():
+            rows = await (await conn.execute(query, (limit, model, limit, model, limit))).fetchall()
+            ids = sorted(r["message_id"] for r in rows)[:limit]
+            # the turns too (KEY SHARE, as the vectors' foreign key would take them later): a forget of one of
+            # them waits for this transaction instead of deadlocking with it
+            found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id = ANY(%s) ORDER BY id "
+                                              "FOR KEY SHARE", (ids,))).fetchall()
+            todo = [row_to_turn(r) for r in found]
+
+            async def write(vectors) -> None:
+                if vectors:
+                    await self.dense.ensure_for(model, len(vectors[0]) // 4)
+                async with conn.cursor() as cur:
+                    await cur.executemany(
+                        "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
+                        "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
+                        [(t["id"], model, vec(v)) for t, v in zip(todo, vectors, strict=True)])
+                await conn.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", ([t["id"] for t in todo],))
+
+            yield todo, write
 
     async def count_turns_missing_vectors(self, model):
-        return (await self.fetch("SELECT count(*) AS n FROM messages m WHERE NOT EXISTS (SELECT 1 FROM "
-                                 "message_vectors v WHERE v.message_id = m.id AND v.model = %s)", (model,)))[0]["n"]
+        return (await self.fetch(
+            "SELECT (SELECT count(*) FROM vector_backlog) + (SELECT count(*) FROM message_vectors "
+            "WHERE model < %s OR model > %s) AS n", (model, model)))[0]["n"]
 
     async def drop_turn_vectors(self):
-        async with self.connection() as conn:
+        async with self.connection() as conn, conn.transaction():
             dropped = (await conn.execute("DELETE FROM message_vectors")).rowcount
+            await conn.execute("INSERT INTO vector_backlog (message_id) SELECT id FROM messages ON CONFLICT DO NOTHING")
         self.dense.forget()
         return dropped
 

@@ -11,7 +11,7 @@ import warnings
 
 import pytest
 
-__all__ = ["audit", "pg_dsn", "postgres_section", "start_postgres"]
+__all__ = ["StoppablePostgres", "audit", "pg_dsn", "postgres_section", "start_postgres"]
 
 
 def start_postgres():
@@ -34,6 +34,53 @@ def start_postgres():
             server.cleanup()
 
     return server.get_uri(), stop
+
+
+class StoppablePostgres:
+    """A PostgreSQL server of a test's own that the test stops and starts again (the store going down mid-run);
+    its data stay between the two. ``with StoppablePostgres() as pg: pg.dsn, pg.stop(), pg.start()``."""
+
+    def __init__(self) -> None:
+        import tempfile
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import pgserver
+
+            self.server = pgserver.get_server(tempfile.mkdtemp(prefix="pps-pgdata-"), cleanup_mode="delete")
+        self.dsn = self.server.get_uri()
+
+    def stop(self) -> None:
+        """A fast shutdown (SIGINT to the postmaster): sessions are cut, nothing is lost."""
+        import os
+        import signal
+        import time
+
+        pid = self.server.get_pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+        raise AssertionError("PostgreSQL did not stop")
+
+    def start(self) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.server.ensure_postgres_running()
+        assert self.server.get_uri() == self.dsn
+
+    def __enter__(self) -> StoppablePostgres:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.server.cleanup()
 
 
 @pytest.fixture(scope="session")

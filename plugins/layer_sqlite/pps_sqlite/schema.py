@@ -180,6 +180,20 @@ MIGRATIONS: list[str] = [
     UPDATE forget_log SET how = 'range' WHERE how LIKE 'range %';
     DELETE FROM authors WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.author_name = authors.name);
     """,
+    # 6: forgetting is an obligation (issue 35): the copies a forget still owes (the graph, the recap), recorded
+    # with the deletion, with what their forget needs (ids, message ids, texts) until each confirms; then the row
+    # goes (secure_delete: its bytes too).
+    """
+    CREATE TABLE owed_forgets (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        forgotten_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now')),
+        who TEXT NOT NULL,
+        turn_ids TEXT NOT NULL,
+        message_ids TEXT NOT NULL,
+        texts TEXT NOT NULL,
+        copies TEXT NOT NULL
+    );
+    """,
 ]
 
 

@@ -173,12 +173,18 @@ class SQLiteStore:
     async def in_range(self, channel, since, until):
         return await self._read(turns.in_range, channel, since, until)
 
-    async def forget(self, ids, who, how):
-        out = await self._run(turns.forget, list(ids), who, how)
+    async def forget(self, ids, who, how, owed=()):
+        out = await self._run(turns.forget, list(ids), who, how, list(owed))
         if out["forgotten"]:
             await self._run(self._dense(self.dense.forget), out["forgotten"])
             self.summary_matrix.invalidate()
         return out
+
+    async def owed_forgets(self, texts=False):
+        return await self._read(turns.owed_forgets, texts)
+
+    async def settle_forget(self, owed_id, confirmed):
+        return await self._run(turns.settle_forget, owed_id, list(confirmed))
 
     async def save_forget_token(self, token_digest, query_digest, ids, expires_at, now):
         await self._run(turns.save_forget_token, token_digest, query_digest, list(ids), expires_at, now)

@@ -10,7 +10,7 @@ import sqlite3
 from typing import Any
 
 from pps_turns import forgotten_ack
-from pps_turns import message_id_digest as digest
+from pps_turns import tombstones as turn_tombstones
 
 from pps_core.errors import Conflict
 from pps_core.textsearch import fts5_query
@@ -45,7 +45,9 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
 
     ``created_at`` must already be canonical (the operations layer makes it so).
 
-    A turn whose ``message_id`` is already stored stores nothing and answers as the first did.
+    A turn whose ``message_id`` is already stored, or that was stored without one and comes back with one (the
+    same channel, author, time and content: :func:`pps_turns.turn_digest`), stores nothing and answers as the first
+    did; one with a tombstone (:func:`pps_turns.tombstones`) stores nothing and is acked as forgotten.
     """
     acks: list[dict[str, Any]] = []
     new: list[dict[str, Any]] = []
@@ -57,10 +59,19 @@ def store(conn: sqlite3.Connection, turns: list[dict[str, Any]]) -> tuple[list[d
                 if row is not None:
                     acks.append(_ack(row))
                     continue
-                if conn.execute("SELECT 1 FROM forgotten_message_ids WHERE digest = ?",
-                                (digest(t["message_id"]),)).fetchone():
-                    acks.append(forgotten_ack(t))
-                    continue
+            marks = turn_tombstones(t)
+            if conn.execute(f"SELECT 1 FROM forgotten_message_ids WHERE digest IN ({','.join('?' * len(marks))})",
+                            marks).fetchone():
+                acks.append(forgotten_ack(t))
+                continue
+            row = None if t.get("message_id") is None else conn.execute(
+                # by its time (the planner would walk the message_id index over every turn stored without one)
+                f"SELECT {COLUMNS} FROM messages INDEXED BY idx_messages_created WHERE created_at = ? AND "
+                "channel = ? AND author_name = ? AND content = ? AND message_id IS NULL ORDER BY id LIMIT 1",
+                (t["created_at"], t["channel"], t["author_name"], t["content"])).fetchone()
+            if row is not None:  # the same turn, stored without an id, back with one (an export's, an importer's)
+                acks.append(_ack(row))
+                continue
             cur = conn.execute(
                 "INSERT INTO messages (message_id, content, author_name, channel, session_id, created_at, metadata)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -266,13 +277,18 @@ def in_range(conn: sqlite3.Connection, channel: str, since: str, until: str) -> 
     return [r[0] for r in rows]
 
 
-def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict[str, Any]:
+def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str, owed: list[str] | None = None) -> dict[str, Any]:
     """Delete turns for good, in one transaction: the row, its FTS entry and vector (trigger, cascade); every
     summary that covered one (its text, FTS entry and vector), the turns it still covered going back to the
-    backlog; authors nobody speaks as any more; a tombstone per message id. A forget_log row records ids, time
-    and who. Then the full-text indexes are merged (old segments still held the words) and, with secure_delete,
-    every freed page is zeroed and the WAL checkpointed, so no copy of the file (a backup) holds the text."""
+    backlog; authors nobody speaks as any more; the tombstones of each turn (what it is, and its message id). A
+    forget_log row records ids, time and who. Then the full-text indexes are merged (old segments still held the
+    words) and, with secure_delete, every freed page is zeroed and the WAL checkpointed, so no copy of the file (a
+    backup) holds the text. With ``owed`` (copies that must still forget them), an owed forget row in the same
+    transaction keeps their ids, message ids and texts until those copies confirm (:func:`settle_forget`); the WAL
+    is then truncated when the last one confirms (until then the texts are in the file anyway)."""
     ids = sorted(set(ids))
+    kept: dict[int, tuple[str, str | None]] = {}
+    owed_id = None
     found: list[int] = []
     covering: set[int] = set()
     authors: set[str] = set()
@@ -285,13 +301,16 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict
             for k in range(0, len(ids), 500):
                 chunk = ids[k:k + 500]
                 marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT id, summary_id, author_name, message_id FROM messages "
-                                    f"WHERE id IN ({marks})", chunk).fetchall()
+                rows = conn.execute(f"SELECT id, summary_id, author_name, message_id, channel, created_at, content "
+                                    f"FROM messages WHERE id IN ({marks})", chunk).fetchall()
+                if owed:
+                    kept.update((r[0], (r[6], r[3])) for r in rows)
                 found += [r[0] for r in rows]
                 covering.update(r[1] for r in rows if r[1] is not None)
                 covered_and_gone += sum(1 for r in rows if r[1] is not None)
                 authors.update(r[2] for r in rows)
-                tombstones += [digest(r[3]) for r in rows if r[3] is not None]
+                tombstones += [d for r in rows for d in turn_tombstones({
+                    "author_name": r[2], "message_id": r[3], "channel": r[4], "created_at": r[5], "content": r[6]})]
             summaries = sorted(covering)
             for k in range(0, len(summaries), 500):
                 chunk = summaries[k:k + 500]
@@ -311,15 +330,58 @@ def forget(conn: sqlite3.Connection, ids: list[int], who: str, how: str) -> dict
             if found:
                 conn.execute("INSERT INTO forget_log (who, how, turn_ids, summary_ids) VALUES (?, ?, ?, ?)",
                              (who, how, json.dumps(sorted(found)), json.dumps(summaries)))
+            if found and owed:
+                order = sorted(kept)
+                owed_id = conn.execute(
+                    "INSERT INTO owed_forgets (who, turn_ids, message_ids, texts, copies) VALUES (?, ?, ?, ?, ?)",
+                    (who, json.dumps(order), json.dumps([kept[i][1] for i in order if kept[i][1] is not None],
+                                                        ensure_ascii=False),
+                     json.dumps([kept[i][0] for i in order], ensure_ascii=False), json.dumps(list(owed)))).lastrowid
         if found:
             conn.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
             if summaries:
                 conn.execute("INSERT INTO summaries_fts(summaries_fts) VALUES ('optimize')")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            if owed_id is None:  # else the owed forget, texts and all, is still here: settling it checkpoints
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.execute(f"PRAGMA secure_delete = {int(previous)}")
     return {"forgotten": sorted(found), "not_found": sorted(set(ids) - set(found)),
-            "summaries_removed": summaries, "returned_to_backlog": returned - covered_and_gone}
+            "summaries_removed": summaries, "returned_to_backlog": returned - covered_and_gone, "owed": owed_id}
+
+
+def owed_forgets(conn: sqlite3.Connection, texts: bool = False) -> list[dict[str, Any]]:
+    rows = conn.execute(f"SELECT id, forgotten_at, who, turn_ids, message_ids, copies{', texts' if texts else ''} "
+                        "FROM owed_forgets ORDER BY id").fetchall()
+    out = []
+    for r in rows:
+        item = {"id": r[0], "forgotten_at": r[1], "who": r[2], "turn_ids": json.loads(r[3]),
+                "message_ids": json.loads(r[4]), "copies": json.loads(r[5])}
+        if texts:
+            item["texts"] = json.loads(r[6])
+        out.append(item)
+    return out
+
+
+def settle_forget(conn: sqlite3.Connection, owed_id: int, confirmed: list[str]) -> list[str]:
+    """Strike confirmed copies off an owed forget; the last one deletes the row, its freed pages zeroed and the
+    WAL checkpointed (no copy of the file keeps the texts)."""
+    previous = conn.execute("PRAGMA secure_delete").fetchone()[0]
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        with Tx(conn):
+            row = conn.execute("SELECT copies FROM owed_forgets WHERE id = ?", (owed_id,)).fetchone()
+            if row is None:
+                return []
+            left = [c for c in json.loads(row[0]) if c not in set(confirmed)]
+            if left:
+                conn.execute("UPDATE owed_forgets SET copies = ? WHERE id = ?", (json.dumps(left), owed_id))
+            else:
+                conn.execute("DELETE FROM owed_forgets WHERE id = ?", (owed_id,))
+        if not left:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.execute(f"PRAGMA secure_delete = {int(previous)}")
+    return left
 
 
 def save_forget_token(conn: sqlite3.Connection, token_digest: str, query_digest: str, ids: list[int],

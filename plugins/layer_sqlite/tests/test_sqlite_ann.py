@@ -62,16 +62,16 @@ async def test_the_index_grows_incrementally_and_persists(make_memory, pps_home)
     home = pps_home / "ann-persist"
     m = await filled(make_memory, 50, home=home)
     raw = m.require_layer("raw_capture")
-    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    await m.call("raw_search", {"explain": True, "query": "kitten", "limit": 3})
     assert raw.backend.dense.wait_ann(60)
-    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    await m.call("raw_search", {"explain": True, "query": "kitten", "limit": 3})
     index_file = ann.paths(raw.backend.db.path)[0]
     built = index_file.stat().st_mtime_ns
     await m.call("store_messages", {"messages": [{"content": "the lighthouse keeper painted the stairs blue",
                                                   "author_name": "Jeff", "channel": "terminal"}]})
     await raw.retriever.drain()
     assert len(raw.backend.dense.ann) == 51  # added to the loaded index, not rebuilt
-    found = await m.call("raw_search", {"query": "a keeper of a lighthouse and paint", "limit": 1})
+    found = await m.call("raw_search", {"explain": True, "query": "a keeper of a lighthouse and paint", "limit": 1})
     assert "lighthouse" in found["results"][0]["content"]
     assert index_file.stat().st_mtime_ns == built  # written at close, not per turn
     await m.close()
@@ -80,7 +80,7 @@ async def test_the_index_grows_incrementally_and_persists(make_memory, pps_home)
 
     m2 = await filled(make_memory, 0, home=home)
     raw2 = m2.require_layer("raw_capture")
-    await m2.call("raw_search", {"query": "lighthouse", "limit": 1})
+    await m2.call("raw_search", {"explain": True, "query": "lighthouse", "limit": 1})
     assert len(raw2.backend.dense.ann) == 51 and index_file.stat().st_mtime_ns == saved  # loaded, not rebuilt
 
 
@@ -88,7 +88,7 @@ async def test_an_index_that_does_not_match_the_database_is_rebuilt(make_memory,
     home = pps_home / "ann-mismatch"
     m = await filled(make_memory, 45, home=home)
     raw = m.require_layer("raw_capture")
-    await m.call("raw_search", {"query": "garden", "limit": 1})
+    await m.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     assert raw.backend.dense.wait_ann(60)
     db_path = raw.backend.db.path
     await m.close()
@@ -102,9 +102,9 @@ async def test_an_index_that_does_not_match_the_database_is_rebuilt(make_memory,
     conn.close()
     before = ann.paths(db_path)[0].stat().st_mtime_ns
     m2 = await filled(make_memory, 0, home=home)
-    await m2.call("raw_search", {"query": "garden", "limit": 1})
+    await m2.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     assert m2.require_layer("raw_capture").backend.dense.wait_ann(60)
-    await m2.call("raw_search", {"query": "garden", "limit": 1})
+    await m2.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     assert ann.paths(db_path)[0].stat().st_mtime_ns != before
     assert len(m2.require_layer("raw_capture").backend.dense.ann) == 45
 
@@ -112,21 +112,21 @@ async def test_an_index_that_does_not_match_the_database_is_rebuilt(make_memory,
 async def test_reindex_full_rebuilds_the_index(make_memory):
     m = await filled(make_memory, 45)
     raw = m.require_layer("raw_capture")
-    await m.call("raw_search", {"query": "garden", "limit": 1})
+    await m.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     assert raw.backend.dense.wait_ann(60)
     index_file = ann.paths(raw.backend.db.path)[0]
     os.utime(index_file, ns=(1, 1))
     report = await raw.reindex(lambda done, total: None, full=True)
     assert report["dropped"] == 45 and report["embedded"] == 45 and report["ann_vectors"] == 45
     assert index_file.stat().st_mtime_ns != 1
-    found = await m.call("raw_search", {"query": "violin", "limit": 1})
+    found = await m.call("raw_search", {"explain": True, "query": "violin", "limit": 1})
     assert "violin" in found["results"][0]["content"]
 
 
 async def test_below_the_threshold_search_stays_exact_and_writes_no_index(make_memory):
     m = await filled(make_memory, 30)
     raw = m.require_layer("raw_capture")
-    await m.call("raw_search", {"query": "garden", "limit": 1})
+    await m.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     assert raw.backend.dense.ann is None and len(raw.backend.dense.vectors) == 30
     assert not ann.paths(raw.backend.db.path)[0].exists()
 
@@ -176,9 +176,9 @@ async def test_forgotten_turns_leave_the_index_file_and_never_come_back(make_mem
     home = pps_home / "ann-forget"
     m = await filled(make_memory, 60, home=home)
     raw = m.require_layer("raw_capture")
-    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    await m.call("raw_search", {"explain": True, "query": "kitten", "limit": 3})
     assert raw.backend.dense.wait_ann(60)
-    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    await m.call("raw_search", {"explain": True, "query": "kitten", "limit": 3})
     index_file = ann.paths(raw.backend.db.path)[0]
     gone = list(range(1, 21))
     held = raw.backend.dense.ann.index.get(np.asarray(gone, dtype=np.uint64))
@@ -187,17 +187,17 @@ async def test_forgotten_turns_leave_the_index_file_and_never_come_back(make_mem
     assert all(f in index_file.read_bytes() for f in fingerprints)
     await m.call("forget_turns", {"ids": gone})
     assert not any(f in index_file.read_bytes() for f in fingerprints if index_file.exists())
-    found = await m.call("raw_search", {"query": "the kitten climbed the curtains", "limit": 10})
+    found = await m.call("raw_search", {"explain": True, "query": "the kitten climbed the curtains", "limit": 10})
     assert not {r["id"] for r in found["results"]} & set(gone)
     assert raw.backend.dense.wait_ann(60)
-    await m.call("raw_search", {"query": "kitten", "limit": 3})  # the clean index replaces the tainted one
+    await m.call("raw_search", {"explain": True, "query": "kitten", "limit": 3})  # the clean index replaces the tainted one
     await m.close()
     data = index_file.read_bytes()
     assert not any(f in data for f in fingerprints)
 
     m2 = await filled(make_memory, 0, home=home)
     raw2 = m2.require_layer("raw_capture")
-    await m2.call("raw_search", {"query": "kitten", "limit": 3})
+    await m2.call("raw_search", {"explain": True, "query": "kitten", "limit": 3})
     held = raw2.backend.dense.ann
     assert held is not None and len(held) == 40
     assert not any(held.index.contains(np.asarray(gone, dtype=np.uint64)))
@@ -209,14 +209,14 @@ async def test_candidates_are_rescored_from_memory_not_from_sqlite_rows(make_mem
     scores it gives are the exact context cosines (within float16 rounding)."""
     m = await filled(make_memory, 60)
     raw = m.require_layer("raw_capture")
-    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    await m.call("raw_search", {"explain": True, "query": "kitten", "limit": 3})
     assert raw.backend.dense.wait_ann(60)
-    await m.call("raw_search", {"query": "kitten", "limit": 3})
+    await m.call("raw_search", {"explain": True, "query": "kitten", "limit": 3})
     conn = raw.backend.db.conn
     seen: list[str] = []
     for c in raw.backend.db.connections():  # the writer's and the readers'
         c.set_trace_callback(seen.append)
-    found = await m.call("raw_search", {"query": "music practice at home", "limit": 10})
+    found = await m.call("raw_search", {"explain": True, "query": "music practice at home", "limit": 10})
     for c in raw.backend.db.connections():
         c.set_trace_callback(None)
     assert found["results"] and found["results"][0]["scores"]["dense"]
@@ -242,18 +242,18 @@ async def test_an_index_saved_in_another_shape_is_rebuilt_as_configured(make_mem
     await m.call("store_messages", {"messages": turns(45)})
     raw = m.require_layer("raw_capture")
     await raw.retriever.drain()
-    await m.call("raw_search", {"query": "garden", "limit": 1})
+    await m.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     assert raw.backend.dense.wait_ann(60)
-    found = await m.call("raw_search", {"query": "the violin lesson", "limit": 1})
+    found = await m.call("raw_search", {"explain": True, "query": "the violin lesson", "limit": 1})
     assert raw.backend.dense.ann.dtype == "i8" and "violin" in found["results"][0]["content"]
     assert found["results"][0]["scores"]["dense"]
     await m.close()
     assert '"dtype": "i8"' in ann.paths(raw.backend.db.path)[1].read_text()
     m2 = await filled(make_memory, 0, home=home)
     raw2 = m2.require_layer("raw_capture")
-    await m2.call("raw_search", {"query": "garden", "limit": 1})
+    await m2.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     assert raw2.backend.dense.wait_ann(60)
-    await m2.call("raw_search", {"query": "garden", "limit": 1})
+    await m2.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     assert raw2.backend.dense.ann.dtype == "f16" and len(raw2.backend.dense.ann) == 45
     assert '"dtype": "f16"' in ann.paths(raw2.backend.db.path)[1].read_text()
 
@@ -299,9 +299,9 @@ async def test_a_wide_int8_search_reads_only_the_best_candidates_rows(make_memor
     await m.call("store_messages", {"messages": turns(200)})
     raw = m.require_layer("raw_capture")
     await raw.retriever.drain()
-    await m.call("raw_search", {"query": "garden", "limit": 1})
+    await m.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     assert raw.backend.dense.wait_ann(60)
-    await m.call("raw_search", {"query": "garden", "limit": 1})
+    await m.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
     index, conn = raw.backend.dense.ann, raw.backend.db.conn
     assert index.dtype == "i8" and len(index) == 200
     q = m.embedder.embed(["music practice at home"])[0]
@@ -333,9 +333,9 @@ async def test_a_channels_own_best_come_from_the_index_as_the_exact_matrix_gives
         await m.call("store_messages", {"messages": turns(120)})
         raw = m.require_layer("raw_capture")
         await raw.retriever.drain()
-        await m.call("raw_search", {"query": "garden", "limit": 1})
+        await m.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
         assert raw.backend.dense.wait_ann(60)
-        await m.call("raw_search", {"query": "garden", "limit": 1})
+        await m.call("raw_search", {"explain": True, "query": "garden", "limit": 1})
         assert raw.backend.dense.ann is not None and raw.backend.dense.ann.dtype == dtype
         model = raw.retriever.model(m.embedder)
         q = m.embedder.embed(["music practice at home"])[0]

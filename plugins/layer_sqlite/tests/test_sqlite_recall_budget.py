@@ -50,10 +50,14 @@ async def test_budgeted_startup_fits_and_points_at_the_rest(make_memory, budget)
         assert got | shown_ids == set(range(1, 401))
 
 
-async def test_without_budget_nothing_is_left_out(make_memory):
+async def test_budget_zero_leaves_nothing_out(make_memory):
     m = await make_memory(plugins=["sqlite"])
     await busy(m, 300, 0)
-    out = await m.call("ambient_recall", {"context": "startup"})
+    out = await m.call("ambient_recall", {"context": "startup", "budget": 0})  # everything, asked for
+    assert out["manifest"]["left_out"] == [] and "showing 300 of 300" in out["text"]
+    unlimited = await make_memory(entity="unlimited", plugins=["sqlite"], startup={"budget": 0})
+    await busy(unlimited, 300, 0)
+    out = await unlimited.call("ambient_recall", {"context": "startup"})  # or configured: [startup] budget = 0
     assert out["manifest"]["left_out"] == [] and "showing 300 of 300" in out["text"]
 
 

@@ -88,7 +88,7 @@ def _recap_beside_server(settings, params: dict) -> dict:
 
     from . import service, store
     from .pipeline import generate
-    from .summarize import make_summarizer
+    from .summarize import make_summarizer, user_name_of
 
     p = service.SessionRecapParams.model_validate(params)
     path = service.resolve_log(_SettingsOnly(settings), p, trusted=True)
@@ -109,10 +109,10 @@ def _recap_beside_server(settings, params: dict) -> dict:
         bar.refresh()
 
     try:
-        recap = generate(path, budget=budget, summarizer=make_summarizer(chat, kind),
+        recap = generate(path, budget=budget, summarizer=make_summarizer(chat, kind, user_name_of(settings)),
                          tz=ZoneInfo(settings.timezone), chunk_tokens=rs.chunk_tokens,
                          merge_threshold=rs.merge_threshold, progress=tick,
-                         start=store.readable_from(settings, path))
+                         **store.read_plan(settings, path))
     finally:
         bar.close()
     return _answer(recap, path, budget, _save(settings, p.write, recap, path))
@@ -121,7 +121,8 @@ def _recap_beside_server(settings, params: dict) -> dict:
 def _save(settings, write: bool, recap, path: Path) -> str | None:
     from . import store
 
-    saved = store.save(settings, recap.text, path, recap.stats, recap.start) if write and recap.text else None
+    saved = (store.save(settings, recap.text, path, recap.stats, recap.start, recap.seen)
+             if write and recap.text else None)
     return str(saved) if saved else None
 
 

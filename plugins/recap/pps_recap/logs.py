@@ -14,7 +14,9 @@ private spans never reach a summary, the ``[llm]`` endpoint or ``_recap.md``.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -57,16 +59,39 @@ def _entry_time(entry: dict[str, Any]) -> datetime | None:
     return None
 
 
-def read_lines(path: Path, start: int = 0) -> list[dict[str, Any]]:
-    """The log's entries (JSON objects, one a line) from byte ``start`` on, ``<private>`` spans dropped. A
-    ``start`` inside a line skips that line."""
-    entries = []
+#: What changes when the same entry is written again elsewhere (a resumed Claude Code session copies the old
+#: entries under its new session id; a moved or rotated log): left out of an entry's digest.
+PLACEMENT = frozenset({"sessionId", "session_id", "cwd", "version", "gitBranch", "uuid", "parentUuid",
+                       "logicalParentUuid", "leafUuid", "requestId", "userType"})
+
+
+def entry_digest(entry: dict[str, Any]) -> str:
+    """What a log entry is, wherever it is written: a digest of its content (what was said, by whom, when), without
+    the fields that place it (:data:`PLACEMENT`). The recap remembers what it forgot by these (never text)."""
+    kept = {k: v for k, v in entry.items() if k not in PLACEMENT}
+    raw = json.dumps(kept, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def is_narrative(entry: dict[str, Any]) -> bool:
+    """Whether the entry can give the recap a line (a transcript entry, or a chat message with a role)."""
+    return is_transcript_entry(entry) or "role" in entry
+
+
+def iter_entries(path: Path, start: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(the byte offset after its line, the entry) for each entry (a JSON object, one a line) from byte ``start`` on,
+    ``<private>`` spans dropped. A ``start`` inside a line skips that line. A last line without its newline (being
+    written, or a file that ends so) is read too, with the offset of its start: read from there again later."""
     with Path(path).open("rb") as fh:
         if start > 0:
             fh.seek(start - 1)
             if fh.read(1) != b"\n":
                 fh.readline()  # the rest of a line begun before start
+        pos = fh.tell()
         for line in fh:
+            whole = line.endswith(b"\n")
+            if whole:
+                pos += len(line)
             raw = line.decode("utf-8", errors="replace").strip()
             if not raw:
                 continue
@@ -75,8 +100,14 @@ def read_lines(path: Path, start: int = 0) -> list[dict[str, Any]]:
             except ValueError:
                 continue
             if isinstance(entry, dict):
-                entries.append(drop_private_deep(entry))
-    return entries
+                yield pos, drop_private_deep(entry, strict=False)
+
+
+def read_lines(path: Path, start: int = 0, skip: frozenset[str] | set[str] = frozenset()) -> list[dict[str, Any]]:
+    """The log's entries from byte ``start`` on, ``<private>`` spans dropped, but those whose :func:`entry_digest`
+    is in ``skip`` (what was forgotten). A ``start`` inside a line skips that line."""
+    return [entry for _pos, entry in iter_entries(path, start)
+            if not skip or not is_narrative(entry) or entry_digest(entry) not in skip]
 
 
 class _Collapser:
@@ -169,5 +200,5 @@ def collapse_entries(entries: list[dict[str, Any]]) -> list[Turn]:
     return c.finish()
 
 
-def read_log(path: Path, start: int = 0) -> list[Turn]:
-    return collapse_entries(read_lines(path, start))
+def read_log(path: Path, start: int = 0, skip: frozenset[str] | set[str] = frozenset()) -> list[Turn]:
+    return collapse_entries(read_lines(path, start, skip))

@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,6 +35,10 @@ MIGRATIONS = [
         at double precision NOT NULL,
         logs jsonb NOT NULL
     );
+    """,
+    # 3: what the session logs held when turns were forgotten, a digest per entry (issue 35: not by path and size)
+    """
+    CREATE TABLE recap_forgotten_entries (digest text PRIMARY KEY);
     """,
 ]
 
@@ -127,21 +131,26 @@ def _marks(conn) -> dict[str, Any]:
         for name, size in (reached if isinstance(reached, dict) else json.loads(reached)).items():
             if isinstance(size, int):
                 logs[name] = max(logs.get(name, 0), size)
-    return {"at": at, "logs": logs} if at else {}
+    entries = {r[0] for r in conn.execute("SELECT digest FROM recap_forgotten_entries").fetchall()}
+    return {"at": at, "logs": logs, "entries": entries} if at else {}
 
 
 def marks(dsn: str, schema: str) -> dict[str, Any]:
-    """``{"at", "logs"}`` merged over every forget (as ``_recap_forgotten.json`` holds them), or {} when none."""
+    """``{"at", "logs", "entries"}`` merged over every forget (as ``_recap_forgotten.json`` holds them), or {} when
+    none."""
     with _connection(dsn, schema) as conn:
         return _marks(conn)
 
 
-def forget(dsn: str, schema: str, at: float, logs: dict[str, int]) -> int:
-    """Record how far the logs reached and delete the recap, in one transaction (then rewrite the table, as
-    :func:`remove`); how many recaps went."""
+def forget(dsn: str, schema: str, at: float, logs: dict[str, int], entries: Sequence[str] = ()) -> int:
+    """Record the forget (its time, the digests of the log entries it covered) and delete the recap, in one
+    transaction (then rewrite the table, as :func:`remove`); how many recaps went."""
     with _connection(dsn, schema) as conn:
         _lock(conn)
         conn.execute("INSERT INTO recap_forget_marks (at, logs) VALUES (%s, %s::jsonb)", (at, json.dumps(logs)))
+        if entries:
+            conn.execute("INSERT INTO recap_forgotten_entries (digest) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                         (list(entries),))
     return remove(dsn, schema)
 
 

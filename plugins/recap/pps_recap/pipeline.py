@@ -43,6 +43,7 @@ class Recap:
     items: list[RecapItem]
     stats: dict
     start: int = 0  # the byte of the log it was read from (see store.readable_from)
+    seen: float = 0.0  # the last forget it knew of (see store.forgotten_marks): a later one makes it stale
 
     @property
     def tokens(self) -> int:
@@ -103,11 +104,13 @@ def select(items: list[RecapItem], budget: int, compose: Callable[[list[RecapIte
 def generate(source: Path | list[Turn], *, budget: int = 1000, summarizer, embedder=None,
              novelty: Callable[[list[str]], list[float]] | None = None, tz: ZoneInfo | None = None,
              chunk_tokens: int = 350, merge_threshold: float | None = None, workers: int = 4,
-             progress: Callable[[str, int, int], None] | None = None, start: int = 0) -> Recap:
-    """A recap of one session log (a path, read from byte ``start``) or of an already collapsed narrative."""
+             progress: Callable[[str, int, int], None] | None = None, start: int = 0,
+             skip: frozenset[str] | set[str] = frozenset(), seen: float = 0.0) -> Recap:
+    """A recap of one session log (a path, read from byte ``start``, without the entries whose digests are in
+    ``skip``: what was forgotten) or of an already collapsed narrative."""
     tz = tz or ZoneInfo("UTC")
     name = Path(source).name if isinstance(source, str | Path) else "session"
-    turns = read_log(Path(source), start) if isinstance(source, str | Path) else list(source)
+    turns = read_log(Path(source), start, skip) if isinstance(source, str | Path) else list(source)
     tools = sum(1 for t in turns if t.role == "Tool")
     stats = {"source": str(source) if isinstance(source, str | Path) else None, "turns": len(turns),
              "tool_calls": tools, "summarizer": getattr(summarizer, "name", type(summarizer).__name__),
@@ -156,7 +159,7 @@ def generate(source: Path | list[Turn], *, budget: int = 1000, summarizer, embed
         chosen = select(items, budget, compose)
     text = compose(chosen) if chosen else ""
     stats.update(selected=len(chosen), summaries=n, tokens=tokens(text), budget=budget)
-    return Recap(text, chosen, stats, start)
+    return Recap(text, chosen, stats, start, seen)
 
 
 def _summarize(chunks: list[Chunk], summarizer, workers: int, progress) -> list[str]:

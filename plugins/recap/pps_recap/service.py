@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pps_core.errors import InvalidParams, NotFound
 from pps_core.layer import Layer
 from pps_core.models import LayerHealth, SearchResult, SectionConfig, StartupItems
+from pps_core.params import HostPath
 
 from . import store
 
@@ -27,7 +28,7 @@ NOVELTY_SKIP = {"raw_capture", "session_recap"}
 class SessionRecapParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    log: str | None = Field(None, max_length=4096,
+    log: HostPath | None = Field(None, max_length=4096,
                             description="session log (JSONL: mindloop-style or a Claude Code transcript); "
                                         "default: the newest log of the entity")
     budget: int | None = Field(None, ge=50, le=100_000, description="token budget; default [recap] budget (1000)")
@@ -99,18 +100,19 @@ def _novelty_fn(memory: Memory, loop: asyncio.AbstractEventLoop):
 
 def run_recap(memory: Memory, path: Path, *, budget: int, kind: str, model: str | None, novelty: bool,
               loop: asyncio.AbstractEventLoop | None = None, progress=None, embed: bool = True):
-    """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds since
-    turns were last forgotten (:func:`store.readable_from`)."""
+    """Blocking: the recap of ``path`` with the entity's embedder and summarizer, of what the log holds but the
+    entries forgotten (:func:`store.read_plan`)."""
     from .pipeline import generate
-    from .summarize import make_summarizer
+    from .summarize import make_summarizer, user_name_of
 
     rs = store.recap_settings(memory.settings)
-    summarizer = make_summarizer(memory.chat_model(model or rs.model) if kind != "extractive" else None, kind)
+    summarizer = make_summarizer(memory.chat_model(model or rs.model) if kind != "extractive" else None, kind,
+                                 user_name_of(memory.settings))
     novelty_fn = _novelty_fn(memory, loop) if novelty and loop is not None else None
     embedder = memory.embedder if embed else None
     return generate(path, budget=budget, summarizer=summarizer, embedder=embedder, novelty=novelty_fn,
                     tz=memory.tz, chunk_tokens=rs.chunk_tokens, merge_threshold=rs.merge_threshold,
-                    progress=progress, start=store.readable_from(memory.settings, path))
+                    progress=progress, **store.read_plan(memory.settings, path))
 
 
 async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]:
@@ -131,7 +133,8 @@ async def session_recap(memory: Memory, p: SessionRecapParams) -> dict[str, Any]
                                     novelty=novelty and not p.fast, loop=loop, embed=not p.fast)
     written = None
     if p.write and recap.text:
-        saved = await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats, recap.start)
+        saved = await asyncio.to_thread(store.save, memory.settings, recap.text, path, recap.stats, recap.start,
+                                        recap.seen)
         written = str(saved) if saved else None
     return {
         "text": recap.text, "source": str(path), "tokens": recap.tokens, "budget": budget, "written": written,
@@ -174,10 +177,10 @@ class RecapLayer(Layer):
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         return []  # a recap is procedural state for the next instance, not searchable memory (reference/004)
 
-    def _load_or_make(self) -> tuple[str, dict] | None:
+    def _load_or_make(self, make: bool = True) -> tuple[str, dict] | None:
         settings = self.memory.settings
         saved = store.load(settings)
-        if saved is not None or self._glancing or not store.recap_settings(self.memory.settings).startup_regenerate:
+        if saved is not None or not make or self._glancing or not store.recap_settings(settings).startup_regenerate:
             return saved
         newest = store.newest_log(self.memory.settings)
         if newest is None:
@@ -187,12 +190,17 @@ class RecapLayer(Layer):
                           embed=False)  # inside the startup call's per-layer timeout: no model
         if not recap.text:
             return None
-        if store.save(settings, recap.text, newest, recap.stats, recap.start) is None:
+        if store.save(settings, recap.text, newest, recap.stats, recap.start, recap.seen) is None:
             return None  # turns were forgotten meanwhile
         return store.load(settings)
 
     async def startup(self, count: int | None) -> StartupItems:
-        found = await asyncio.to_thread(self._load_or_make)
+        found = await asyncio.to_thread(self._load_or_make, False)
+        if found is None and not self._glancing:
+            # servers of a fleet starting at once: one makes the recap, the others show it from their next startup
+            async with self.memory.claim("recap") as mine:
+                if mine:
+                    found = await asyncio.to_thread(self._load_or_make)
         if found is None or count == 0:
             return StartupItems(items=[], total=0)
         text, meta = found
@@ -231,8 +239,12 @@ class RecapLayer(Layer):
             saved = await asyncio.to_thread(store.load, settings)
         except Exception as exc:  # noqa: BLE001 - a health check reports, never raises
             return LayerHealth(layer=self.name, available=False, detail=f"{type(exc).__name__}: {exc}")
-        return LayerHealth(layer=self.name, available=True, detail=store.describe(settings),
-                           counts={"recap": int(saved is not None)})
+        counts, detail = {"recap": int(saved is not None)}, store.describe(settings)
+        refused = store.unreadable(Path(settings.home)) if store.recap_settings(settings).store == "files" else []
+        if refused:  # a link planted as the recap: never read (issue 35 item 9)
+            counts["unreadable"] = len(refused)
+            detail += "; not read: " + "; ".join(refused)
+        return LayerHealth(layer=self.name, available=True, detail=detail, counts=counts)
 
 def _entity_log(memory: Memory, path: Path) -> bool:
     home = Path(memory.home).resolve()

@@ -6,10 +6,12 @@ or no recap was ever made). The logs considered are the entity's ``[recap] logs`
 transcript the Claude Code hooks have captured (``pps_claude_code.sessions``).
 
 The recap is a copy of turns (the forget lineage, :mod:`pps_core.lineage`): when any turn is forgotten,
-:func:`forget` removes ``_recap.md`` and its sidecar, and records in ``_recap_forgotten.json`` how far each
-session log reached then (path and size in bytes, nothing of the content). What a log held before a forget
-may hold the forgotten turns, so no recap is made of it again: :func:`readable_from` is where a recap of a
-log may start, and :func:`save` refuses a recap begun before a forget that ended meanwhile.
+:func:`forget` removes ``_recap.md`` and its sidecar, and records in ``_recap_forgotten.json`` a digest of every
+entry the session logs held then (:func:`pps_recap.logs.entry_digest`: what an entry says, not where it is
+written; no text, no path). What a log held before a forget may hold the forgotten turns, so no recap reads
+those entries again, wherever they come back (a resumed Claude Code session repeats them in its new transcript;
+a log is moved or rotated): :func:`read_plan` says what a recap of a log skips, and :func:`save` refuses a recap
+begun before a forget that ended meanwhile. (A log unknown then and unchanged since is not read at all.)
 
 With ``[recap] store = "postgres"`` the recap and its sidecar are one row of the entity's PostgreSQL schema
 instead (:mod:`.pgstore`): every server of the entity reads and writes the same one, and :func:`forget` deletes
@@ -24,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import glob
+import hashlib
 import json
 import os
 import time
@@ -35,12 +38,15 @@ from pps_claude_code.sessions import captured_sessions
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from pps_core.atomic import plain_problem, read_plain
 from pps_core.settings import PluginSettings
 
 RECAP_FILE = "_recap.md"
 META_FILE = "_recap.json"
-#: How far each session log reached when turns were last forgotten (paths and byte sizes only).
+#: What the session logs held when turns were forgotten: a digest per entry (no text, no path).
 FORGOTTEN_FILE = "_recap_forgotten.json"
+#: Of a log's first bytes, how many a cursor of :func:`_digest_logs` checks (the log was not rewritten in place).
+HEAD_BYTES = 4096
 LOCK_FILE = ".recap.lock"
 #: A recap kept in PostgreSQL, as ``pps backup`` archives it (removed from the home once restored).
 PG_BACKUP = "postgres/recap.json"
@@ -99,16 +105,18 @@ def load(where: Any) -> tuple[str, dict] | None:
         from . import pgstore
 
         return pgstore.load(*pg)
-    path = Path(home) / RECAP_FILE
-    if not path.is_file():
+    try:  # never through a link (issue 35 item 9): a planted `_recap.md -> ~/.ssh/id_ed25519` is not shown
+        text = read_plain(Path(home) / RECAP_FILE).decode("utf-8").strip()
+    except (OSError, ValueError):  # none, a link (NotPlainFile, named in health), not UTF-8
         return None
-    text = path.read_text(encoding="utf-8").strip()
-    meta: dict = {}
-    try:
-        meta = json.loads((Path(home) / META_FILE).read_text())
-    except (OSError, ValueError):
-        pass
+    meta = load_meta(home) or {}
     return (text, meta) if text else None
+
+
+def unreadable(home: Path) -> list[str]:
+    """The recap's files in ``home`` that are links (or not regular files), each with why: never read."""
+    return [f"{name} is {problem}" for name in (RECAP_FILE, META_FILE)
+            if (problem := plain_problem(Path(home) / name))]
 
 
 @contextlib.contextmanager
@@ -128,11 +136,18 @@ def _forgotten_file(home: Path) -> dict:
         state = json.loads((Path(home) / FORGOTTEN_FILE).read_text())
     except (OSError, ValueError):
         return {}
-    return state if isinstance(state, dict) and isinstance(state.get("logs"), dict) else {}
+    if not isinstance(state, dict):
+        return {}
+    logs = state.get("logs") if isinstance(state.get("logs"), dict) else {}  # before issue 35: path -> size
+    entries = state.get("entries") if isinstance(state.get("entries"), list) else []
+    if not logs and not entries and not state.get("at"):
+        return {}
+    return {"at": float(state.get("at") or 0), "logs": logs, "entries": {e for e in entries if isinstance(e, str)},
+            "digested": state.get("digested") if isinstance(state.get("digested"), dict) else {}}
 
 
 def _merge(*states: dict) -> dict:
-    at, logs = 0.0, {}
+    at, logs, entries = 0.0, {}, set()
     for state in states:
         if not state:
             continue
@@ -140,7 +155,8 @@ def _merge(*states: dict) -> dict:
         for name, size in state.get("logs", {}).items():
             if isinstance(size, int):
                 logs[name] = max(logs.get(name, 0), size)
-    return {"at": at, "logs": logs} if at or logs else {}
+        entries |= set(state.get("entries") or ())
+    return {"at": at, "logs": logs, "entries": entries} if at or logs or entries else {}
 
 
 def _forgotten(where: Any) -> dict:
@@ -161,67 +177,112 @@ def _readable(state: dict, log: Path) -> int:
         st = Path(log).stat()
     except OSError:
         return 0
-    reached = state["logs"].get(str(Path(log).resolve()))
-    if isinstance(reached, int):
+    reached = state.get("logs", {}).get(str(Path(log).resolve()))
+    if isinstance(reached, int):  # marked by a PPS before issue 35 (by path and size)
         return min(reached, st.st_size)
     return st.st_size if st.st_mtime <= float(state.get("at") or 0) else 0
 
 
 def readable_from(where: Any, log: Path) -> int:
-    """The byte offset from which ``log`` may be recapped: what it held when turns were last forgotten may hold
-    them, so only what was written after is read. A log unknown then is unreadable if it has not changed since
-    (it existed then, as far as anyone can tell), readable whole if it changed after. ``where``: the entity's
-    settings (the shared marks too when the recap is in PostgreSQL), or a home (its file)."""
+    """The byte offset from which ``log`` may be recapped: a log that has not changed since turns were last
+    forgotten is not read at all (it existed then, as far as anyone can tell: the entries it held may not all be
+    known); one that changed after is read whole, less the forgotten entries (:func:`read_plan`). ``where``: the
+    entity's settings (the shared marks too when the recap is in PostgreSQL), or a home (its file)."""
     return _readable(_forgotten(where), log)
 
 
+def read_plan(where: Any, log: Path) -> dict[str, Any]:
+    """How a recap of ``log`` reads it: ``start`` (:func:`readable_from`), ``skip`` (the digests of every entry
+    forgotten) and ``seen`` (the time of the last forget: :func:`save` refuses a recap that began before a later
+    one), as :func:`pps_recap.pipeline.generate` takes them."""
+    state = _forgotten(where)
+    return {"start": _readable(state, log), "skip": frozenset(state.get("entries") or ()),
+            "seen": float(state.get("at") or 0)}
+
+
+def _head(path: str, size: int) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.sha256(fh.read(min(size, HEAD_BYTES))).hexdigest()[:32]
+
+
+def _digest_logs(paths: list[str], cursors: dict) -> tuple[set[str], dict]:
+    """The :func:`~pps_recap.logs.entry_digest` of every entry of ``paths`` that can give the recap a line, and the
+    new cursors: what of each log was digested already (keyed by a digest of its path: ``[inode, offset, digest of
+    its head]``), so the next forget reads only what a log gained (one rewritten or replaced is read whole again)."""
+    from .logs import entry_digest, is_narrative, iter_entries
+
+    digests: set[str] = set()
+    kept: dict[str, list] = {}
+    for name in dict.fromkeys(paths):
+        try:
+            st = os.stat(name)
+            key = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+            start = 0
+            cursor = cursors.get(key)
+            if (isinstance(cursor, list) and len(cursor) == 3 and cursor[0] == st.st_ino
+                    and isinstance(cursor[1], int) and cursor[1] <= st.st_size and _head(name, cursor[1]) == cursor[2]):
+                start = cursor[1]
+            end = start
+            for pos, entry in iter_entries(Path(name), start):
+                if is_narrative(entry):
+                    digests.add(entry_digest(entry))
+                end = max(end, pos)
+            kept[key] = [st.st_ino, end, _head(name, end)]
+        except OSError:
+            continue
+    return digests, kept
+
+
 def forget(settings) -> bool:
-    """Turns were forgotten: the recap (and its sidecar) goes, and every session log is marked as read up to
-    here (in the home, or for every server in PostgreSQL when the recap is kept there). True when a recap was
-    removed. Never logs content."""
+    """Turns were forgotten: the recap (and its sidecar) goes, and every entry the session logs hold now is
+    remembered as forgotten, by its digest (in the home, or for every server in PostgreSQL when the recap is kept
+    there). True when a recap was removed. Never keeps content, nor a path."""
     home = Path(settings.home)
     from pps_core.atomic import atomic_write
 
     _home, pg = _where(settings)
     with _locked(home):
         state = _forgotten_file(home) if pg is None else {}
-        logs: dict[str, int] = {k: v for k, v in state.get("logs", {}).items() if isinstance(v, int)}
         known = [str(p) for p in candidate_logs(settings)]
         meta = (load(settings) or ("", {}))[1] if pg is not None else load_meta(home)
         source = (meta or {}).get("source")
         if isinstance(source, str):
             known.append(source)
-        for name in known:
-            with contextlib.suppress(OSError):
-                logs[name] = max(logs.get(name, 0), os.stat(name).st_size)
+        digests, cursors = _digest_logs(known, state.get("digested", {}))
         removed = (home / RECAP_FILE).exists()
         for name in (RECAP_FILE, META_FILE):
             (home / name).unlink(missing_ok=True)
+        now = time.time()
         if pg is None:
-            atomic_write(home / FORGOTTEN_FILE, json.dumps({"at": time.time(), "logs": logs}, indent=2))
+            entries = sorted(set(state.get("entries") or ()) | digests)
+            atomic_write(home / FORGOTTEN_FILE, json.dumps({"at": now, "logs": state.get("logs") or {},
+                                                            "entries": entries, "digested": cursors}))
             return removed
         from . import pgstore
 
-        return bool(pgstore.forget(*pg, time.time(), logs)) or removed
+        return bool(pgstore.forget(*pg, now, {}, sorted(digests))) or removed
 
 
 def load_meta(home: Path) -> dict | None:
     try:
-        meta = json.loads((Path(home) / META_FILE).read_text())
-    except (OSError, ValueError):
+        meta = json.loads(read_plain(Path(home) / META_FILE))
+    except (OSError, ValueError):  # none, a link (never read), not JSON
         return None
     return meta if isinstance(meta, dict) else None
 
 
-def save(where: Any, text: str, source: Path | None, stats: dict, start: int = 0) -> Path | str | None:
-    """Write the recap of ``source`` read from byte ``start``; where it went (the file, or ``postgres
-    <schema>.recaps``), or None (nothing written) when turns were forgotten since the recap began (``start`` no
-    longer where the log may be read from)."""
+def save(where: Any, text: str, source: Path | None, stats: dict, start: int = 0,
+         seen: float | None = None) -> Path | str | None:
+    """Write the recap of ``source`` read from byte ``start`` knowing the forgets up to ``seen`` (:func:`read_plan`);
+    where it went (the file, or ``postgres <schema>.recaps``), or None (nothing written) when turns were forgotten
+    since the recap began (a later forget, or ``start`` no longer where the log may be read from)."""
     from pps_core.atomic import atomic_write
 
     home, pg = _where(where)
     with _locked(home):
         if pg is None and source is not None and readable_from(home, source) > start:
+            return None
+        if pg is None and seen is not None and float(_forgotten_file(home).get("at") or 0) > seen:
             return None
         meta: dict = {"generated": time.time(), "stats": stats}
         if source is not None:
@@ -234,7 +295,10 @@ def save(where: Any, text: str, source: Path | None, stats: dict, start: int = 0
             local = _forgotten_file(home)
 
             def stale(shared: dict) -> bool:
-                return source is not None and _readable(_merge(local, shared), source) > start
+                marks = _merge(local, shared)
+                if seen is not None and float(marks.get("at") or 0) > seen:
+                    return True
+                return source is not None and _readable(marks, source) > start
 
             return f"postgres {pg[1]}.recaps" if pgstore.save_unless(*pg, text, meta, stale) else None
         atomic_write(Path(home) / META_FILE, json.dumps(meta, indent=2, default=str))

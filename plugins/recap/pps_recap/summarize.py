@@ -41,18 +41,35 @@ def _sentences(text: str) -> list[str]:
     return [p.strip() for p in _SENTENCE.split(" ".join(text.split())) if p.strip()]
 
 
-def extractive_end_state(turns) -> str:
-    """Where the session ended, from its last turns: the agent's last words, the last failure, the stated next step."""
+def user_name_of(settings) -> str:
+    """The user as the entity knows them: ``user_name`` of pps.toml (or of its ``[claude_code]`` table, where
+    ``pps setup --user-name`` writes it), else "the user"."""
+    extra = getattr(settings, "model_extra", None) or {}
+    for value in (extra.get("user_name"), (settings.section("claude_code") or {}).get("user_name")):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return "the user"
+
+
+def _quoted(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return f'"{text if len(text) <= limit else text[:limit - 3].rstrip() + "..."}"'
+
+
+def extractive_end_state(turns, user_name: str = "the user") -> str:
+    """Where the session ended, from its last turns: what the user last asked, the agent's last words, the last
+    failure, the stated next step."""
     tail = list(turns)[-END_TURNS:]
     said = [t for t in tail if t.role == "Assistant" and t.text.strip()]
     failure = next((t.text for t in reversed(tail) if t.role == "Tool" and "(failed)" in t.text), None)
-    parts: list[str] = []
+    asked = next((t.text for t in reversed(tail) if t.role == "User" and t.text.strip()), "")
+    parts: list[str] = [f"{user_name[:1].upper() + user_name[1:]} had asked: {_quoted(asked)}."] if asked else []
     if said:
         final = _sentences(said[-1].text)
         parts.append(" ".join(final[-3:]) if final else said[-1].text.strip())
     if failure and failure not in " ".join(parts):
         parts.append(f"Last failure: {failure.rstrip('.')}.")
-    stated = " ".join(parts)
+    stated = " ".join(parts[1:] if asked else parts)
     for t in reversed(said[:-1]):  # a next step said a little earlier, when the last words do not state one
         if _NEXT.search(stated):
             break
@@ -60,10 +77,6 @@ def extractive_end_state(turns) -> str:
         if cue:
             parts.append(cue)
             break
-    if not parts:
-        asked = next((t.text for t in reversed(tail) if t.role == "User"), "")
-        if asked:
-            parts.append(f"The user had asked: {' '.join(asked.split())[:200]}")
     text = " ".join(parts)
     return text if len(text) <= 600 else text[:597].rstrip() + "..."
 
@@ -77,29 +90,35 @@ class ExtractiveSummarizer:
 
     name = "extractive"
 
-    def __init__(self, max_sentences: int = 3, max_chars: int = 420) -> None:
+    def __init__(self, max_sentences: int = 3, max_chars: int = 420, user_name: str = "the user") -> None:
         self.max_sentences = max_sentences
         self.max_chars = max_chars
+        #: How the user is named: pps.toml's ``user_name`` (:func:`user_name_of`).
+        self.user_name = user_name
 
     def end_state(self, turns) -> str:
-        return extractive_end_state(turns)
+        return extractive_end_state(turns, self.user_name)
 
     def summarize(self, chunk: Chunk) -> str:
         sentences: list[tuple[str, str, float]] = []  # (role, sentence, bonus)
+        turn_of: list[int] = []  # the chunk's turn each sentence came from: one prompt is quoted as one
         seen: set[str] = set()
-        for t in chunk.turns:
+        for n_turn, t in enumerate(chunk.turns):
             if t.role == "Thinking" or t.text in seen:
                 continue
             seen.add(t.text)
             bonus = 0.3 if t.role == "Tool" and t.category == CONSEQUENTIAL else 0.3 if t.role == "User" else 0.0
             parts = [t.text] if t.role == "Tool" else _SENTENCE.split(" ".join(t.text.split()))
-            sentences.extend((t.role, s.strip(), bonus) for s in parts if len(s.strip()) > 3)
+            kept = [(t.role, s.strip(), bonus) for s in parts if len(s.strip()) > 3]
+            sentences.extend(kept)
+            turn_of.extend([n_turn] * len(kept))
         last_said = max((i for i, (r, _s, _b) in enumerate(sentences) if r == "Assistant"), default=None)
         if last_said is not None:  # where a stretch of work ends, the agent tends to say what is still open
             role, s, bonus = sentences[last_said]
             sentences[last_said] = (role, s, bonus + 0.8)
         if not sentences:
             sentences = [(t.role, " ".join(t.text.split()), 0.0) for t in chunk.turns]
+            turn_of = list(range(len(sentences)))
         df = Counter(w for _r, s, _b in sentences for w in set(words(s)))
         n = len(sentences)
 
@@ -114,16 +133,23 @@ class ExtractiveSummarizer:
         budget_sentences = min(self.max_sentences + chunk.tokens // 400, 6)
         max_chars = self.max_chars + 120 * (budget_sentences - self.max_sentences)
         best = sorted(range(n), key=lambda i: -score(i))[:budget_sentences]
-        out, used = [], 0
+        # each prompt quoted on its own, named as the entity knows the user: never one prompt glued to the next
+        groups: list[tuple[str, int, list[str]]] = []
+        used = 0
         for i in sorted(best):
             role, s, _b = sentences[i]
             s = s if len(s) <= 220 else s[:217].rstrip() + "..."
-            line = s if role in ("Tool", "Assistant") else f"{role}: {s}"
-            if out and used + len(line) > max_chars:
+            if groups and used + len(s) > max_chars:
                 break
-            out.append(line)
-            used += len(line) + 1
-        return " ".join(out)
+            if groups and groups[-1][0] == role == "User" and groups[-1][1] == turn_of[i]:
+                groups[-1][2].append(s)
+            else:
+                groups.append((role, turn_of[i], [s]))
+            used += len(s) + 1
+        name = self.user_name[:1].upper() + self.user_name[1:]
+        return " ".join(f'{name} asked: "{" ".join(said)}"' if role == "User" else
+                        " ".join(said) if role in ("Tool", "Assistant") else f"{role}: {' '.join(said)}"
+                        for role, _t, said in groups)
 
 
 class LLMSummarizer:
@@ -131,12 +157,14 @@ class LLMSummarizer:
 
     name = "llm"
 
-    def __init__(self, client: ChatModel, sentences: int = 3, max_input_chars: int = 24_000) -> None:
+    def __init__(self, client: ChatModel, sentences: int = 3, max_input_chars: int = 24_000,
+                 user_name: str = "the user") -> None:
         self.client = client
         self.model = client.name
         self.sentences = sentences
         self.max_input_chars = max_input_chars
-        self.fallback = ExtractiveSummarizer()
+        self.user_name = user_name
+        self.fallback = ExtractiveSummarizer(user_name=user_name)
         self.failures: list[str] = []
 
     def end_state(self, turns) -> str:
@@ -153,7 +181,7 @@ class LLMSummarizer:
             self.end_state_kind = "llm"
             return answer
         self.end_state_kind = "extractive"
-        return extractive_end_state(turns)
+        return extractive_end_state(turns, self.user_name)
 
     def summarize(self, chunk: Chunk) -> str:
         from pps_core.errors import Unavailable
@@ -169,14 +197,14 @@ class LLMSummarizer:
             return self.fallback.summarize(chunk)
 
 
-def make_summarizer(chat: ChatModel | None, kind: str = "auto"):
+def make_summarizer(chat: ChatModel | None, kind: str = "auto", user_name: str = "the user"):
     """``auto``: the entity's chat model when a plugin provides one, else extractive. ``llm`` without one is an
-    error."""
+    error. ``user_name``: how the recap names the user (:func:`user_name_of`)."""
     from pps_core.errors import Unavailable
 
     if kind == "extractive" or (kind == "auto" and chat is None):
-        return ExtractiveSummarizer()
+        return ExtractiveSummarizer(user_name=user_name)
     if chat is None:
         raise Unavailable("summarizer 'llm' needs a chat model: [llm] base_url and model in the entity's pps.toml "
                           "(or use summarizer 'extractive')")
-    return LLMSummarizer(chat)
+    return LLMSummarizer(chat, user_name=user_name)

@@ -65,3 +65,31 @@ async def test_a_forget_through_one_server_marks_the_logs_for_every_server(
     with open(log, "a") as fh:  # what the log gains afterwards may be recapped
         fh.write(FIXTURE.read_text().splitlines()[-1] + "\n")
     assert store.readable_from(a.settings, log) < log.stat().st_size
+
+
+async def test_three_servers_starting_at_once_make_the_recap_once(make_memory, postgres_section, tmp_path):  # noqa: F811
+    """Issue 37: the startup package of a fleet's servers, asked at once with no recap saved yet: one of them makes
+    it (a test-only trigger logs every write of the row), the others do not make it again."""
+    import asyncio
+
+    section = postgres_section("lyra")
+    log = tmp_path / "session.jsonl"
+    shutil.copy(FIXTURE, log)
+    recap = {"store": "postgres", "logs": [str(log)]}
+    servers = [await make_memory("lyra", home=tmp_path / f"s{i}" / "lyra", plugins=["postgres", "recap"],
+                                 postgres=section, recap=recap) for i in range(3)]
+    schema = section["schema"]
+    await servers[0].call("pps_health")  # the recap's table is made on first use
+    with psycopg.connect(section["dsn"], autocommit=True) as conn:
+        conn.execute(f"""
+            CREATE TABLE "{schema}".recap_writes (at timestamptz DEFAULT now());
+            CREATE FUNCTION "{schema}".log_recap() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN INSERT INTO "{schema}".recap_writes DEFAULT VALUES; RETURN NEW; END $$;
+            CREATE TRIGGER log_recap AFTER INSERT OR UPDATE ON "{schema}".recaps
+                FOR EACH ROW EXECUTE FUNCTION "{schema}".log_recap();
+        """)
+    await asyncio.gather(*(s.call("ambient_recall", {"context": "startup"}) for s in servers))
+    with psycopg.connect(section["dsn"]) as conn:
+        assert conn.execute(f'SELECT count(*) FROM "{schema}".recap_writes').fetchone() == (1,)
+    for s in servers:  # and every server shows it from then on
+        assert "Last session" in (await s.call("ambient_recall", {"context": "startup"}))["text"]

@@ -12,6 +12,7 @@ import json
 import time
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -23,7 +24,7 @@ from pps_core.errors import InvalidParams, PPSError
 from pps_core.reach import Caller, Entity, LocalEntity
 
 from .docs import add_docs_routes
-from .security import BearerGuard, BodyLimit, EntityAuth, challenge, is_loopback
+from .security import BearerGuard, BodyLimit, EntityAuth, FoldHost, challenge, is_loopback
 
 
 def _error(exc: PPSError) -> JSONResponse:
@@ -48,13 +49,22 @@ def _json_body(raw: bytes) -> Any:
 class _Entity:
     """One hosted entity: the kernel's entity (calls, auth, limits), its HTTP auth, its MCP session manager."""
 
-    def __init__(self, reached: LocalEntity, host: str, *, mcp: bool = True) -> None:
+    def __init__(self, reached: LocalEntity, host: str, *, mcp: bool = True, public_url: str | None = None,
+                 primary: bool = False) -> None:
         assert reached.memory is not None
         self.reached = reached
         self.memory = memory = reached.memory
         self.name = reached.name
         self.auth = EntityAuth(self.name, memory.home, gate=reached.gate)
+        self.public_url = public_url
         self.mcp = self._mcp_manager(reached, host) if mcp else None
+        self.oauth = None  # OAuth for the MCP endpoint (.oauth): when the server knows its URL and the entity a token
+        if mcp and public_url and self.auth.required:
+            from .oauth import EntityOAuth
+
+            paths = [f"/entities/{self.name}/mcp"] + (["/mcp"] if primary else [])
+            self.oauth = EntityOAuth(self.name, memory.home, self.auth.gate, public_url, paths,
+                                     sensitive=lambda: {op.name for op in memory.catalog if op.sensitive})
 
     def _mcp_manager(self, reached: LocalEntity, host: str):
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -65,6 +75,10 @@ class _Entity:
             security = TransportSecuritySettings(
                 allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
                 allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"])
+            if self.public_url and not is_loopback(urlsplit(self.public_url).hostname or ""):  # behind a tunnel
+                public = urlsplit(self.public_url)
+                security.allowed_hosts.append(public.netloc.lower())
+                security.allowed_origins.append(f"{public.scheme}://{public.netloc}".lower())
         else:  # reachable from elsewhere: the bearer token is the gate (a token is required there)
             security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
         # BearerGuard admits only the entity's token, so an MCP caller of an entity that has one is vouched
@@ -75,10 +89,63 @@ class _Entity:
             security_settings=security,
             max_request_body_size=reached.max_request_bytes)
 
-    def mcp_endpoint(self):
+    def mcp_endpoint(self, path: str):
         from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 
-        return BearerGuard(StreamableHTTPASGIApp(self.mcp), self.auth)
+        if self.oauth is not None:  # the SDK's bearer middleware: the entity's token or an OAuth access token
+            return self.oauth.guard(FoldHost(StreamableHTTPASGIApp(self.mcp)), f"{self.oauth.base}{path}")
+        return BearerGuard(FoldHost(StreamableHTTPASGIApp(self.mcp)), self.auth)
+
+
+#: How often a server of a fleet reads the fleet's token from the store (a rotation elsewhere is in force here
+#: within this); a rotation on this server is in force here at once.
+TOKEN_SYNC_S = 0.5
+
+
+@asynccontextmanager
+async def _fleet_token(entity: _Entity):
+    """An entity several servers serve, with a token: the store keeps the fleet's token (its digest), so one
+    rotated on any server is refused by all of them, and a server started with its home's stale copy takes the
+    fleet's (:func:`pps_core.auth.sync_fleet_token`); a server whose home holds another token keeps its own."""
+    import asyncio
+    import logging
+
+    from pps_core import auth
+    from pps_core.contracts import SharedValues
+
+    stores = entity.memory.find(SharedValues) if entity.memory.shared else []
+    gate = entity.reached.gate
+    if not stores or not gate.required:
+        yield
+        return
+    store = stores[0]
+    seen: list[str | None] = []
+
+    async def sync() -> None:
+        mine = gate.current()
+        # the file changed here since (a rotation, a new copy): the fleet retires the token it replaced
+        changed = bool(seen) and mine != seen[0] and seen[0] is not None
+        await auth.sync_fleet_token(store, gate, rotated_from=seen[0] if changed else None)
+        seen[:] = [mine]
+
+    async def keep() -> None:
+        warned = False
+        while True:
+            await asyncio.sleep(TOKEN_SYNC_S)
+            try:
+                await sync()
+                warned = False
+            except Exception as exc:  # the store is down: the last token known stays in force
+                if not warned:
+                    logging.getLogger("pps.http").warning("cannot read the fleet's token: %s", exc)
+                    warned = True
+
+    await sync()  # before the first request: a stale home's token is never accepted
+    task = asyncio.get_running_loop().create_task(keep(), name=f"pps-token-{entity.name}")
+    try:
+        yield
+    finally:
+        task.cancel()
 
 
 def _tool_endpoint(entity: _Entity, op: Operation):
@@ -209,13 +276,15 @@ def _mount_pages(app: FastAPI, entity: _Entity) -> None:
 
 
 def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: str = "127.0.0.1",
-               address: str | None = None, mcp: bool = True) -> FastAPI:
+               address: str | None = None, mcp: bool = True, public_url: str | None = None) -> FastAPI:
     """A FastAPI app for one or several entities (the kernel's, as ``pps serve`` reached them, or memories: they
     are opened in the app's lifespan when they are not open yet); the first is also served at the bare paths.
 
     ``mcp=False``: REST only, no ``/mcp`` (the MCP SDK is not even imported: a server started for the forwarding
     protocol alone starts sooner). ``address`` (e.g. ``http://127.0.0.1:8765``) is written to each entity's owner lock in the lifespan, so CLI
     calls and stdio MCP servers forward to this server (``pps serve`` publishes once the socket accepts instead).
+    ``public_url``: the URL clients reach this server at; with it, each entity that has a token gets OAuth for its
+    MCP endpoint (``.oauth``: what claude.ai and Claude Desktop connectors need).
     """
     given = [hosted] if isinstance(hosted, Memory | Entity) else list(hosted)
     if not given:
@@ -223,7 +292,8 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
     reached = [LocalEntity(h) if isinstance(h, Memory) else h for h in given]
     if any(not isinstance(r, LocalEntity) for r in reached):
         raise ValueError("the HTTP app serves entities this process owns, not forwarded ones")
-    entities = {r.name: _Entity(r, host, mcp=mcp) for r in reached if isinstance(r, LocalEntity)}
+    entities = {r.name: _Entity(r, host, mcp=mcp, public_url=public_url, primary=r is reached[0])
+                for r in reached if isinstance(r, LocalEntity)}
     if len(entities) != len(given):
         raise ValueError("two hosted entities have the same name")
     primary = next(iter(entities.values()))
@@ -242,7 +312,12 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
                 _add_tool_routes(app, entity, entity is primary, components, owners)
                 _mount_pages(app, entity)
                 if entity.mcp is not None:
+                    # an entity several servers may serve: MCP without sessions (stateless streamable HTTP), so a
+                    # client's calls may reach any server behind a load balancer; one server alone keeps sessions
+                    # (subscriptions to resources notify within them)
+                    entity.mcp.stateless = entity.memory.shared
                     await stack.enter_async_context(entity.mcp.run())
+                await stack.enter_async_context(_fleet_token(entity))
             app.openapi_schema = None
             yield
 
@@ -257,14 +332,26 @@ def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: s
         """Liveness (no token needed). The entity's detailed health is the `pps_health` operation."""
         return {"ok": all(e.memory.opened for e in entities.values()), "entities": len(entities)}
 
+    @app.get("/ready", tags=["health"])
+    async def ready() -> JSONResponse:
+        """Readiness (no token needed): 200 when every entity's stores answer now, 503 with why not (a database
+        server down) so a load balancer sends calls elsewhere; `/health` stays liveness (the process is up)."""
+        waiting = {e.name: why for e in entities.values() if (why := await e.memory.ready())}
+        return JSONResponse({"ready": not waiting, "entities": len(entities), **({"not_ready": waiting} if waiting
+                                                                                   else {})},
+                            status_code=503 if waiting else 200)
+
     for entity in entities.values():
         if mcp:
-            app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint()))
+            app.router.routes.append(Route(f"/entities/{entity.name}/mcp", entity.mcp_endpoint(
+                f"/entities/{entity.name}/mcp")))
+        if entity.oauth is not None:
+            app.router.routes.extend(entity.oauth.routes())
         app.add_api_route(f"/entities/{entity.name}/metrics", _metrics_endpoint(entity), methods=["GET"],
                           include_in_schema=False)
     app.add_api_route("/metrics", _metrics_endpoint(primary), methods=["GET"], include_in_schema=False)
     if mcp:
-        app.router.routes.append(Route("/mcp", primary.mcp_endpoint()))
+        app.router.routes.append(Route("/mcp", primary.mcp_endpoint("/mcp")))
 
     add_docs_routes(app, entities, primary.name, components)
 

@@ -14,7 +14,7 @@ from pps_core.auth import TokenGate
 from pps_core.errors import Forbidden, InvalidToken, PPSError, TooLarge, Unauthorized
 from pps_core.reach import Caller
 
-__all__ = ["BearerGuard", "BodyLimit", "EntityAuth", "InvalidToken", "challenge", "is_loopback"]
+__all__ = ["BearerGuard", "BodyLimit", "EntityAuth", "FoldHost", "InvalidToken", "challenge", "is_loopback"]
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -185,6 +185,22 @@ class BearerGuard:
             except PPSError as exc:
                 await send_error(send, exc)
                 return
+        await self.app(scope, receive, send)
+
+
+class FoldHost:
+    """Wraps the MCP endpoint so it sees ``Host`` and ``Origin`` lowercased, as :func:`browser_problem` reads them:
+    a host name and a scheme are case-insensitive (RFC 3986 section 3.2.2), and the MCP SDK's DNS-rebinding check
+    compares them exactly, so ``Host: LOCALHOST:<port>`` was a 421 there and a 200 on the REST routes (issue 35).
+    Nothing else changes: a look-alike name (``localhost.``, ``127.0.0.1.nip.io``) is refused on both."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            headers = [(k, v.lower()) if k in (b"host", b"origin") else (k, v) for k, v in scope.get("headers", ())]
+            scope = {**scope, "headers": headers}
         await self.app(scope, receive, send)
 
 

@@ -30,6 +30,11 @@ class HttpTransport(Transport):
         parser.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free port)")
         parser.add_argument("--no-mcp", action="store_true",
                             help="REST only, no MCP at /mcp (starts sooner: the MCP SDK is not imported)")
+        parser.add_argument("--public-url", default=None,
+                            help="the URL clients reach this server at, when it is not the bound address (behind "
+                                 "an HTTPS tunnel or proxy, e.g. https://pps.example.com): OAuth metadata names it")
+        parser.add_argument("--no-oauth", action="store_true",
+                            help="no OAuth for the MCP endpoints: the entity's static token only")
 
     async def serve(self, served: Served, options) -> None:
         if not is_loopback(options.host):
@@ -41,11 +46,38 @@ class HttpTransport(Transport):
         mcp = not options.no_mcp
         print(f"pps: serving {', '.join(e.name for e in served)} at {address} (REST /tools"
               f"{', MCP /mcp' if mcp else ''})", file=sys.stderr, flush=True)
-        await run_app(served, sock, address, host=options.host, log_level=options.log_level, mcp=mcp)
+        if options.public_url:
+            _check_public_url(options.public_url, oauth=mcp and not options.no_oauth)
+        public_url = None if options.no_oauth or not mcp else (options.public_url or address).rstrip("/")
+        oauth = [e.name for e in served if e.gate.required] if public_url else []
+        if oauth:  # what to give claude.ai / Claude Desktop as a connector's URL
+            print(f"pps: OAuth connector URL{'s' if len(oauth) > 1 else ''}: "
+                  f"{', '.join(f'{public_url}/entities/{n}/mcp' for n in oauth)}", file=sys.stderr, flush=True)
+        await run_app(served, sock, address, host=options.host, log_level=options.log_level, mcp=mcp,
+                      public_url=public_url)
 
     async def listen(self, served: Served) -> None:
         sock, address = _bind("127.0.0.1", 0)
         await run_app(served, sock, address, host="127.0.0.1", log_level="warning", quiet=True, mcp=False)
+
+
+def _check_public_url(url: str, *, oauth: bool) -> None:
+    """``--public-url`` is an origin (scheme, host, port), https unless on loopback (OAuth 2.1 and the MCP
+    authorization spec require it); a clear error instead of a traceback at start."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a malformed port
+    except ValueError:
+        parts = None
+    if (parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.username
+            or parts.path.strip("/") or parts.query or parts.fragment):
+        raise PPSError(f"--public-url {url!r}: give the origin clients reach, like https://pps.example.com "
+                       "(no path: the routes are served at the root)")
+    if oauth and parts.scheme != "https" and not is_loopback(parts.hostname):
+        raise PPSError(f"--public-url {url!r}: OAuth needs https beyond loopback (put the server behind an HTTPS "
+                       "tunnel or proxy, or pass --no-oauth)")
 
 
 def _bind(host: str, port: int) -> tuple[socket.socket, str]:
@@ -62,15 +94,16 @@ def _bind(host: str, port: int) -> tuple[socket.socket, str]:
 
 
 async def run_app(served: Served, sock: socket.socket, address: str, *, host: str, log_level: str,
-                  quiet: bool = False, mcp: bool = True) -> None:
+                  quiet: bool = False, mcp: bool = True, public_url: str | None = None) -> None:
     """Serve the entities' app on ``sock`` until ``served.stopping`` (or uvicorn's own signal handling); each
     entity's owner lock names ``<address>/entities/<name>`` once the socket accepts. ``quiet``: nothing on
-    stdout (beside stdio MCP), no access log. ``mcp=False``: REST only."""
+    stdout (beside stdio MCP), no access log. ``mcp=False``: REST only. ``public_url``: OAuth for the MCP endpoints
+    of entities that have a token (``.oauth``)."""
     import uvicorn
 
     from .app import create_app
 
-    app = create_app(list(served), host=host, mcp=mcp)
+    app = create_app(list(served), host=host, mcp=mcp, public_url=public_url)
     extra = {"log_config": None, "access_log": False} if quiet else {}
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level,
                                            lifespan="on", timeout_graceful_shutdown=5, **extra))

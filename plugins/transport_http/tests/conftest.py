@@ -17,6 +17,8 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("pps_http")
     for name, plugins in ENTITIES.items():
         pps(root, "init", "--entity", name, "--plugins", plugins, "--timezone", "UTC")
+        with open(root / name / "pps.toml", "a") as fh:  # every tool listed: the tests compare MCP and HTTP sets
+            fh.write('\n[mcp]\ntools = "all"\n')
     with open(root / "lyra" / "pps.toml", "a") as fh:
         fh.write("\n[limits]\nmax_request_bytes = 4096\n")
     srv = start_server(root, "--entity", "lyra", "--entities", ",".join(ENTITIES))

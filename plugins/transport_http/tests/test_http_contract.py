@@ -49,6 +49,7 @@ class TestHttpMcpTransport(TransportContract):
     transport = "http"
     plugins = ["http", "mcp"]
     serve_args = ["--port", "0"]
+    settings = ["[mcp]", 'tools = "all"']  # every operation listed: the contract checks each
     multi_entity = True
 
     async def connect(self, entity: ServedEntity, token: str | None) -> McpContractClient:

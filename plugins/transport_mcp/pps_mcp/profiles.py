@@ -2,14 +2,14 @@
 
 ``[mcp] tools`` in pps.toml (env ``PPS_MCP_TOOLS``, or ``pps serve mcp --tools``):
 
-- ``"all"`` (default): every operation of the catalog, with its full description;
-- ``"essential"``: the operations their plugins mark ``essential`` (``pps_core.Operation``): what a model
+- ``"essential"`` (default, issue 40): the operations their plugins mark ``essential`` (``pps_core.Operation``): what a model
   needs in a session whose memory is captured and injected by hooks (search, save a crystal or
   word-photo, read one, walk the turns and summaries the startup package points to), each with the first
   sentence of its description and its parameters without JSON Schema ``title`` annotations (pydantic's
   ``"title": "Query"`` beside every field repeats the name; types, limits, defaults and descriptions stay);
-  under 8,000 characters of tool list with the default plugins
-  (``bench/mcp_tools.py`` measures it);
+  under 8,100 characters of tool list with the default plugins, where ``all`` is over 40,000
+  (``bench/mcp_tools.py`` measures each profile);
+- ``"all"``: every operation of the catalog, with its full description (``tools = "all"``, ``--tools all``);
 - a list of operation names: exactly those.
 
 A profile decides what is *listed*; an operation outside it can still be called by name (the startup
@@ -44,7 +44,8 @@ class McpSettings(PluginSettings):
 
     model_config = SettingsConfigDict(env_prefix="PPS_MCP_", extra="ignore")
 
-    tools: str | list[str] = Field("all", description="'all', 'essential', or a list of operation names")
+    tools: str | list[str] = Field("essential", description="'essential' (default: what a model needs, a small "
+                                                            "tool list), 'all', or a list of operation names")
     startup: Literal["tool", "hooks"] = Field("tool", description="who brings the startup package: the model "
                                                                    "calls ambient_recall('startup'), or hooks inject it")
 
@@ -57,7 +58,7 @@ def mcp_settings(settings, **overrides) -> McpSettings:
 def parse_profile(value: str | list[str] | None) -> str | list[str]:
     """``"essential"``, ``"all"``, or a list of names (also written ``"a,b,c"`` on the command line)."""
     if value is None:
-        return "all"
+        return "essential"
     if isinstance(value, str):
         value = value.strip()
         if value in ("all", "essential"):

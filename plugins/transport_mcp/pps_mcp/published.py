@@ -221,7 +221,7 @@ def publish(server: Server, published: Published, call: Call, *, memory=None, to
         server.add_request_handler("prompts/list", types.PaginatedRequestParams, pub.list_prompts)
         server.add_request_handler("prompts/get", types.GetPromptRequestParams, pub.get_prompt)
     if memory is not None and getattr(memory, "pm", None) is not None:
-        memory.pm.register(_Listener(pub), name=f"mcp-resources-{id(pub)}")
+        memory.pm.register(_Listener(pub), name=f"mcp:resources-{id(pub)}")  # a part of mcp: not listed
     else:
         entry = server.get_request_handler("tools/call")
         if entry is not None:

@@ -6,7 +6,6 @@ signatures; ours come from the catalog's parameter models, so the low-level hand
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -41,13 +40,18 @@ def tool_from_spec(spec: ToolSpec, *, compact: bool = False) -> types.Tool:
                       annotations=annotations)
 
 
-def success_result(result: Any) -> types.CallToolResult:
-    """A result with a ``text`` key (ambient_recall) shows its markdown; others show their JSON."""
-    if isinstance(result, dict) and isinstance(result.get("text"), str):
-        text = result["text"]
+def success_result(result: Any, tz: Any = None) -> types.CallToolResult:
+    """The text content is for the model to read, ``structuredContent`` the data, never the same thing twice: a
+    result with a ``text`` key (ambient_recall) shows that markdown, and its data goes without it; any other
+    result shows as a listing (``pps_core.cli_text.readable``: one line per hit, times in ``tz``)."""
+    from pps_core.cli_text import readable
+
+    text = readable(result, tz)
+    if isinstance(result, dict):
+        structured = {k: v for k, v in result.items() if k != "text"} if isinstance(result.get("text"), str) \
+            else result
     else:
-        text = json.dumps(result, ensure_ascii=False, indent=1)
-    structured = result if isinstance(result, dict) else {"result": result}
+        structured = {"result": result}
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=structured)
 
 
@@ -69,11 +73,21 @@ async def call_tool(entity: Entity, caller: Caller, name: str, arguments: dict[s
     from pps_core.errors import UnknownOperation
 
     try:
-        return success_result(await entity.call(name, arguments, caller=caller))
+        return success_result(await entity.call(name, arguments, caller=caller), _zone(entity))
     except UnknownOperation as exc:
         raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data=exc.to_dict()) from None
     except PPSError as exc:
         return error_result(exc)
+
+
+def _zone(entity: Entity) -> Any:
+    """The entity's zone, for the times of a listing (None: shown as stored, UTC)."""
+    from zoneinfo import ZoneInfo
+
+    try:
+        return ZoneInfo(entity.settings.timezone)
+    except Exception:
+        return None
 
 
 def create_server(memory=None, *, entity: Entity | None = None, caller: Caller | None = None,

@@ -24,7 +24,7 @@ class McpTransport(Transport):
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--tools", help="tool profile: all, essential, or a comma list of operations "
-                                            "(default [mcp] tools, 'all')")
+                                            "(default [mcp] tools, 'essential')")
         parser.add_argument("--startup", choices=["tool", "hooks"],
                             help="hooks: the startup package is injected by hooks, so the instructions do not "
                                  "ask the model to fetch it (default [mcp] startup, 'tool')")

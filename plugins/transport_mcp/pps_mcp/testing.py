@@ -67,7 +67,10 @@ class McpContractClient:
                                                                            "message": exc.message}) from None
         if result.is_error:
             raise error_from(result.structured_content)
-        return result.structured_content
+        answer = dict(result.structured_content or {})
+        if operation == "ambient_recall":  # its markdown is the text content, not repeated in the data
+            answer["text"] = result.content[0].text
+        return answer
 
     async def close(self) -> None:
         self._closing.set()

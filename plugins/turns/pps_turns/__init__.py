@@ -30,11 +30,13 @@ from .store import (
     context_plan,
     forgotten_ack,
     message_id_digest,
+    tombstones,
+    turn_digest,
 )
 
 __all__ = ["ArchivableTurnStore", "BrowsableTurnStore", "GlanceableStore", "TurnDomain", "TurnStore", "build",
            "context_plan", "for_memory", "forgotten_ack", "message_id_digest", "operations", "operations_for_memory",
-           "turn_copies"]
+           "tombstones", "turn_copies", "turn_digest"]
 
 
 def _domain_of(memory: Any) -> TurnDomain:

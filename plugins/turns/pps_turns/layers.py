@@ -4,6 +4,8 @@ its searches) for the kernel's recall, startup package and health."""
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +122,33 @@ class RawCaptureLayer(Layer):
         await self.retriever.close()
         await self.backend.close()
 
+    @asynccontextmanager
+    async def claim_job(self, job: str) -> AsyncIterator[bool]:
+        """:class:`pps_core.contracts.JobClaims` (``memory.claim``) through the store's ``claim_job`` where
+        several servers share it; a store one process owns leaves every job to that process."""
+        claim = getattr(self.backend, "claim_job", None)
+        if claim is None:
+            yield True
+            return
+        async with claim(job) as mine:
+            yield mine
+
+    async def shared_get(self, key: str) -> str | None:
+        """:class:`pps_core.contracts.SharedValues` through the store where several servers share it (None, and
+        nothing kept, for a store one process owns: its home is the only one)."""
+        get = getattr(self.backend, "shared_get", None)
+        return await get(key) if get is not None else None
+
+    async def shared_put(self, key: str, value: str) -> None:
+        put = getattr(self.backend, "shared_put", None)
+        if put is not None:
+            await put(key, value)
+
+    async def ready(self) -> str | None:
+        """The store's own readiness (a database server answering), when it has one (``ready()``)."""
+        check = getattr(self.backend, "ready", None)
+        return await check() if check is not None else None
+
     async def reindex(self, progress, full: bool = False) -> dict[str, Any] | None:
         """Turn vectors: those missing, e.g. turns stored before an embedder was loaded (every one with ``full``)."""
         return await self.retriever.reindex(progress, full)
@@ -146,7 +175,7 @@ class RawCaptureLayer(Layer):
         self.record_latency(started)
         results = [turn_result(t, score=t["score"]) for t in found]
         for r, t in zip(results, found, strict=True):
-            r.metadata["scores"] = t["signals"]  # the signals that made the score: bm25, dense, coverage, ...
+            r.signals = t["signals"]  # the signals that made the score: bm25, dense, coverage, ... (explain)
         return results
 
     async def recent(self, limit: int) -> list[SearchResult]:
@@ -185,6 +214,14 @@ class RawCaptureLayer(Layer):
 
     async def count_uningested(self) -> int:
         return (await self.backend.counts())["uningested"]
+
+    async def owed_forgets(self) -> list[dict[str, Any]]:
+        """:class:`pps_core.contracts.OwedForgets`: what forgets still owe."""
+        return await self.domain.owed_forgets()
+
+    async def settle_owed_forgets(self) -> dict[str, Any]:
+        """:class:`pps_core.contracts.OwedForgets`: retry what forgets still owe."""
+        return await self.domain.settle_owed_forgets()
 
     async def unread_for_recall(self, consumer_key: str, channel: str | None) -> StartupItems | None:
         found = await self.backend.poll(consumer_key, channel, UNREAD_PREVIEW, newest_first_preview=True)
@@ -257,7 +294,7 @@ class SummariesLayer(Layer):
         self.record_latency(started)
         results = [summary_result(s, s["score"]) for s in found]
         for r, s in zip(results, found, strict=True):
-            r.metadata["scores"] = s["signals"]
+            r.signals = s["signals"]
         return results
 
     async def recent(self, limit: int) -> list[SearchResult]:

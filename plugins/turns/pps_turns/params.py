@@ -25,14 +25,15 @@ class _Params(BaseModel):
 class TurnIn(_Params):
     content: Captured = Field(..., min_length=1, max_length=200_000,
                               description="the turn, verbatim (<private>...</private> spans dropped)")
-    author_name: str = Field(..., min_length=1, max_length=200, description="who said it")
-    channel: str = Field(..., min_length=1, max_length=200, description="e.g. 'terminal:<session>', 'discord:<room>'")
-    session_id: str | None = Field(None, max_length=200)
+    author_name: Captured = Field(..., min_length=1, max_length=200, description="who said it")
+    channel: Captured = Field(..., min_length=1, max_length=200,
+                              description="e.g. 'terminal:<session>', 'discord:<room>'")
+    session_id: Captured | None = Field(None, max_length=200)
     created_at: str | None = Field(None, max_length=64,
                                    description="ISO 8601; without a zone it is read in the entity's zone; default now")
     metadata: CapturedMetadata | None = Field(None, description="any JSON object, kept with the turn "
                                                                 "(<private> spans dropped from every string)")
-    message_id: str | None = Field(None, min_length=1, max_length=200,
+    message_id: Captured | None = Field(None, min_length=1, max_length=200,
                                    description="client id: a repeat with the same id stores nothing new")
 
     @field_validator("content")
@@ -73,6 +74,7 @@ class SearchParams(_Params):
                                     description="the floor: only results whose calibrated score (the probability "
                                                 "that it is relevant) is at least this; default the layer's "
                                                 "[recall] min_score; 0 lists every candidate")
+    explain: bool = Field(False, description="add each result's scoring signals")
 
 
 class SummarizeParams(_Params):
@@ -80,13 +82,13 @@ class SummarizeParams(_Params):
 
 
 class StoreSummaryParams(_Params):
-    summary_text: str = Field(..., min_length=1, max_length=100_000)
+    summary_text: Captured = Field(..., min_length=1, max_length=100_000)
     start_id: int | None = Field(None, ge=1, description="first turn id of the range (with end_id)")
     end_id: int | None = Field(None, ge=1, description="last turn id of the range (with start_id)")
     message_ids: list[int] | None = Field(None, min_length=1, max_length=10_000,
                                           description="exactly the turns covered (preferred over a range)")
-    channels: list[str] | None = Field(None, max_length=100)
-    summary_type: str = Field("work", min_length=1, max_length=50)
+    channels: list[Captured] | None = Field(None, max_length=100)
+    summary_type: Captured = Field("work", min_length=1, max_length=50)
 
     @field_validator("summary_text")
     @classmethod
@@ -142,7 +144,7 @@ class TurnsAroundParams(_Params):
 
 
 class PollParams(_Params):
-    consumer_key: str = Field(..., min_length=1, max_length=200, description="the reader: one cursor per key")
+    consumer_key: Captured = Field(..., min_length=1, max_length=200, description="the reader: one cursor per key")
     channel: str | None = Field(None, max_length=200, description="the reader's own channel (excluded)")
     limit: int = Field(50, ge=1, le=MAX_LIMIT)
 
@@ -171,7 +173,7 @@ class ActivityParams(_Params):
 
 
 class _Who(_Params):
-    requested_by: str = Field("unspecified", min_length=1, max_length=200,
+    requested_by: Captured = Field("unspecified", min_length=1, max_length=200,
                               description="who asked to forget (kept in the forget log; never the content)")
 
 

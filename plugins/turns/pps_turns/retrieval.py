@@ -420,10 +420,38 @@ MEANING = 0.4
 STANDOUT_LEAD = 0.15
 STANDOUT_COSINE = 0.3
 STANDOUT = 0.01
+#: A match by meaning (issue 40): a turn holding no word of the query whose cosine is at least this is scored by the
+#: plain model of absolute signals (``plain_dense``: coverage, rare word, cosine; fitted on the same LoCoMo labels)
+#: when that is higher than the fused model's: the fused score is relative (its lexical half is BM25 over the best
+#: lexical candidate), so a common word shared by filler took the lexical half and buried the answer that shares no
+#: word ("what wood for the garden beds?" -> "Cedar. It resists rot ...", cosine 0.62: 0.0018 under the 0.005
+#: floor). The plain model clears the floor from a cosine of about 0.46 (MiniLM: unrelated sentences 0.0-0.15).
+MEANING_MATCH = 0.45
+#: A turn that holds only common words of the query (under COMMON_SHARE of its word weight, not its rarest word)
+#: and is no match in meaning (cosine under UNRELATED_MEANING) is scored by the same plain model when that is lower:
+#: "timing probe message about the garden" (coverage 0.10, cosine 0.19) for the question above: 0.0075 -> 0.0011.
+#: On the public LoCoMo file the two rules move the floored recall@10 by -0.0004 (bench/RESULTS.md, issue 40).
+COMMON_SHARE = 0.2
+UNRELATED_MEANING = 0.3
+
+
+def match_label(coverage: float, rare: bool, cosine: float | None, standout: bool = False) -> str:
+    """How a turn matched, in words a person reads beside its score (the calibrated probability was fitted on long
+    LoCoMo conversations, where one turn among hundreds is the evidence: an exact match on a small entity can read
+    "3%"): ``strong`` (most of the query's words and its meaning), ``words`` (most of its word weight, or its rarest
+    word), ``meaning`` (no or few of its words, close in meaning), ``weak`` (the rest)."""
+    close = cosine is not None and cosine >= MEANING_MATCH
+    if coverage >= 0.5 and (close or cosine is None and coverage >= 0.8):
+        return "strong"
+    if coverage >= 0.5 or rare:
+        return "words"
+    if close or standout:
+        return "meaning"
+    return "weak"
 
 
 def calibrate(ranked: list[tuple[int, float, dict]], texts: Mapping[int, str], terms: list[str],
-              weights: Weights, dense_on: bool, dense: Mapping[int, float] | None = None
+              weights: Weights, dense_on: bool, dense: Mapping[int, float] | None = None, lexical_on: bool = True
               ) -> list[tuple[int, float, dict]]:
     """Score fused candidates (``fuse_meta``'s output) with the calibrated probability; best first.
 
@@ -448,8 +476,18 @@ def calibrate(ranked: list[tuple[int, float, dict]], texts: Mapping[int, str], t
         p = model(x)
         ahead = lead(dense[i], best) if i in dense else 0.0
         standout = not matched[i] and ahead >= STANDOUT_LEAD and dense.get(i, 0.0) >= STANDOUT_COSINE
-        out.append((i, max(p, STANDOUT) if standout else p,
-                    {**sig, "coverage": round(cov[i], 4), "matched": matched[i], "rare": bool(x["rare"]),
+        score = max(p, STANDOUT) if standout else p
+        if dense_on and lexical_on:  # the absolute signals decide at the two ends: a match by meaning, a common
+            # word alone (they correct the relative lexical half of the fused score: without one, nothing to correct)
+            cosine = float(sig.get("dense") or 0.0)
+            plain = CALIBRATION["plain_dense"]({"coverage": cov[i], "rare": x["rare"], "dense": cosine})
+            if not matched[i] and cosine >= MEANING_MATCH:
+                score = max(score, plain)
+            elif matched[i] and not x["rare"] and cov[i] < COMMON_SHARE and cosine < UNRELATED_MEANING:
+                score = min(score, plain)
+        out.append((i, score,
+                    {**sig, "match": match_label(cov[i], bool(x["rare"]), sig.get("dense"), standout),
+                     "coverage": round(cov[i], 4), "matched": matched[i], "rare": bool(x["rare"]),
                      "lead": round(ahead, 4), "standout": standout, "probability": round(p, 4),
                      "features": {k: round(v, 4) for k, v in x.items()}}))
     cap = min((p for _i, p, sig in out if sig["rare"]), default=None)

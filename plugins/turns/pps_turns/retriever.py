@@ -82,8 +82,12 @@ class Retriever(_Embedding):
         super().__init__(memory)
         self.store = store
         self.pending = True  # turns may lack vectors (stored before an embedder, or a failed embed)
-        #: Every turn with id <= this has a vector (of the current model) or was looked at.
+        #: Every turn with id <= this has a vector (of the current model) or was looked at. Only for a store this
+        #: process alone writes: where several servers write (``exclusive`` False) ids commit out of order and
+        #: other processes add turns, so the store answers by set membership, the floor stays 0 and every
+        #: search looks at the backlog.
         self.floor = 0
+        self.shared = getattr(store, "exclusive", True) is False
         self._task: asyncio.Task | None = None
         self._embedding = asyncio.Lock()  # one batch at a time: the background drain and a search take turns
         #: How many turns had no vector when the last search looked (they were found by their words only);
@@ -161,12 +165,25 @@ class Retriever(_Embedding):
             while self.pending and done < limit:
                 async with self._embedding:  # a background batch in flight finishes first
                     if self.pending:
-                        done += await self._batch(emb, min(EMBED_BATCH, limit - done))
+                        done += await self._batch(emb, min(EMBED_BATCH, limit - done), wait=True)
         except Exception as exc:
             self.warn(exc)
 
-    async def _batch(self, emb: Any, size: int = EMBED_BATCH) -> int:
+    async def _batch(self, emb: Any, size: int = EMBED_BATCH, wait: bool = False) -> int:
         model = self.model(emb)
+        claim = getattr(self.store, "claim_turns_missing_vectors", None)
+        if claim is not None:  # a store several servers share: each turn is embedded by one of them
+            async with claim(model, size, wait) as (todo, write):
+                if len(todo) < size:  # the rest (if any) is another server's, being embedded now
+                    self.pending = False
+                if todo:
+                    try:
+                        vecs = await asyncio.to_thread(emb.embed, [vector_text(t) for t in todo])
+                    except BaseException:
+                        self.pending = True
+                        raise
+                    await write(_blobs(vecs))
+            return len(todo)
         todo, top = await self.store.turns_missing_vectors(model, size, self.floor)
         if len(todo) < size:
             self.pending = False
@@ -177,8 +194,9 @@ class Retriever(_Embedding):
                 self.pending = True
                 raise
             await self.store.write_turn_vectors(model, todo, _blobs(vecs))
-            self.floor = todo[-1]["id"]  # every turn up to here has its vector
-        if len(todo) < size:  # nothing else was missing up to ``top``: the next look starts there
+            if not self.shared:
+                self.floor = todo[-1]["id"]  # every turn up to here has its vector
+        if len(todo) < size and not self.shared:  # nothing else was missing up to ``top``: start there next
             self.floor = max(self.floor, top)
         return len(todo)
 
@@ -237,12 +255,16 @@ class Retriever(_Embedding):
             if emb is None:
                 return None
             try:
+                if self.shared:  # other servers store turns too: their backlog is this search's as well
+                    self.pending = True
                 if self.pending:  # read your writes: a backlog within the bound is embedded first; a larger
                     # one (an import, a history stored before the embedder) is left to the background, so the
                     # search neither waits for it nor for the batch in flight, and says how many turns wait
                     backlog, _ = await self.store.turns_missing_vectors(self.model(emb), QUERY_EMBED_MAX + 1,
                                                                         self.floor)
-                    if len(backlog) <= QUERY_EMBED_MAX:
+                    if not backlog:  # nothing waits: one look, no claim
+                        self.pending = False
+                    elif len(backlog) <= QUERY_EMBED_MAX:
                         await self.ready(emb, QUERY_EMBED_MAX)
                     if self.pending:
                         self.vectors_pending = await self.store.count_turns_missing_vectors(self.model(emb))
@@ -305,7 +327,7 @@ class Retriever(_Embedding):
         if calibrated:
             assert weights is not None
             ranked = retrieval.calibrate(ranked, {i: t["content"] for i, t in found.items()}, q.terms, weights,
-                                         dense_on=qvec is not None, dense=dense)
+                                         dense_on=qvec is not None, dense=dense, lexical_on=cfg.use_bm25)
         if min_score is not None:
             ranked = [r for r in ranked if r[1] >= min_score]
         return [{**found[i], "score": round(s, 6), "signals": sig} for i, s, sig in ranked[offset:offset + limit]
@@ -341,8 +363,10 @@ class SummarySearch(_Embedding):
         self.store = store
         #: ``await weights(terms)``: the query words' idf over the entity's turns (the Retriever's)
         self.weights = weights
-        #: (model, every summary up to this id has its vector or was looked at)
+        #: (model, every summary up to this id has its vector or was looked at); not used where several servers
+        #: write (summary ids commit out of order as turn ids do): the store's set of missing vectors is read
         self.floor: tuple[str, int] = ("", 0)
+        self.shared = getattr(store, "exclusive", True) is False
 
     @staticmethod
     def model(emb: Any) -> str:
@@ -351,7 +375,7 @@ class SummarySearch(_Embedding):
     async def _fill(self, emb: Any, model: str, progress: Callable[[int], None] | None = None) -> int:
         done = 0
         while True:
-            after = self.floor[1] if self.floor[0] == model else 0
+            after = self.floor[1] if self.floor[0] == model and not self.shared else 0
             todo, top = await self.store.summaries_missing_vectors(model, SUMMARY_EMBED_BATCH, after)
             if not todo:
                 self.floor = (model, max(after, top))

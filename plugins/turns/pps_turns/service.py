@@ -8,6 +8,7 @@ through the catalog).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import math
 import secrets
@@ -20,6 +21,7 @@ from typing import Any
 
 from pps_core import Operation
 from pps_core.errors import InvalidParams, NotFound, Unavailable
+from pps_core.lineage import ForgottenTurns
 from pps_core.models import Summary
 from pps_core.privacy import drop_private
 from pps_core.timeutil import now_utc, parse_timestamp, render_iso_local, to_storage
@@ -50,6 +52,10 @@ from .retriever import Retriever, SummarySearch
 from .store import BrowsableTurnStore, TurnStore
 
 TURNS_PER_SUMMARY = 50
+#: What a forget answers while a copy still owes it.
+OWED_NOTE = ("The turns are deleted from the turn store. The copies named in pending could not forget them now "
+             "and still hold their text; each is owed: it is retried when the entity opens, by upkeep and at the "
+             "next forget until it confirms (turn_copies and pps_health list what is owed).")
 #: How long a forget_search confirmation token stays valid.
 TOKEN_TTL_S = 600.0
 
@@ -80,6 +86,8 @@ class TurnDomain:
         self.summary_search = SummarySearch(memory, store, self.retriever.weights)
         self.raw = RawCaptureLayer(self)
         self.summaries = SummariesLayer(self)
+        #: One settling of owed forgets at a time (the retry at open, upkeep, a forget).
+        self._settling = asyncio.Lock()
 
     def layers(self) -> list[Any]:
         return [self.raw, self.summaries]
@@ -172,12 +180,24 @@ class TurnDomain:
             said = (f"{pending} turns have no vector yet, so this search found them by their words only; they are "
                     f"embedded in the background and by each search, or all at once with `pps reindex`")
             out["note"] = f"{out['note']}; {said}" if "note" in out else said
-        return {**out, "results": [{"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
-                             "channel": r.metadata.get("channel"), "session_id": r.metadata.get("session_id"),
-                             "message_id": r.metadata.get("message_id"), "summary_id": r.metadata.get("summary_id"),
-                             "created_at": r.timestamp, "local_time": render_iso_local(r.timestamp, self.memory.tz),
-                             "score": r.score, "scores": r.metadata.get("scores"),
-                             "metadata": r.metadata.get("metadata") or {}} for r in results]}
+        return {**out, "results": [self._hit(r, p.explain) for r in results]}
+
+    def _hit(self, r: Any, explain: bool) -> dict[str, Any]:
+        """A search hit: its id, content, author, channel, time, one score (the calibrated probability) and how it
+        matched (``match``: strong, words, meaning or weak: retrieval.match_label); the
+        caller's own metadata when it has some; the other fields and the signals of the score with ``explain``."""
+        hit: dict[str, Any] = {"id": int(r.source), "content": r.content, "author_name": r.metadata.get("author_name"),
+                               "channel": r.metadata.get("channel"), "created_at": r.timestamp, "score": r.score}
+        if r.signals and r.signals.get("match"):  # how it matched, in a word: the score alone reads as a percentage
+            hit["match"] = r.signals["match"]
+        own = r.metadata.get("metadata") or {}
+        if own or explain:
+            hit["metadata"] = own
+        if explain:
+            hit.update(session_id=r.metadata.get("session_id"), message_id=r.metadata.get("message_id"),
+                       summary_id=r.metadata.get("summary_id"),
+                       local_time=render_iso_local(r.timestamp, self.memory.tz), scores=r.signals)
+        return hit
 
     async def poll_channels(self, p: PollParams) -> dict[str, Any]:
         found = await self._open_store().poll(p.consumer_key, p.channel, p.limit)
@@ -232,7 +252,8 @@ class TurnDomain:
         return {"query": p.query, "count": len(results), "min_score": floor,
                 **self._nothing(results, floor, "summary"),
                 "results": [{"id": int(r.source.split()[-1]), "summary_text": r.content, "score": r.score,
-                             "time_span_end": r.timestamp, **r.metadata} for r in results]}
+                             "time_span_end": r.timestamp, **r.metadata,
+                             **({"scores": r.signals} if p.explain else {})} for r in results]}
 
     async def summary_stats(self, _p: NoParams) -> dict[str, Any]:
         return await self._open_store().summary_stats()
@@ -332,20 +353,72 @@ class TurnDomain:
     # -- forgetting -------------------------------------------------------------------------------
 
     async def forget(self, ids: list[int], who: str, how: str) -> dict[str, Any]:
-        """Delete turns for good in the store, then every declared copy (``memory.events.messages_forgotten``)."""
+        """Delete turns for good in the store, recording in the same transaction every copy that still owes the
+        forget (``memory.events.owed_copies``); then run every declared copy's forget and strike off the ones
+        that confirmed. What failed stays owed (``pending``), retried at open, by upkeep and here first."""
         store = self._open_store()
-        texts = {t["id"]: t for t in await store.turns_by_ids(sorted(set(ids)))}
-        out = await store.forget(ids, who, how)
-        self.retriever.invalidate()
-        gone = out["forgotten"]
-        incomplete = (await self.memory.events.messages_forgotten(
-            gone, texts=[texts[i]["content"] for i in gone if i in texts],
-            message_ids=[texts[i]["message_id"] for i in gone if i in texts and texts[i]["message_id"]],
-            requested_by=who) if gone else [])
+        async with self._settling:
+            earlier = await self._settle()
+            owed = self.memory.events.owed_copies()
+            out = await store.forget(ids, who, how, owed=owed)
+            self.retriever.invalidate()
+            owed_id = out.pop("owed", None)
+            gone = out["forgotten"]
+            failed: dict[str, str] = {}
+            pending: list[str] = []
+            if gone:
+                record = next((r for r in await store.owed_forgets(texts=True) if r["id"] == owed_id), None) \
+                    if owed_id is not None else None
+                turns = ForgottenTurns(tuple(gone), tuple(record["texts"]) if record else (),
+                                       tuple(record["message_ids"]) if record else (), who)
+                failed = await self.memory.events.forget_copies(turns)
+                if owed_id is not None:
+                    pending = await store.settle_forget(owed_id, [k for k in owed if k not in failed])
         out["count"] = len(gone)
-        if incomplete:
-            out["incomplete"] = incomplete
+        out["pending"] = sorted(pending)
+        out["settled"] = earlier["settled"]
+        problems = list(failed.values()) + earlier["incomplete"]
+        if problems:
+            out["incomplete"] = problems
+        if pending or earlier["owed"]:
+            out["note"] = OWED_NOTE
         return out
+
+    async def owed_forgets(self) -> list[dict[str, Any]]:
+        """What forgets still owe, oldest first: ``{"id", "forgotten_at", "turns", "copies"}`` (never text)."""
+        return [{"id": r["id"], "forgotten_at": r["forgotten_at"], "turns": len(r["turn_ids"]), "copies": r["copies"]}
+                for r in await self._open_store().owed_forgets()]
+
+    async def settle_owed_forgets(self) -> dict[str, Any]:
+        """Run every owed copy's forget again (when the entity opens, by upkeep): see :meth:`_settle`."""
+        async with self._settling:
+            return await self._settle()
+
+    async def _settle(self) -> dict[str, Any]:
+        """Each owed forget: its copies' forget once more, those that confirm struck off (the record, texts and
+        all, goes with the last). ``{"settled": forgets finished, "owed": forgets still owed, "pending": {copy:
+        forgets it owes}, "incomplete": [why]}``."""
+        store = self._open_store()
+        settled = 0
+        pending: dict[str, int] = {}
+        problems: list[str] = []
+        down: dict[str, str] = {}  # a copy that failed now is not asked again in this round (a server down)
+        for record in await store.owed_forgets(texts=True):
+            turns = ForgottenTurns(tuple(record["turn_ids"]), tuple(record["texts"]), tuple(record["message_ids"]),
+                                   record["who"])
+            ask = [k for k in record["copies"] if k not in down]
+            failed = {**(await self.memory.events.forget_copies(turns, ask) if ask else {}),
+                      **{k: down[k] for k in record["copies"] if k in down}}
+            down.update(failed)
+            confirmed = [k for k in record["copies"] if k not in failed]
+            left = await store.settle_forget(record["id"], confirmed) if confirmed else list(record["copies"])
+            if not left:
+                settled += 1
+            for key in left:
+                pending[key] = pending.get(key, 0) + 1
+            problems += [p for p in failed.values() if p not in problems]
+        owed = len(await store.owed_forgets()) if pending else 0
+        return {"settled": settled, "owed": owed, "pending": pending, "incomplete": problems}
 
     async def forget_turns(self, p: ForgetTurnsParams) -> dict[str, Any]:
         return await self.forget(p.ids, p.requested_by, "ids")
@@ -440,7 +513,8 @@ def operations(domain_of: Callable[[Any], TurnDomain]) -> list[Operation]:
     ro = {"read_only": True, "idempotent": True}
     gone = ("Deletes for good: the turn, its full text, its vector, every summary that covered it (the turns it "
             "still covered go back to the backlog, to be summarized again), and every copy another plugin declared "
-            "(graph episodes and facts, the recap; see turn_copies). Its message_id is never stored again (an "
+            "(graph episodes and facts, the recap; see turn_copies): a copy that cannot forget now (a graph that is down) is "
+            "owed, named in pending and retried until it confirms. Its message_id is never stored again (an "
             "import or a hook that brings it back stores nothing). Logged (ids, time, requested_by), never the "
             "content.")
     return [

@@ -49,6 +49,24 @@ def message_id_digest(message_id: str) -> str:
     return hashlib.sha256(message_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def turn_digest(turn: Turn) -> str:
+    """What a turn is, whatever id it was captured or imported with: the SHA-256 of its channel, author, time and
+    content as stored (what ``pps export`` writes and ``pps import`` reads back). A turn stored without a
+    ``message_id`` comes back from an export with a derived one (``pps:<entity>:<id>``), from ``pps import jsonl``
+    with another (``jsonl:<hash>``): this digest knows it is the same turn. Kept as a tombstone when the turn is
+    forgotten, and matched against the turns stored (the same turn is not stored twice)."""
+    key = "\x00".join(("pps-turn/1", turn["channel"], turn["author_name"], turn["created_at"], turn["content"]))
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def tombstones(turn: Turn) -> list[str]:
+    """Every digest a forgotten turn leaves: its :func:`turn_digest`, and its ``message_id``'s when it has one."""
+    out = [turn_digest(turn)]
+    if turn.get("message_id") is not None:
+        out.append(message_id_digest(turn["message_id"]))
+    return out
+
+
 def forgotten_ack(turn: Turn) -> dict[str, Any]:
     """The ack for a turn whose ``message_id`` was forgotten: nothing is stored, and the ack says why."""
     return {"id": None, "message_id": turn["message_id"], "created_at": turn["created_at"],
@@ -85,7 +103,11 @@ class TurnStore(Protocol):
         Returns (acks in input order, the turns newly stored, with their ids). An ack is ``{"id", "message_id",
         "created_at", "channel"}``, plus ``"inside_summaries": [ids]`` when the new turn's time falls strictly
         inside summaries' spans (those are flagged ``rewrite = "backfill"`` unless flagged already). A turn whose
-        ``message_id`` is already stored stores nothing and is acked as the first was."""
+        ``message_id`` is already stored, or that was stored without one and comes back with one (the same
+        :func:`turn_digest`: the same channel, author, time and content; one earlier in the batch too: what an
+        export re-imported sends), stores nothing and is acked as the first was (without a ``message_id`` a
+        repeat is a new turn; two different message_ids are two turns). A turn with a tombstone (:func:`tombstones`: its ``message_id``'s
+        digest or its :func:`turn_digest`) stores nothing and is acked :func:`forgotten_ack`."""
         ...
 
     async def turns_by_ids(self, ids: Sequence[int]) -> list[Turn]:
@@ -155,14 +177,33 @@ class TurnStore(Protocol):
         < until, in time order."""
         ...
 
-    async def forget(self, ids: list[int], who: str, how: str) -> dict[str, Any]:
+    async def forget(self, ids: list[int], who: str, how: str, owed: Sequence[str] = ()) -> dict[str, Any]:
         """Delete turns for good, in one transaction: the row, its full-text entry, its vector and any copy the
         store keeps (an in-memory matrix, an index file), so no copy of the store (a backup) holds the text;
         every summary that covered one goes too (text, full-text entry, vector), and the turns it still covered
-        return to the backlog (unsummarized); a tombstone per ``message_id``; authors nobody speaks as any more.
+        return to the backlog (unsummarized); the :func:`tombstones` of each turn (its :func:`turn_digest`, and its
+        ``message_id``'s digest), so no import brings it back; authors nobody speaks as any more.
         Log ids, time, ``who`` and ``how`` (``"ids"``, ``"range"`` or ``"search"``), never content.
+
+        ``owed`` names the copies (``"plugin/copy"``, :meth:`pps_core.events.Events.owed_copies`) that must still
+        forget these turns: when it is not empty and a turn was found, the same transaction records an *owed
+        forget* holding what those copies' ``forget`` needs without the rows: the found turns' ids, their
+        ``message_id`` s, their texts, ``who`` and the copies (:meth:`owed_forgets`). A crash right after the
+        commit leaves it for the next open to finish.
         Returns ``{"forgotten": [ids], "not_found": [ids], "summaries_removed": [ids],
-        "returned_to_backlog": n}``."""
+        "returned_to_backlog": n, "owed": id of the owed forget, or None}``."""
+        ...
+
+    async def owed_forgets(self, texts: bool = False) -> list[dict[str, Any]]:
+        """Every owed forget, oldest first: ``{"id", "forgotten_at", "who", "turn_ids", "message_ids",
+        "copies"}`` (``message_ids``: those of the turns that had one; ``copies``: the keys still owed), plus
+        ``"texts"`` (in the order of ``turn_ids``) when ``texts``."""
+        ...
+
+    async def settle_forget(self, owed_id: int, confirmed: Sequence[str]) -> list[str]:
+        """Strike the ``confirmed`` copies off an owed forget, in one transaction; when none is left the record
+        is deleted and its bytes with it (as :meth:`forget` deletes a turn's: no copy of the store keeps the
+        texts once nothing is owed). The copies still owed (``[]`` when it is gone, or unknown)."""
         ...
 
     async def forget_log(self, limit: int, offset: int = 0) -> tuple[int, list[dict[str, Any]]]:
@@ -247,7 +288,11 @@ class TurnStore(Protocol):
     async def turns_missing_vectors(self, model: str, limit: int, after: int) -> tuple[list[Turn], int]:
         """(up to ``limit`` turns with id > ``after`` and no vector of ``model``, by id; an id up to which every
         turn has now been looked at). When fewer than ``limit`` come back, the domain's next look starts at
-        that id: a store whose ids may commit out of order answers the last id returned (or ``after``)."""
+        that id. A store several servers write (``exclusive`` False) answers by set membership instead: ids
+        commit out of order there, so it ignores ``after`` and returns every turn still without a vector of
+        ``model`` (``pps_postgres`` keeps them in a backlog table the capture adds to); the domain then keeps no
+        mark and looks at the backlog before every search, so a turn committed late is neither left behind nor
+        missing from the pending count."""
         ...
 
     async def write_turn_vectors(self, model: str, turns: list[Turn], vectors: list[bytes]) -> None:

@@ -143,7 +143,7 @@ class TurnStoreContract:
         await store.write_turn_vectors("m", new, [unit(1, 0), unit(0, 1)])
         out = await store.forget([ids[1], 999_999], "tester", "ids")
         assert out == {"forgotten": [ids[1]], "not_found": [999_999], "summaries_removed": [s["id"]],
-                       "returned_to_backlog": 1}
+                       "returned_to_backlog": 1, "owed": None}  # no copy owes it: nothing recorded
         assert [t["id"] for t in await store.turns_by_ids(ids)] == [ids[0]]
         assert await store.lexical_turns(["zebrapassword"], 10) == {}
         sims_ids, _ = await store.turn_similarities("m", _vec(0, 1), 10, 0.0)
@@ -156,6 +156,47 @@ class TurnStoreContract:
         assert total == 1 and log[0]["turn_ids"] == [ids[1]] and log[0]["who"] == "tester"
         assert log[0]["how"] == "ids" and log[0]["summaries_removed"] == [s["id"]]
         assert "zebrapassword" not in repr(log) and "m-gone" not in repr(log)
+
+    async def test_a_forget_owed_by_copies_is_kept_until_each_confirms(self, store: TurnStore) -> None:
+        _acks, new = await store.store([turn("owedcanary one", at=at(1), message_id="m-1"),
+                                        turn("kept", at=at(2)), turn("owedcanary two", at=at(3))])
+        ids = [t["id"] for t in new]
+        out = await store.forget([ids[2], ids[0], 999_999], "ana", "ids", owed=["g/graph", "r/recap"])
+        assert out["forgotten"] == [ids[0], ids[2]] and isinstance(out["owed"], int)
+        assert await store.forget([999_998], "ana", "ids", owed=["g/graph"]) == {
+            "forgotten": [], "not_found": [999_998], "summaries_removed": [], "returned_to_backlog": 0,
+            "owed": None}  # nothing found: nothing owed
+        owed = await store.owed_forgets(texts=True)
+        assert [(o["id"], o["who"], o["turn_ids"], o["message_ids"], o["texts"], o["copies"]) for o in owed] == [
+            (out["owed"], "ana", [ids[0], ids[2]], ["m-1"], ["owedcanary one", "owedcanary two"],
+             ["g/graph", "r/recap"])]
+        assert owed[0]["forgotten_at"]
+        listed = await store.owed_forgets()
+        assert "texts" not in listed[0] and "owedcanary" not in repr(listed)
+        assert await store.settle_forget(out["owed"], ["r/recap"]) == ["g/graph"]
+        assert await store.settle_forget(out["owed"], []) == ["g/graph"]
+        assert [o["copies"] for o in await store.owed_forgets()] == [["g/graph"]]
+        assert await store.settle_forget(out["owed"], ["g/graph"]) == []
+        assert await store.owed_forgets() == []  # the texts went with the last copy
+        assert await store.settle_forget(out["owed"], ["g/graph"]) == []  # unknown now: nothing owed
+        assert [t["id"] for t in await store.turns_by_ids(ids)] == [ids[1]]
+    async def test_a_turn_is_known_by_what_it_says_whatever_id_it_comes_back_with(self, store: TurnStore) -> None:
+        """A turn stored without a message_id (plain ``store_message``) comes back from an export with a derived one
+        (``pps:<entity>:<id>``): kept, it is acked as the first and not stored twice; forgotten, it is tombstoned
+        by what it is (channel, author, time, content), so no id brings it back (issue 35 item 4)."""
+        _acks, new = await store.store([turn("kept words", at=at(1)), turn("zqgone words", at=at(2), author="Ana")])
+        kept, gone = new
+        again, fresh = await store.store([turn("kept words", at=at(1), message_id=f"pps:lyra:{kept['id']}")])
+        assert fresh == [] and again[0]["id"] == kept["id"]
+        await store.forget([gone["id"]], "tester", "ids")
+        for mid in (None, f"pps:lyra:{gone['id']}", "jsonl:0123"):
+            acks, fresh = await store.store([turn("zqgone words", at=at(2), author="Ana", message_id=mid)])
+            assert fresh == [] and acks[0]["id"] is None and acks[0]["forgotten"] is True, mid
+        acks, fresh = await store.store([turn("zqgone words", at=at(3), author="Ana")])  # said again, later: new
+        assert len(fresh) == 1 and acks[0]["id"] == fresh[0]["id"]
+        twice, fresh = await store.store([turn("same", at=at(4)), turn("same", at=at(4), message_id="x")])
+        assert len(fresh) == 1 and twice[0]["id"] == twice[1]["id"] == fresh[0]["id"]  # one batch: one turn
+        assert (await store.counts())["total"] == 3
 
     async def test_forget_tokens_are_single_use_and_bound_to_their_query(self, store: TurnStore) -> None:
         await store.save_forget_token("tok", "q1", [3, 4], expires_at=200.0, now=100.0)

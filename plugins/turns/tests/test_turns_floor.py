@@ -39,7 +39,7 @@ async def test_small_entity_floor(make_memory, plugins):
     if "embeddings" in plugins:
         pytest.importorskip("pps_embeddings")
     m, text = await _entity(make_memory, plugins)
-    found = await m.call("raw_search", {"query": "mouse in the cottage"})
+    found = await m.call("raw_search", {"explain": True, "query": "mouse in the cottage"})
     ranked = [text[r["id"]] for r in found["results"]]
     assert ranked, found
     assert ranked[0] == RAREST
@@ -49,10 +49,10 @@ async def test_small_entity_floor(make_memory, plugins):
     assert "Good morning" not in ranked and "My bank PIN is 4512, keep it safe for me." not in ranked
 
     # nothing shared, in words or meaning: nothing above the floor, and the answer says so
-    empty = await m.call("raw_search", {"query": "quantum chromodynamics on a lattice"})
+    empty = await m.call("raw_search", {"explain": True, "query": "quantum chromodynamics on a lattice"})
     assert empty["results"] == [] and empty["count"] == 0 and "nothing" in empty["note"]
     # the floor is per call: 0 shows every candidate, still scored the same way
-    every = await m.call("raw_search", {"query": "mouse in the cottage", "min_score": 0})
+    every = await m.call("raw_search", {"explain": True, "query": "mouse in the cottage", "min_score": 0})
     assert len(every["results"]) >= len(found["results"])
     scores = {text[r["id"]]: r["score"] for r in every["results"]}
     shares = {t for t in scores if {"mouse", "cottage"} & set(t.lower().rstrip(".?!").split())}
@@ -71,8 +71,8 @@ async def test_scores_are_comparable_across_queries(make_memory, plugins):
     if "embeddings" in plugins:
         pytest.importorskip("pps_embeddings")
     m, text = await _entity(make_memory, plugins)
-    strong = await m.call("raw_search", {"query": "is the cottage pantry sealed", "min_score": 0})
-    weak = await m.call("raw_search", {"query": "the weather in the north of Norway in winter", "min_score": 0})
+    strong = await m.call("raw_search", {"explain": True, "query": "is the cottage pantry sealed", "min_score": 0})
+    weak = await m.call("raw_search", {"explain": True, "query": "the weather in the north of Norway in winter", "min_score": 0})
     assert strong["results"][0]["score"] > 2 * weak["results"][0]["score"]
     # the fused score of the same two (relative to each query's best candidate) cannot tell them apart
     assert strong["results"][0]["scores"]["fused"] < 1.5 * weak["results"][0]["scores"]["fused"]

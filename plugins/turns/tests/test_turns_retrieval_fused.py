@@ -33,7 +33,7 @@ async def test_question_words_and_names_do_not_drown_the_answer(make_memory):
     question = "What kind of music does Melanie like?"
     plain = await m.require_layer("raw_capture").retriever.lexical_baseline(question, 10)
     assert plain[0]["id"] != ids[-1]  # plain BM25: "kind" and "Melanie" win
-    found = await m.call("raw_search", {"query": question, "limit": 3})
+    found = await m.call("raw_search", {"explain": True, "query": question, "limit": 3})
     assert found["results"][0]["id"] == ids[-1]
     scores = found["results"][0]["scores"]
     assert scores["bm25"] > 0 and scores["dense"] is None and scores["fused"] > 0
@@ -43,9 +43,9 @@ async def test_a_date_in_the_question_prefers_turns_of_that_day(make_memory):
     m = await make_memory(plugins=["sqlite"])
     early = await _store(m, [("Melanie", "We went hiking in the hills, it was great.")], day="2023-05-03")
     late = await _store(m, [("Melanie", "We went hiking by the river, it was great.")], day="2023-06-20")
-    found = await m.call("raw_search", {"query": "Where did Melanie go hiking on 20 June, 2023?"})
+    found = await m.call("raw_search", {"explain": True, "query": "Where did Melanie go hiking on 20 June, 2023?"})
     assert [r["id"] for r in found["results"]][:2] == [late[0], early[0]]
-    found = await m.call("raw_search", {"query": "Where did Melanie go hiking in May 2023?"})
+    found = await m.call("raw_search", {"explain": True, "query": "Where did Melanie go hiking in May 2023?"})
     assert found["results"][0]["id"] == early[0]
 
 
@@ -66,7 +66,7 @@ async def test_a_date_at_the_edge_of_the_calendar_is_searched_not_a_crash(make_m
     await _store(m, NEUTRAL)
     for query in ("what happened on December 31, 9999", "what happened on 1 January 0001",
                   "the garden on May 3, 0999"):
-        found = await m.call("raw_search", {"query": query})
+        found = await m.call("raw_search", {"explain": True, "query": query})
         assert found["count"] >= 0
     windows, _ = retrieval.date_windows("on May 3, 0999")
     assert windows == [("0999-05-02T00:00:00.000Z", "0999-05-05T00:00:00.000Z")]
@@ -81,7 +81,7 @@ async def test_without_an_embedder_search_is_lexical_and_never_errors(make_memor
     m = await make_memory(plugins=["sqlite"])
     await _store(m, DISTRACTORS)
     for query in ('"unbalanced', "AND OR NOT", "*", "what is it?", "kind"):
-        found = await m.call("raw_search", {"query": query})
+        found = await m.call("raw_search", {"explain": True, "query": query})
         assert isinstance(found["results"], list)
 
 
@@ -100,7 +100,7 @@ async def test_a_paraphrase_with_no_shared_word_is_found_by_the_vectors(make_mem
     assert await raw.retriever.lexical_baseline(question, 10) == []  # BM25 alone: nothing shared
     # a turn sharing no word scores low (on LoCoMo such a turn is rarely the answer): under the default floor,
     # first with the floor off
-    found = await m.call("raw_search", {"query": question, "limit": 3, "min_score": 0})
+    found = await m.call("raw_search", {"explain": True, "query": question, "limit": 3, "min_score": 0})
     assert found["results"][0]["id"] == ids[-1]
     scores = found["results"][0]["scores"]
     assert scores["dense"] > 0.2 and scores["bm25"] == 0
@@ -118,7 +118,7 @@ async def test_turns_stored_without_an_embedder_are_backfilled(make_memory, tmp_
     m = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
     # the very first search embeds what is missing before it looks (read your writes), no drain needed; a match by
     # meaning alone clears the default floor (its calibrated probability, issue 29)
-    found = await m.call("raw_search", {"query": "Did she get a new dog?", "limit": 1})
+    found = await m.call("raw_search", {"explain": True, "query": "Did she get a new dog?", "limit": 1})
     assert found["results"][0]["id"] == ids[-1] and found["results"][0]["scores"]["dense"] > 0.2
     assert "vectors_pending" not in found
     assert (await stored_vectors(m, "message_vectors"))[0] == len(ids)
@@ -133,7 +133,7 @@ async def test_a_turn_stored_by_one_process_is_found_by_meaning_by_the_next(make
     ids = await _store(writer, DISTRACTORS + [PARAPHRASE])
     await writer.close()  # at once, as a CLI call does
     reader = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
-    found = await reader.call("raw_search", {"query": "Did she get a new dog?", "limit": 1})
+    found = await reader.call("raw_search", {"explain": True, "query": "Did she get a new dog?", "limit": 1})
     assert [r["id"] for r in found["results"]] == [ids[-1]] and found["results"][0]["scores"]["dense"] > 0.2
 
 
@@ -165,7 +165,7 @@ async def test_a_meaning_only_match_stored_by_one_process_clears_the_floor_for_t
     ids = await _store(writer, [RUSTED])
     await writer.close()  # at once, as a CLI call does: the turn has no vector yet
     reader = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
-    found = await reader.call("raw_search", {"query": "metal fasteners corrosion"})
+    found = await reader.call("raw_search", {"explain": True, "query": "metal fasteners corrosion"})
     assert [r["id"] for r in found["results"]][:1] == ids, found
     assert found["results"][0]["score"] >= retrieval.FLOOR and found["results"][0]["scores"]["bm25"] == 0
     # and the unrelated turns stay under it: no filler
@@ -182,13 +182,13 @@ async def test_past_its_bound_a_search_says_how_many_turns_wait_for_vectors(make
     await _store(m, DISTRACTORS + [PARAPHRASE])  # 9 turns, no embedder: none has a vector
     await m.close()
     m = await make_memory(entity="e", home=home, plugins=["sqlite", "embeddings"])
-    found = await m.call("raw_search", {"query": "Did she get a new dog?", "min_score": 0})
+    found = await m.call("raw_search", {"explain": True, "query": "Did she get a new dog?", "min_score": 0})
     # a backlog past the bound is not embedded on the query path (an import of 20,000 turns made every search
     # wait for a background batch and 32 more: 2.4 s p95 in bench/explorer.py): the search looks at once
     assert found["vectors_pending"] == 9, found
     assert "9 turns" in found["note"] and "pps reindex" in found["note"]
     await m.require_layer("raw_capture").retriever.drain()  # the rest followed in the background
-    found = await m.call("raw_search", {"query": "Did she get a new dog?", "min_score": 0})
+    found = await m.call("raw_search", {"explain": True, "query": "Did she get a new dog?", "min_score": 0})
     assert "vectors_pending" not in found and "note" not in found
     assert found["results"][0]["content"] == PARAPHRASE[1]
 
@@ -223,7 +223,7 @@ async def test_a_buried_conversation_keeps_its_neighbours(make_memory):
              "2023-05-09T00:01:00")]
     ids = (await m.call("store_messages", {"messages": [
         {"content": c, "author_name": a, "channel": ch, "created_at": t} for ch, a, c, t in rows]}))["ids"]
-    found = await m.call("raw_search", {"query": "How long did the lighthouse painting take?", "limit": 5,
+    found = await m.call("raw_search", {"explain": True, "query": "How long did the lighthouse painting take?", "limit": 5,
                                         "min_score": 0})
     order = [r["id"] for r in found["results"]]
     assert order[:2] == [ids[0], ids[4]], order  # the reply in the same channel, then the foreign turns
@@ -236,9 +236,9 @@ async def test_a_store_with_nothing_of_that_meaning_answers_nothing(make_memory,
     m = await make_memory(plugins=["sqlite", "embeddings"])
     await _store(m, history)
     assert await m.require_layer("raw_capture").retriever.drain() == 0
-    found = await m.call("raw_search", {"query": "metal fasteners corrosion"})
+    found = await m.call("raw_search", {"explain": True, "query": "metal fasteners corrosion"})
     assert found["results"] == [], found
-    anyway = await m.call("raw_search", {"query": "metal fasteners corrosion", "min_score": 0})
+    anyway = await m.call("raw_search", {"explain": True, "query": "metal fasteners corrosion", "min_score": 0})
     assert anyway["results"] and not any(r["scores"].get("standout") for r in anyway["results"])
 
 

@@ -8,8 +8,8 @@ async def test_metadata_comes_back_under_the_keys_it_was_stored_with(make_memory
     m = await make_memory(plugins=["sqlite"])
     await m.call("store_message", {"content": "the lighthouse keeper waves", "author_name": "J", "channel": "c:1",
                                    "metadata": STORED})
-    plain = (await m.call("raw_search", {"query": "lighthouse keeper"}))["results"][0]
-    by_channel = (await m.call("raw_search", {"query": "lighthouse keeper", "channel": "c:1"}))["results"][0]
+    plain = (await m.call("raw_search", {"explain": True, "query": "lighthouse keeper"}))["results"][0]
+    by_channel = (await m.call("raw_search", {"explain": True, "query": "lighthouse keeper", "channel": "c:1"}))["results"][0]
     since = (await m.call("get_turns_since", {"timestamp": "2000-01-01"}))["messages"][0]
     assert plain["metadata"] == by_channel["metadata"] == since["metadata"] == STORED
     assert plain["channel"] == "c:1" and "scores" in plain  # derived fields stay beside it

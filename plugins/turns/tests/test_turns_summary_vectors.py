@@ -15,7 +15,7 @@ async def seed(m):
 async def test_paraphrase_found_by_meaning(make_memory):
     m = await make_memory(plugins=PLUGINS)
     await seed(m)
-    found = await m.call("search_summaries", {"query": "plumbing problem in the sink", "min_score": 0})
+    found = await m.call("search_summaries", {"explain": True, "query": "plumbing problem in the sink", "min_score": 0})
     assert found["results"] and "faucet" in found["results"][0]["summary_text"]
     assert found["results"][0]["scores"]["dense"] > 0.25
 
@@ -23,7 +23,7 @@ async def test_paraphrase_found_by_meaning(make_memory):
 async def test_lexical_match_still_ranks_first(make_memory):
     m = await make_memory(plugins=PLUGINS)
     await seed(m)
-    found = await m.call("search_summaries", {"query": "accountant"})
+    found = await m.call("search_summaries", {"explain": True, "query": "accountant"})
     assert "taxes" in found["results"][0]["summary_text"]
     assert found["results"][0]["scores"]["bm25"] is not None
 
@@ -31,13 +31,13 @@ async def test_lexical_match_still_ranks_first(make_memory):
 async def test_without_an_embedder_it_is_bm25(make_memory):
     m = await make_memory(plugins=["sqlite"])
     await seed(m)
-    assert (await m.call("search_summaries", {"query": "plumbing problem in the sink"}))["count"] == 0
-    assert (await m.call("search_summaries", {"query": "kitten"}))["count"] == 1
+    assert (await m.call("search_summaries", {"explain": True, "query": "plumbing problem in the sink"}))["count"] == 0
+    assert (await m.call("search_summaries", {"explain": True, "query": "kitten"}))["count"] == 1
 
 
 async def test_vectors_are_stored_once(make_memory, pps_home, stored_vectors):
     m = await make_memory(plugins=PLUGINS)
     await seed(m)
-    await m.call("search_summaries", {"query": "kitten"})
-    await m.call("search_summaries", {"query": "faucet"})
+    await m.call("search_summaries", {"explain": True, "query": "kitten"})
+    await m.call("search_summaries", {"explain": True, "query": "faucet"})
     assert (await stored_vectors(m, "summary_vectors"))[0] == 3

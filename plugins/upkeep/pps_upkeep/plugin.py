@@ -20,7 +20,7 @@ def pps_operations(memory) -> list[Operation]:
 
     return [Operation(
         name="pps_upkeep", params=UpkeepParams, handler=run_upkeep, group="summaries",
-        description=("Summarize the oldest unsummarized turns with the configured LLM, batch by batch, until at "
+        description=("Retry the forgets a copy still owes (owed_forgets), then summarize the oldest unsummarized turns with the configured LLM, batch by batch, until at "
                      "most `target` remain (speaker names kept verbatim; each summary marks exactly its turns), "
                      "then ingest queued turns into the graph if loaded. Without an LLM it says so; an agent can "
                      "still summarize with summarize_messages + store_summary."))]
@@ -31,7 +31,7 @@ def pps_memory_opened(memory) -> None:
     from .upkeep import UpkeepLoop, UpkeepSettings
 
     cfg = memory.settings.plugin_settings(UpkeepSettings, "upkeep")
-    if cfg.interval_s and memory.chat_model() is not None:
+    if cfg.interval_s:  # without an LLM it only retries owed forgets
         loop = UpkeepLoop(memory, cfg.interval_s)
         loop.start()
         _LOOPS[id(memory)] = loop

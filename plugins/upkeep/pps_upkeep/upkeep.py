@@ -1,4 +1,5 @@
-"""Automatic upkeep with an LLM: summarize the oldest turns until the backlog is under target, ingest the graph.
+"""Automatic upkeep: retry the forgets a copy still owes, then, with an LLM, summarize the oldest turns until the
+backlog is under target and ingest the graph.
 
 ``pps upkeep`` runs it once; ``[upkeep] interval_s`` makes a serving process run it periodically.
 Without an LLM it says so: ``summarize_messages`` + ``store_summary`` stay the path for an agent
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from pps_core import PluginSettings, PPSError, Unavailable
-from pps_core.contracts import Ingester, SummarizableStore
+from pps_core.contracts import Ingester, OwedForgets, SummarizableStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from pps_core import Memory
@@ -47,9 +48,25 @@ class UpkeepParams(BaseModel):
     ingest: bool = Field(True, description="also ingest queued turns into the graph layer, if loaded")
 
 
+async def settle_owed(memory: Memory) -> dict[str, Any] | None:
+    """Retry every forget a copy still owes (a graph that was down); None when the entity's store records none."""
+    done: dict[str, Any] | None = None
+    for store in memory.find(OwedForgets):
+        async with memory.writing():  # held by an operation already; the loop takes it as any write does
+            one = await store.settle_owed_forgets()
+        if done is None:
+            done = one
+        else:
+            done = {"settled": done["settled"] + one["settled"], "owed": done["owed"] + one["owed"],
+                    "pending": {**done["pending"], **one["pending"]},
+                    "incomplete": done["incomplete"] + one["incomplete"]}
+    return done
+
+
 async def run_upkeep(memory: Memory, p: UpkeepParams) -> dict[str, Any]:
     from pps_core.chat import require_chat_model
 
+    owed = await settle_owed(memory)  # first, and without an LLM too: a forget owed is text still kept
     cfg = memory.settings.plugin_settings(UpkeepSettings, "upkeep")
     target = cfg.target_unsummarized if p.target is None else p.target
     size = p.batch_size or cfg.batch_size
@@ -78,11 +95,13 @@ async def run_upkeep(memory: Memory, p: UpkeepParams) -> dict[str, Any]:
             except PPSError as exc:
                 graph.append({"error": exc.message})
     return {"summaries_written": len(written), "summary_ids": written, "turns_covered": covered,
-            "unsummarized_count": remaining, "target": target, "graph": graph[0] if len(graph) == 1 else (graph or None)}
+            "unsummarized_count": remaining, "target": target, "graph": graph[0] if len(graph) == 1 else (graph or None),
+            "owed_forgets": owed}
 
 
 class UpkeepLoop:
-    """Runs upkeep every ``interval_s`` in a serving process; failures are logged, never fatal."""
+    """Runs upkeep every ``interval_s`` in a serving process; failures are logged, never fatal. Where several
+    servers share the entity, one at a time runs a round (``memory.claim("upkeep")``)."""
 
     def __init__(self, memory: Memory, interval_s: float) -> None:
         self.memory = memory
@@ -90,14 +109,25 @@ class UpkeepLoop:
         self._task: asyncio.Task | None = None
 
     def start(self) -> None:
-        if self._task is None and self.memory.chat_model() is not None:
+        if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="pps-upkeep")
 
     async def _run(self) -> None:
         while True:
             await asyncio.sleep(self.interval_s)
+            if self.memory.chat_model() is None:  # nothing to summarize with: only what forgets still owe
+                try:
+                    await settle_owed(self.memory)
+                except Exception as exc:
+                    log.warning("upkeep: retrying owed forgets failed: %s", exc)
+                continue
             try:
-                result = await run_upkeep(self.memory, UpkeepParams())
+                # several servers on one entity: one of them runs each round (the others skip it), so no two
+                # summarize the same turns or ingest the same ones into the graph
+                async with self.memory.claim("upkeep") as mine:
+                    if not mine:
+                        continue
+                    result = await run_upkeep(self.memory, UpkeepParams())
                 if result["summaries_written"]:
                     log.info("upkeep wrote %d summaries", result["summaries_written"])
             except Exception as exc:  # keep serving; say why
