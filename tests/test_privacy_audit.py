@@ -502,3 +502,42 @@ def test_private_spans_in_every_field_leave_no_byte_and_reach_no_llm(tmp_path):
         sent = json.dumps(llm.requests)
     assert found == {"root": {}, "backup": {}}
     assert [w for w in P.values() if w in sent] == []
+
+
+class _DuplicatingGraphLLM(GraphLLM):
+    """GraphLLM that calls every new fact a duplicate of the first existing one, as a real model does for a
+    paraphrase: graphiti then merges the later turn's fact into the earlier edge, which keeps the earlier text."""
+
+    def respond(self, body):
+        import re
+
+        fmt = (body.get("response_format") or {}).get("json_schema") or {}
+        if fmt.get("name") == "EdgeDuplicate":
+            text = "\n".join(str(m.get("content")) for m in body.get("messages", []))
+            existing = re.search(r"<EXISTING FACTS>(.*?)</EXISTING FACTS>", text, re.S)
+            return json.dumps({"duplicate_facts": [0] if existing and "idx" in existing.group(1) else [],
+                               "contradicted_facts": []})
+        return super().respond(body)
+
+
+def test_a_graph_fact_a_later_turn_duplicated_leaves_with_the_forgotten_turn(tmp_path):
+    """Item 3: the forgotten turn wrote a graph fact, a later turn said it again and the LLM merged the two: the
+    edge survives on the later turn's episode, but its text came from the forgotten one. After the forget no byte
+    of the canary is in the home (graph files included) or a fresh backup."""
+    root = tmp_path / "root"
+    word = canary("f", "dupfact")
+    with _DuplicatingGraphLLM() as llm:
+        init_entity(root, "lyra", "sqlite,embeddings,graphiti", "[llm]", f'base_url = "{llm.base_url}"',
+                    'model = "scripted"', 'api_key = "test"', "[graphiti]", "background_ingest = false")
+        env = pps_env(root)
+        first = _call(root, env, "store_message", {"content": f"Ada tends Lamp with the {word} oil",
+                                                   "author_name": "Jeff", "channel": "web"})
+        _call(root, env, "store_message", {"content": "Ada tends Lamp every night", "author_name": "Jeff",
+                                           "channel": "web"})
+        assert _call(root, env, "ingest_batch_to_graphiti", {"batch_size": 5})["ingested"] == 2
+        facts = _call(root, env, "texture_facts", {"limit": 10})
+        assert word in json.dumps(facts), "the merged fact should hold the first turn's text before the forget"
+        out = _call(root, env, "forget_turns", {"ids": [first["id"]], "requested_by": "audit"})
+        assert out["forgotten"] == [first["id"]] and not out.get("pending"), out
+        assert word not in json.dumps(_call(root, env, "texture_facts", {"limit": 10}))
+    assert _scan(root, [word], tmp_path, env) == {"root": {}, "backup": {}}
