@@ -194,7 +194,7 @@ def manifest(rows: Sequence[tuple[str, int, int]], extra_lines: Sequence[str] = 
     """The manifest: per section (name, characters it emitted, items), then ``TOTAL``: every character of the
     package, this manifest included (the caller finds the fixed point)."""
     lines = ["=== AMBIENT RECALL MANIFEST ==="]
-    lines += [f"{name}: {chars} chars ({items} items)" for name, chars, items in rows]
+    lines += [f"{name}: {chars} chars ({items} item{'' if items == 1 else 's'})" for name, chars, items in rows]
     lines.extend(extra_lines)
     lines.append(f"TOTAL: {total} chars")
     return "\n".join(lines)

@@ -40,7 +40,8 @@ async def test_total_is_the_characters_emitted(make_memory, budget):
     sections = {s["name"]: s for s in out["manifest"]["sections"]}
     turns = section_text(text, "[unsummarized_turns]")
     assert sections["Recent turns"]["chars"] == len(turns)
-    assert f"Recent turns: {len(turns)} chars ({sections['Recent turns']['items']} items)" in text
+    n = sections["Recent turns"]["items"]
+    assert f"Recent turns: {len(turns)} chars ({n} item{'' if n == 1 else 's'})" in text
     summaries = section_text(text, "[summaries]")
     assert sections["Summaries"]["chars"] == len(summaries)
 

@@ -31,7 +31,7 @@ async def test_turns_truncated_at_1000_chars(make_memory):
     assert "x" * 1000 + "..." in text and "x" * 1001 not in text
     (turns,) = [s for s in out["manifest"]["sections"] if s["name"] == "Recent turns"]
     assert turns["items"] == 1 and 1000 < turns["chars"] < 1500  # what it emitted: the cut turn and its line
-    assert f"Recent turns: {turns['chars']} chars (1 items)" in text
+    assert f"Recent turns: {turns['chars']} chars (1 item)" in text
 
 
 async def test_composition_comes_from_config(make_memory):
