@@ -3,6 +3,10 @@
 The queue is the raw layer's per-turn ingestion state (``pending_ingestion`` / ``mark_ingested``
 / ``count_uningested``); a turn leaves it only after graphiti has stored its episode. Capture
 never waits on any of this.
+
+Each batch runs under ``memory.claim("graph-ingest")``: when several servers serve one entity (a turn store on
+PostgreSQL), one of them at a time ingests, and the turns it marks ingested in the shared store are skipped by the
+next holder, so each turn becomes one episode and costs one extraction. Elsewhere the round is skipped.
 """
 
 from __future__ import annotations
@@ -24,6 +28,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .layer import GraphitiLayer
 
 log = logging.getLogger("pps.graphiti")
+
+#: The job claimed around each ingestion batch (:meth:`pps_core.Memory.claim`).
+CLAIM = "graph-ingest"
+
+#: What a batch answers when another process of the entity holds the claim.
+ELSEWHERE = ("another server of this entity is ingesting into the graph now (it holds the graph-ingest claim); "
+             "it takes the queued turns, so nothing was ingested here")
 
 
 def uningested_status(n: int, llm_configured: bool = True) -> str:
@@ -85,39 +96,51 @@ class Ingestor:
         return result
 
     async def ingest_batch(self, batch_size: int) -> dict[str, Any]:
-        from graphiti_core.nodes import EpisodeType
-
+        """One batch under ``memory.claim("graph-ingest")``; while another server holds it, nothing is ingested
+        here and the answer's ``note`` says so."""
         self.require_llm()
         raw = self.raw()
         started = time.perf_counter()
-        done: list[int] = []
-        facts = 0
-        async with self._lock:
-            for msg in await _value(raw.pending_ingestion(batch_size)):
-                try:
-                    result = await self.add_episode(
-                        f"turn {msg.id}", f"{msg.author_name}: {msg.content}", f"{msg.channel} turn",
-                        from_storage(msg.created_at), EpisodeType.message)
-                except Unavailable:
-                    raise
-                except Exception as exc:
-                    self.last_error = f"turn {msg.id}: {type(exc).__name__}: {exc}"
-                    log.warning("graph ingestion stopped at %s", self.last_error)
-                    if not done:
-                        raise Unavailable(f"ingest_batch_to_graphiti: the LLM call failed ({self.last_error}); "
-                                          "nothing left the queue") from None
-                    break
-                await _value(raw.mark_ingested([msg.id]))
-                done.append(msg.id)
-                facts += len(result.edges)
-            self.ingested += len(done)
-            self.last_run = to_storage(now_utc())
-            if len(done):
-                self.last_error = None
+        async with self._lock, self.memory.claim(CLAIM) as mine:
+            if not mine:
+                remaining = int(await _value(raw.count_uningested()))
+                return {"ingested": 0, "turn_ids": [], "facts_extracted": 0, "remaining": remaining,
+                        "status": uningested_status(remaining), "error": None, "note": ELSEWHERE,
+                        "ms": round((time.perf_counter() - started) * 1000, 1)}
+            done, facts = await self._batch(raw, batch_size)
         remaining = int(await _value(raw.count_uningested()))
         return {"ingested": len(done), "turn_ids": done, "facts_extracted": facts, "remaining": remaining,
                 "status": uningested_status(remaining), "error": self.last_error if not done else None,
                 "ms": round((time.perf_counter() - started) * 1000, 1)}
+
+    async def _batch(self, raw: IngestionQueue, batch_size: int) -> tuple[list[int], int]:
+        """One batch, under the lock and the claim: (the turns ingested, the facts extracted)."""
+        from graphiti_core.nodes import EpisodeType
+
+        done: list[int] = []
+        facts = 0
+        for msg in await _value(raw.pending_ingestion(batch_size)):
+            try:
+                result = await self.add_episode(
+                    f"turn {msg.id}", f"{msg.author_name}: {msg.content}", f"{msg.channel} turn",
+                    from_storage(msg.created_at), EpisodeType.message)
+            except Unavailable:
+                raise
+            except Exception as exc:
+                self.last_error = f"turn {msg.id}: {type(exc).__name__}: {exc}"
+                log.warning("graph ingestion stopped at %s", self.last_error)
+                if not done:
+                    raise Unavailable(f"ingest_batch_to_graphiti: the LLM call failed ({self.last_error}); "
+                                      "nothing left the queue") from None
+                break
+            await _value(raw.mark_ingested([msg.id]))
+            done.append(msg.id)
+            facts += len(result.edges)
+        self.ingested += len(done)
+        self.last_run = to_storage(now_utc())
+        if len(done):
+            self.last_error = None
+        return done, facts
 
     # -- background worker ------------------------------------------------------------------------
 

@@ -219,5 +219,6 @@ def operations() -> list[Operation]:
                   read_only=True, idempotent=True,
                   description="How many captured turns wait to be ingested into the graph, and the worker's state."),
         Operation("ingest_batch_to_graphiti", IngestParams, ingest_batch_to_graphiti, group="graph ingest",
-                  description="Ingest the oldest uningested turns into the graph now (needs the configured LLM)."),
+                  description="Ingest the oldest uningested turns into the graph now (needs the configured LLM). "
+                              "While another server of the entity is ingesting, answers ingested 0 with a note."),
     ]
