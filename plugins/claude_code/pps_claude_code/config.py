@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from pps_core.settings import PluginSettings
@@ -39,6 +39,27 @@ class ClaudeCodeSettings(PluginSettings):
                                            "once from the layers that open at a glance (turns by their words, "
                                            "crystals, the recap), say which are still warming up, and start the "
                                            "server after answering; false: they wait for it (up to server_start_s)")
+    server_url: str | None = Field(None, description="a PPS server (e.g. one of a fleet: `pps serve http` on "
+                                                     "PostgreSQL) every hook forwards to, with the token of this "
+                                                     "home, instead of opening the stores or starting a server here")
+
+    @field_validator("server_url")
+    @classmethod
+    def _server_url(cls, value: str | None) -> str | None:
+        value = (value or "").strip().rstrip("/") or None
+        if value is not None and not fleet_url_ok(value):
+            raise ValueError(f"[claude_code] server_url must be http(s)://host[:port][/path], not {value!r}")
+        return value
+
+
+def fleet_url_ok(url: str) -> bool:
+    """Whether ``url`` is ``http(s)://host[:port][/path]`` (no credentials in it: the token travels as a header)."""
+    scheme, sep, rest = url.partition("://")
+    netloc = rest.partition("/")[0]
+    host, _, port = netloc.rpartition(":") if not netloc.endswith("]") else (netloc, "", "")
+    host = host or netloc if not port.isdigit() else host
+    return bool(sep and scheme in ("http", "https") and host and "@" not in netloc and " " not in url
+                and (not port or not port.isdigit() or 0 < int(port) < 65536))
 
 
 def cc_settings(settings) -> ClaudeCodeSettings:

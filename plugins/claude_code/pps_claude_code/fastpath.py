@@ -32,7 +32,7 @@ BATCH = 200
 DEFAULTS: dict[str, Any] = {
     "user_name": None, "assistant_name": None, "startup_budget": 9_000, "prompt_recall": False,
     "prompt_recall_budget": 2_000, "prompt_recall_limit": 3, "prompt_recall_min_score": {},
-"timeout_s": 8.0, "recap_on_end": True,
+"timeout_s": 8.0, "recap_on_end": True, "server_url": None,
 }
 #: Environment variables only the full settings loader resolves: with one set, the fast path declines.
 _FULL_ONLY = ("PPS_PLUGINS", "PPS_USER_NAME", "PPS_DISPLAY_NAME")
@@ -273,16 +273,22 @@ def _spawn_recap(light: Light, transcript: str) -> None:
         os.close(err)
 
 
-def _handle(remote: Remote, light: Light, event: str, payload: dict[str, Any], recall: bool) -> dict | None:
+def _handle(remote: Remote, light: Light, event: str, payload: dict[str, Any], recall: bool,
+            via: str = "server") -> dict | None:
+    """One hook's work through ``remote``. ``via="fleet"`` (``[claude_code] server_url``): the server is on another
+    machine, so nothing that reads this machine's files runs there (the recap of a session log), and nothing runs
+    here that would open a store (the recap written at SessionEnd)."""
     cc = light.cc
+    fleet = via == "fleet"
     session = str(payload.get("session_id") or "unknown")
     channel = f"terminal:{session}"
     out = None
     stored = sync(remote, light, payload)
     if stored or event in ("Stop", "PreCompact", "SessionEnd"):
-        record(light.home, "capture", event=event, session=session, turns=stored, via="server")
+        record(light.home, "capture", event=event, session=session, turns=stored, via=via)
     if event == "SessionStart":
-        _refresh_recap(remote, light, session)
+        if not fleet:
+            _refresh_recap(remote, light, session)
         answer = remote.call("ambient_recall", {"context": "startup", "budget": cc["startup_budget"],
                                                 "channel": channel})
         text = answer.get("text", "")
@@ -296,8 +302,8 @@ def _handle(remote: Remote, light: Light, event: str, payload: dict[str, Any], r
         if text:
             out = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
             record(light.home, "injection", event=event, chars=len(text))
-    log(light.home, f"{event} session={session} new_turns={stored} via=server")
-    if event == "SessionEnd" and cc["recap_on_end"] and payload.get("transcript_path"):
+    log(light.home, f"{event} session={session} new_turns={stored} via={via}")
+    if event == "SessionEnd" and cc["recap_on_end"] and not fleet and payload.get("transcript_path"):
         _spawn_recap(light, str(payload["transcript_path"]))
     return out
 
@@ -321,10 +327,17 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
         from pps_core.owner import read_owner
     except ImportError:  # pps-core is not beside this package on sys.path (an editable install): full path
         return False
-    owner = read_owner(light.home) or {}
-    address = owner.get("address")
-    if not address or not str(address).startswith("http://"):
-        return False
+    fleet = light.cc.get("server_url")
+    if fleet is not None and not (isinstance(fleet, str) and fleet.startswith(("http://", "https://"))):
+        return False  # the full loader names the bad value
+    if fleet:  # [claude_code] server_url: a server elsewhere (a fleet); this machine opens nothing
+        address = fleet.strip().rstrip("/")
+        owner: dict[str, Any] = {"pid": address}  # what the hung-server memory keys on
+    else:
+        owner = read_owner(light.home) or {}
+        address = owner.get("address")
+        if not address or not str(address).startswith("http://"):
+            return False
     try:
         token = read_token(light.home)
     except OSError:
@@ -337,7 +350,7 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
 
     def work() -> None:
         try:
-            result["out"] = _handle(remote, light, event, payload, recall)
+            result["out"] = _handle(remote, light, event, payload, recall, via="fleet" if fleet else "server")
         except BaseException as exc:  # noqa: BLE001 - logged, recorded, shown where it matters
             result["error"] = f"{type(exc).__name__}: {exc}"
             result["reason"] = str(exc)
@@ -352,7 +365,9 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
     hung = read_status(light.home).get("hung") or {}
     if hung.get("pid") == owner.get("pid") and time.time() - float(hung.get("at") or 0) < HUNG_MEMORY_S:
         reason = (f"the server (pid {owner.get('pid')}) did not answer a hook {time.time() - hung['at']:.0f}s ago; "
-                  "not waiting for it again (restart it: pps hooks stop)")
+                  "not waiting for it again (restart it: pps hooks stop)") if not fleet else (
+                  f"the server at {address} did not answer a hook {time.time() - hung['at']:.0f}s ago; "
+                  f"not waiting for it again for {HUNG_MEMORY_S:g}s")
         log(light.home, f"{event}: skipped: {reason}")
         record(light.home, "error", event=event, message=reason)
         emit(failure_notice(light.home, event, session, reason, injecting=injecting))

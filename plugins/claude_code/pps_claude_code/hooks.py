@@ -110,6 +110,8 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
 
     from .server import ensure_server
 
+    if cc.server_url:  # a server elsewhere (a fleet): forward, open nothing, start nothing
+        return fleet_handle(event, payload, settings, cc, recall=recall)
     session = str(payload.get("session_id") or "unknown")
     channel = f"terminal:{session}"
     if event in GLANCING and cc.glance:
@@ -161,6 +163,21 @@ def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings
     log(settings.home, f"{event} session={session} new_turns={stored} via={mode}"
                        + (f" server={how}" if how == "started" else ""))
     return out
+
+
+def fleet_handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings, *,
+                 recall: bool) -> dict[str, Any] | None:
+    """``[claude_code] server_url``: the hook's work sent to that server with this home's token (the fast path's
+    :func:`.fastpath._handle`, reached here when the fast path declined, e.g. settings only the full loader reads)."""
+    from pps_core.auth import read_token
+
+    from .fastpath import DEFAULTS, Light, Remote, _handle
+
+    light = Light(Path(settings.home), settings.entity, {"plugins": list(settings.plugins)},
+                  {k: getattr(cc, k) for k in DEFAULTS})
+    light.user_name, light.assistant_name = user_name(settings, cc), assistant_name(settings, cc)
+    remote = Remote(str(cc.server_url), read_token(Path(settings.home)), cc.timeout_s)
+    return _handle(remote, light, event, payload, recall, via="fleet")
 
 
 def glance(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings, *, recall: bool,
@@ -293,7 +310,8 @@ def run(event_name: str, entity: str | None, home: str | None, *, recall: bool =
         return 0
     result: dict[str, Any] = {}
     # SessionStart may have to start the server cold (models, graph): it may wait longer, within the host's 20 s
-    deadline = started + (max(cc.timeout_s, cc.server_start_s) if event == "SessionStart" else cc.timeout_s)
+    deadline = started + (max(cc.timeout_s, cc.server_start_s) if event == "SessionStart" and not cc.server_url
+                          else cc.timeout_s)
     injecting = event in INJECTING or (event == "UserPromptSubmit" and (recall or cc.prompt_recall))
 
     def work() -> None:

@@ -1,0 +1,81 @@
+"""The hooks of a machine that holds no store of its own: ``[claude_code] server_url`` sends every hook to a fleet
+server (``pps serve http`` elsewhere) with the entity's token; nothing is opened here, and a server that does not
+answer costs a turn nothing (the transcript's cursor stays put, the next hook sends what was missed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+
+from pps_core.testing.server import init_entity, start_server
+
+from .test_claude_code_hooks_server import env_for, payload, run_hook, transcript_of
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _laptop(root: Path, url: str, token_from: Path) -> Path:
+    """A second home for the same entity, as on another machine: its pps.toml names the same layers, but the
+    hooks go to ``url``; the token is the fleet entity's, copied as an operator would (0600)."""
+    home = root / "lyra"
+    home.mkdir(parents=True, mode=0o700)
+    (home / "pps.toml").write_text('entity = "lyra"\nplugins = ["sqlite", "crystals"]\ntimezone = "UTC"\n'
+                                   f'[claude_code]\nserver_url = "{url}"\n')
+    shutil.copy2(token_from / "token", home / "token")
+    return home
+
+
+def _stores_opened(home: Path) -> list[str]:
+    return sorted(str(p.relative_to(home)) for p in home.rglob("*")
+                  if p.suffix in (".db", ".sqlite", ".sqlite3") or p.name in ("chroma", "graph", ".owner.lock"))
+
+
+def test_hooks_forward_to_a_fleet_server_and_open_no_store(tmp_path):
+    fleet_root, laptop_root = tmp_path / "fleet", tmp_path / "laptop"
+    fleet_root.mkdir()
+    fleet_home = init_entity(fleet_root, "lyra", "sqlite,crystals,http")
+    server = start_server(fleet_root, "--entity", "lyra", env=env_for(fleet_root))
+    try:
+        assert server.call("crystallize", {"content": "The harbour crane is painted ochre."}).status_code == 200
+        transcript = transcript_of(tmp_path, 44)
+
+        # first, the fleet is unreachable: the hook exits 0 at once, says so once, and keeps the turns for later
+        home = _laptop(laptop_root, f"http://127.0.0.1:{_closed_port()}", fleet_home)
+        down = run_hook(laptop_root, "Stop", payload("Stop", transcript), PPS_USER_NAME="Jeff")  # the full path
+        assert down.returncode == 0 and "turns not saved (Stop)" in json.loads(down.stdout)["systemMessage"]
+        start_down = run_hook(laptop_root, "SessionStart", payload("SessionStart", transcript, source="startup"))
+        assert "memory not loaded (SessionStart)" in json.loads(start_down.stdout)["systemMessage"]
+        assert _stores_opened(home) == []
+
+        toml = (home / "pps.toml").read_text()
+        (home / "pps.toml").write_text(toml.split("server_url")[0] + f'server_url = "{server.url}"\n')
+        start = run_hook(laptop_root, "SessionStart", payload("SessionStart", transcript, source="startup"))
+        assert start.returncode == 0, start.stderr
+        out = json.loads(start.stdout)
+        assert set(out) == {"hookSpecificOutput"} and out["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+        context = out["hookSpecificOutput"]["additionalContext"]
+        assert "AMBIENT RECALL MANIFEST" in context and "harbour crane is painted ochre" in context
+        assert "comma inside quotes" in context  # the turns the failed hooks kept, sent before the recall
+
+        prompt = run_hook(laptop_root, "UserPromptSubmit",
+                          payload("UserPromptSubmit", transcript, prompt="what colour is the crane?"), "--recall")
+        assert "harbour crane is painted ochre" in json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
+        full = transcript_of(tmp_path)  # the session goes on: the rest of the transcript
+        for env in ({}, {"PPS_USER_NAME": "Jeff"}):  # the fast path, then the full one (a setting only it reads)
+            stop = run_hook(laptop_root, "Stop", payload("Stop", full), **env)
+            assert stop.returncode == 0 and stop.stdout == "", (stop.stdout, stop.stderr)
+
+        got = server.call("get_turns_since_summary", {"limit": 200, "oldest_first": True}).json()["turns"]
+        ids = [t["id"] for t in got]
+        assert len(ids) == len(set(ids)) == 12  # every turn of the transcript, once, on the fleet
+        assert _stores_opened(home) == []  # this machine never opened a store
+        log = (home / "logs" / "hooks.log").read_text().splitlines()
+        assert log[-1].endswith("new_turns=0 via=fleet") and any("new_turns=12 via=fleet" in ln for ln in log)
+    finally:
+        server.stop()
