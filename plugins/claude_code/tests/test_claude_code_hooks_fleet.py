@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pps_core.testing.server import init_entity, start_server
 
-from .test_claude_code_hooks_server import env_for, payload, run_hook, transcript_of
+from .test_claude_code_hooks_server import SESSION, env_for, payload, run_hook, transcript_of
 
 
 def _closed_port() -> int:
@@ -79,3 +79,25 @@ def test_hooks_forward_to_a_fleet_server_and_open_no_store(tmp_path):
         assert log[-1].endswith("new_turns=0 via=fleet") and any("new_turns=12 via=fleet" in ln for ln in log)
     finally:
         server.stop()
+
+
+def test_a_fleet_server_that_never_answers_does_not_hold_the_host(tmp_path):
+    """A server that accepts the connection and says nothing: the hook gives up after ``timeout_s``, exits 0, tells
+    the user memory was not loaded, keeps the session's turns for the next hook, and falls back to no store."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # never accepted, never answered
+    try:
+        keys = tmp_path / "keys"
+        keys.mkdir()
+        (keys / "token").write_text("not-the-real-token")
+        home = _laptop(tmp_path / "laptop", f"http://127.0.0.1:{silent.getsockname()[1]}", keys)
+        transcript = transcript_of(tmp_path, 44)
+        out = run_hook(tmp_path / "laptop", "SessionStart", payload("SessionStart", transcript, source="startup"),
+                       PPS_CLAUDE_CODE_TIMEOUT_S="1")
+        assert out.returncode == 0
+        assert "memory not loaded (SessionStart): PPS did not answer within 1s" in json.loads(out.stdout)["systemMessage"]
+        assert _stores_opened(home) == []
+        assert not (home / "hooks" / "claude-code" / f"{SESSION}.json").exists()  # no cursor moved: the turns wait
+    finally:
+        silent.close()
