@@ -2,7 +2,8 @@
 
 Export: one ``REPEATABLE READ`` transaction (every table from the same snapshot), ``COPY (SELECT ...) TO STDOUT``
 per table, streamed to ``postgres/turns/<table>.copy`` in the archive, with ``manifest.json`` naming the schema
-version, each table's columns and its row count. Generated columns (the ``tsvector``) are left out: PostgreSQL
+version, each table's columns and its row count, and the counts the turn layers report, taken in that snapshot
+(the backup's manifest records them: a fleet's other servers write meanwhile). Generated columns (the ``tsvector``) are left out: PostgreSQL
 computes them again. COPY's text format round-trips every value exactly (timestamps with their zone, pgvector
 values, text with any byte a turn may hold) and is what ``pg_dump`` writes for data, without needing its binary.
 
@@ -69,10 +70,28 @@ async def export(conn, schema: str, version: int, dest: Path) -> list[str]:
                         out.write(data)
                         rows += bytes(data).count(b"\n")  # one line per row: newlines inside values are escaped
             manifest["tables"][table] = {"columns": columns, "rows": rows}
+        # the counts the layers report, from the same snapshot as the rows (other servers write meanwhile)
+        manifest["counts"] = dict(await (await conn.execute(
+            "SELECT count(*) AS total, count(*) FILTER (WHERE summary_id IS NULL) AS unsummarized, "
+            "count(*) FILTER (WHERE ingested_at IS NULL) AS uningested, "
+            "(SELECT count(*) FROM read_cursors) AS cursors, "
+            "(SELECT count(*) FROM message_summaries) AS summaries, "
+            "(SELECT count(*) FROM message_summaries WHERE rewrite IS NOT NULL) AS needs_rewrite "
+            "FROM messages")).fetchone())
     path = folder / MANIFEST
     path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     os.chmod(path, 0o600)
     return [FOLDER]
+
+
+def exported_counts(dest: Path) -> dict[str, int] | None:
+    """The counts :func:`export` took in its snapshot (``total``, ``unsummarized``, ``uningested``, ``cursors``,
+    ``summaries``, ``needs_rewrite``), read back from ``dest``; None when nothing was exported there."""
+    path = dest / FOLDER / MANIFEST
+    if not path.is_file():
+        return None
+    counts = json.loads(path.read_text(encoding="utf-8")).get("counts")
+    return {k: int(v) for k, v in counts.items()} if isinstance(counts, dict) else None
 
 
 def _refuse(why: str) -> InvalidParams:
