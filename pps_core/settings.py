@@ -211,6 +211,17 @@ class EntitySettings(PluginSettings):
         value = extra.get(name) or {}
         return value if isinstance(value, dict) else {}
 
+    def section_with_env(self, name: str) -> dict[str, Any]:
+        """The ``[name]`` table with what the environment sets under ``PPS_<NAME>_`` over it (``PPS_POSTGRES_DSN``
+        is ``dsn``), as the plugin that owns the section reads it: for a plugin defaulting to another's settings (a
+        store's ``dsn`` defaulting to ``[postgres]``'s), so both land where the operator said."""
+        values = dict(self.section(name))
+        prefix = f"PPS_{name.upper()}_"
+        for key, value in os.environ.items():
+            if key.startswith(prefix) and len(key) > len(prefix) and "__" not in key[len(prefix):]:
+                values[key[len(prefix):].lower()] = value
+        return values
+
     def plugin_settings(self, cls: type[S], section: str, **overrides: Any) -> S:
         """``cls`` (a :class:`PluginSettings`) read from the ``[section]`` table of pps.toml.
 

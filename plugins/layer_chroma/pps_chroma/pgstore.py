@@ -59,7 +59,7 @@ MIGRATIONS = [
 def target(cs: ChromaSettings, entity_settings) -> tuple[str, str]:
     """``(dsn, schema)``: ``[chroma] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema to
     ``pps_<entity>`` folded as pps-postgres folds it."""
-    postgres = entity_settings.section("postgres")
+    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
     dsn = cs.dsn or str(postgres.get("dsn") or "")
     if not dsn:
         raise ConfigError('chroma.dsn: store = "postgres" needs a dsn (or a [postgres] dsn), e.g. '

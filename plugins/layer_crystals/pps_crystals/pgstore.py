@@ -56,7 +56,7 @@ def schema_for(settings: CrystalSettings, entity: str, postgres: dict | None = N
 
 def open_store(settings: CrystalSettings, entity_settings) -> CrystalStore:
     """The table of this entity: ``[crystals] dsn``/``schema``, each defaulting to ``[postgres]``'s."""
-    postgres = entity_settings.section("postgres")
+    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
     return CrystalStore(settings.dsn or str(postgres.get("dsn") or ""),
                         schema_for(settings, entity_settings.entity, postgres))
 

@@ -46,7 +46,7 @@ MIGRATIONS = [
 def target(rs, entity_settings) -> tuple[str, str]:
     """``(dsn, schema)``: ``[recap] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema to
     ``pps_<entity>`` folded as pps-postgres folds it."""
-    postgres = entity_settings.section("postgres")
+    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
     dsn = rs.dsn or str(postgres.get("dsn") or "")
     if not dsn:
         raise ConfigError('recap.dsn: store = "postgres" needs a dsn (or a [postgres] dsn), e.g. '

@@ -1,0 +1,60 @@
+"""``pps restore`` told where to put an entity's PostgreSQL rows (``PPS_POSTGRES_DSN``, issue 37 item 6) puts every
+layer kept there in that database: the turns, and the crystals, word-photos and recap that default to ``[postgres]``'s
+dsn, not only the turns while the rest stays bound to the database the archive's pps.toml names."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import make_conninfo
+from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
+
+from pps_core.testing.server import init_entity, pps, pps_env
+
+FIXTURE = Path(__file__).parent.parent / "plugins" / "recap" / "tests" / "fixtures" / "claude_code_session.jsonl"
+TABLES = ("messages", "crystals", "word_photos", "recaps")
+
+
+def _call(root, entity: str, op: str, params: dict | None = None) -> dict:
+    return json.loads(pps(root, "call", "--entity", entity, op, json.dumps(params or {})).stdout)
+
+
+def _counts(dsn: str, schema: str) -> list[int]:
+    with psycopg.connect(dsn) as conn:
+        return [conn.execute(f'SELECT count(*) FROM "{schema}".{t}').fetchone()[0] for t in TABLES]
+
+
+def test_a_restore_puts_every_postgres_layer_in_the_database_it_is_told(tmp_path, postgres_section, pg_dsn):  # noqa: F811
+    section = postgres_section("lyra")
+    schema = section["schema"]
+    home = init_entity(tmp_path, "lyra", "postgres,crystals,chroma,embeddings,recap", "[postgres]",
+                       f"dsn = {pg_dsn!r}", f"schema = {schema!r}", '[crystals]\nstore = "postgres"',
+                       '[chroma]\nstore = "postgres"', '[recap]\nstore = "postgres"')
+    _call(tmp_path, "lyra", "store_message", {"content": "the harbour in March", "author_name": "Jeff",
+                                              "channel": "terminal:a"})
+    _call(tmp_path, "lyra", "crystallize", {"content": "Crystal 1."})
+    _call(tmp_path, "lyra", "anchor_save", {"title": "First snow", "content": "Snow over the harbour."})
+    shutil.copy(FIXTURE, home / "session.jsonl")
+    pps(tmp_path, "recap", "--entity", "lyra", str(home / "session.jsonl"), "--save", "--quiet",
+        "--summarizer", "extractive")
+    live = _counts(pg_dsn, schema)
+    assert all(live), live
+    archive = tmp_path / "lyra.tar.gz"
+    pps(tmp_path, "backup", str(archive), "--entity", "lyra")
+
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # a second database on the same server
+        conn.execute("DROP DATABASE IF EXISTS pps_restored")
+        conn.execute("CREATE DATABASE pps_restored")
+    other = make_conninfo(pg_dsn, dbname="pps_restored")
+    try:
+        out = pps(tmp_path, "restore", str(archive), "--entity", "lyra2", "--archive-settings", check=False,
+                  env=pps_env(tmp_path, PPS_POSTGRES_DSN=other))
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert _counts(other, schema) == live  # every layer in the database it was told
+        assert _counts(pg_dsn, schema) == live  # the live one untouched
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS pps_restored WITH (FORCE)")
