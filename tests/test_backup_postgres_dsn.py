@@ -58,3 +58,35 @@ def test_a_restore_puts_every_postgres_layer_in_the_database_it_is_told(tmp_path
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute("DROP DATABASE IF EXISTS pps_restored WITH (FORCE)")
+
+
+def test_the_archive_holds_forget_tokens_and_the_recaps_forgotten_entries(tmp_path, postgres_section, pg_dsn):  # noqa: F811
+    """A forget_search confirmation still redeemable and the record of what the session logs held when turns were
+    forgotten (so a recap never brings them back) are in the archive, and come back."""
+    section = postgres_section("lyra")
+    schema = section["schema"]
+    home = init_entity(tmp_path, "lyra", "postgres,recap", "[postgres]", f"dsn = {pg_dsn!r}",
+                       f"schema = {schema!r}", '[recap]\nstore = "postgres"')
+    ids = [_call(tmp_path, "lyra", "store_message", {"content": text, "author_name": "Jeff", "channel": "terminal:a"}
+                 )["id"] for text in ("the harbour in March", "the lighthouse lamp")]
+    shutil.copy(FIXTURE, home / "session.jsonl")
+    pps(tmp_path, "recap", "--entity", "lyra", str(home / "session.jsonl"), "--save", "--quiet",
+        "--summarizer", "extractive")
+    _call(tmp_path, "lyra", "forget_turns", {"ids": [ids[0]], "requested_by": "test"})
+    token = _call(tmp_path, "lyra", "forget_search", {"query": "lighthouse", "requested_by": "test"})["confirm"]
+    tables = ("forget_tokens", "recap_forget_marks", "recap_forgotten_entries")
+    with psycopg.connect(pg_dsn) as conn:
+        live = [conn.execute(f'SELECT count(*) FROM "{schema}".{t}').fetchone()[0] for t in tables]
+    assert all(live), live
+    archive = tmp_path / "lyra.tar.gz"
+    pps(tmp_path, "backup", str(archive), "--entity", "lyra")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # the database is lost
+        conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+    out = pps(tmp_path, "restore", str(archive), "--entity", "lyra2", "--archive-settings", check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    with psycopg.connect(pg_dsn) as conn:
+        assert [conn.execute(f'SELECT count(*) FROM "{schema}".{t}').fetchone()[0] for t in tables] == live
+    _call(tmp_path, "lyra2", "forget_search", {"query": "lighthouse", "requested_by": "test", "confirm": token})
+    with psycopg.connect(pg_dsn) as conn:  # the confirmation taken before the backup still deletes its turn
+        assert conn.execute(f'SELECT count(*) FROM "{schema}".messages').fetchone()[0] == 0

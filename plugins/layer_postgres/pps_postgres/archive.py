@@ -13,8 +13,11 @@ past the restored ids, then every table counted against the manifest. Any failur
 schema is as it was. The archive is hostile input: tables come from a fixed list, columns must be ones the
 table has, and the rows are parsed by PostgreSQL into typed columns (constraints hold).
 
-Left out: ``forget_tokens`` (``forget_search`` confirmations, valid for minutes) and ``pps_schema_version`` (the
-restoring PPS migrates its own schema first).
+Every table of the schema is in the archive but these, each on purpose: ``pps_schema_version`` (the restoring PPS
+migrates its own schema first), ``vector_backlog`` (derived: a load puts every turn without a vector in it again) and
+``shared_values`` (what a fleet's servers agree on: the digest of the entity's token; a restored entity has the
+token the restore wrote, or the archive's with ``--include-token``). ``forget_tokens`` (``forget_search``
+confirmations, ten minutes) are in it: one taken before the backup still works after a quick restore.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ MANIFEST = "manifest.json"
 TABLES: tuple[tuple[str, str], ...] = (
     ("message_summaries", "id"), ("messages", "id"), ("read_cursors", "consumer_key"),
     ("message_vectors", "message_id"), ("summary_vectors", "summary_id"), ("forget_log", "id"),
-    ("forgotten_message_ids", "digest"), ("owed_forgets", "id"))
+    ("forgotten_message_ids", "digest"), ("owed_forgets", "id"), ("forget_tokens", "digest"))
 #: Tables with an identity column whose sequence must continue after the restored ids.
 IDENTITY = ("message_summaries", "messages", "forget_log", "owed_forgets")
 #: A schema holding a row in any of these holds an entity's turns: a restore is refused.
