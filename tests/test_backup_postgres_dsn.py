@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import psycopg
-from psycopg.conninfo import make_conninfo
 from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
+from psycopg.conninfo import make_conninfo
 
 from pps_core.testing.server import init_entity, pps, pps_env
 
