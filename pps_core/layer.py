@@ -154,6 +154,11 @@ class Layer(abc.ABC):
         writes are paused."""
         return None
 
+    async def check_restore(self, manifest: dict[str, Any]) -> None:  # noqa: B027 - optional
+        """Called for every layer, open, before any layer's :meth:`after_restore`: raise a
+        :class:`~pps_core.errors.PPSError` saying why when this layer's data would not land where the restore was
+        told (a store bound by name to another database than the one the environment names): nothing is restored."""
+
     async def after_restore(self, manifest: dict[str, Any]) -> None:  # noqa: B027 - optional
         """Called once, open, after ``pps restore`` put this layer's files in a new home.
 

@@ -222,6 +222,24 @@ class EntitySettings(PluginSettings):
                 values[key[len(prefix):].lower()] = value
         return values
 
+    def redirected(self, name: str, key: str) -> str | None:
+        """What the environment sets for ``[name] key`` (``PPS_<NAME>_<KEY>``) when it differs from pps.toml's: the
+        operator pointed that section elsewhere (a restore into another database); None otherwise."""
+        told = self.section_with_env(name).get(key)
+        return str(told) if told is not None and told != self.section(name).get(key) else None
+
+    def follows(self, layer: str, own: dict[str, str], name: str) -> None:
+        """Refuse (:class:`ConfigError`) when ``[name]``'s ``dsn``/``schema`` was pointed elsewhere by the environment
+        (:meth:`redirected`) while ``layer``'s own value of that key (``own``, from ``[layer]`` or ``PPS_<LAYER>_*``)
+        names another place: its data would not land where the operator said."""
+        for key, value in own.items():
+            told = self.redirected(name, key)
+            if told is not None and value and value != told:
+                raise ConfigError(
+                    f"[{layer}] {key} names another place than PPS_{name.upper()}_{key.upper()}: the {layer} rows "
+                    f"would land elsewhere than the rest; set PPS_{layer.upper()}_{key.upper()} to the same value, "
+                    f"or remove [{layer}] {key}")
+
     def plugin_settings(self, cls: type[S], section: str, **overrides: Any) -> S:
         """``cls`` (a :class:`PluginSettings`) read from the ``[section]`` table of pps.toml.
 

@@ -90,3 +90,32 @@ def test_the_archive_holds_forget_tokens_and_the_recaps_forgotten_entries(tmp_pa
     _call(tmp_path, "lyra2", "forget_search", {"query": "lighthouse", "requested_by": "test", "confirm": token})
     with psycopg.connect(pg_dsn) as conn:  # the confirmation taken before the backup still deletes its turn
         assert conn.execute(f'SELECT count(*) FROM "{schema}".messages').fetchone()[0] == 0
+
+
+def test_a_restore_refuses_when_a_layer_would_land_elsewhere_than_told(tmp_path, postgres_section, pg_dsn):  # noqa: F811
+    """The archive's settings bind the crystals to the live database by name (``[crystals] dsn``): a restore told
+    ``PPS_POSTGRES_DSN`` stops with a clear error and restores nothing, rather than split the entity in two."""
+    schema = postgres_section("lyra")["schema"]
+    init_entity(tmp_path, "lyra", "postgres,crystals", "[postgres]", f"dsn = {pg_dsn!r}", f"schema = {schema!r}",
+                f'[crystals]\nstore = "postgres"\ndsn = {pg_dsn!r}')
+    _call(tmp_path, "lyra", "store_message", {"content": "the harbour", "author_name": "Jeff", "channel": "t"})
+    _call(tmp_path, "lyra", "crystallize", {"content": "Crystal 1."})
+    archive = tmp_path / "lyra.tar.gz"
+    pps(tmp_path, "backup", str(archive), "--entity", "lyra")
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS pps_elsewhere")
+        conn.execute("CREATE DATABASE pps_elsewhere")
+    other = make_conninfo(pg_dsn, dbname="pps_elsewhere")
+    try:
+        out = pps(tmp_path, "restore", str(archive), "--entity", "lyra2", "--archive-settings", check=False,
+                  env=pps_env(tmp_path, PPS_POSTGRES_DSN=other))
+        assert out.returncode != 0 and "[crystals] dsn" in out.stderr and "nothing was restored" in out.stderr, \
+            out.stdout + out.stderr
+        assert not (tmp_path / "lyra2").exists()
+        with psycopg.connect(other) as conn:  # not even the turns
+            assert conn.execute("SELECT count(*) FROM pg_tables WHERE tablename = 'messages' AND schemaname = %s",
+                                (schema,)).fetchone()[0] == 0 or \
+                conn.execute(f'SELECT count(*) FROM "{schema}".messages').fetchone()[0] == 0
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS pps_elsewhere WITH (FORCE)")

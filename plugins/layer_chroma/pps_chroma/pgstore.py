@@ -207,6 +207,11 @@ class PgAnchorLayer(Layer):
         os.chmod(path, 0o600)
         return [BACKUP]
 
+    async def check_restore(self, manifest: dict[str, Any]) -> None:
+        """A restore told ``PPS_POSTGRES_DSN``/``_SCHEMA`` puts the word-photos there too, or refuses."""
+        self.memory.settings.follows("chroma", {"dsn": self.settings.dsn, "schema": self.settings.schema_name},
+                                     "postgres")
+
     async def after_restore(self, manifest: dict[str, Any]) -> None:
         """``pps restore``: the archive's rows go into this entity's (empty) tables and are embedded; their file is
         then removed from the home (the tables are the word-photos)."""

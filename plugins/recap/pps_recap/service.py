@@ -223,6 +223,12 @@ class RecapLayer(Layer):
         os.chmod(path, 0o600)
         return [store.PG_BACKUP]
 
+    async def check_restore(self, manifest: dict[str, Any]) -> None:
+        """A restore told ``PPS_POSTGRES_DSN``/``_SCHEMA`` puts the recap there too, or refuses."""
+        rs = store.recap_settings(self.memory.settings)
+        if rs.store == "postgres":
+            self.memory.settings.follows("recap", {"dsn": rs.dsn or "", "schema": rs.schema_name or ""}, "postgres")
+
     async def after_restore(self, manifest: dict[str, Any]) -> None:
         """``pps restore``: the archive's recap row is saved (unless one is there), and its file removed."""
         path = Path(self.memory.home) / store.PG_BACKUP
