@@ -146,6 +146,19 @@ class Layer(abc.ABC):
         """
         return None
 
+    async def snapshot_counts(self, dest: Path) -> dict[str, int] | None:
+        """After every layer's :meth:`snapshot` into ``dest``: this layer's counts as its copy holds them, for the
+        manifest ``pps restore`` checks against. For a store other processes write to while the backup runs (a
+        database server a fleet shares: a backup pauses only its own process's writes), counted in the same
+        snapshot as the rows copied. None (the default): the counts of :meth:`health`, taken while this process's
+        writes are paused."""
+        return None
+
+    async def check_restore(self, manifest: dict[str, Any]) -> None:  # noqa: B027 - optional
+        """Called for every layer, open, before any layer's :meth:`after_restore`: raise a
+        :class:`~pps_core.errors.PPSError` saying why when this layer's data would not land where the restore was
+        told (a store bound by name to another database than the one the environment names): nothing is restored."""
+
     async def after_restore(self, manifest: dict[str, Any]) -> None:  # noqa: B027 - optional
         """Called once, open, after ``pps restore`` put this layer's files in a new home.
 

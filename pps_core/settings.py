@@ -211,6 +211,35 @@ class EntitySettings(PluginSettings):
         value = extra.get(name) or {}
         return value if isinstance(value, dict) else {}
 
+    def section_with_env(self, name: str) -> dict[str, Any]:
+        """The ``[name]`` table with what the environment sets under ``PPS_<NAME>_`` over it (``PPS_POSTGRES_DSN``
+        is ``dsn``), as the plugin that owns the section reads it: for a plugin defaulting to another's settings (a
+        store's ``dsn`` defaulting to ``[postgres]``'s), so both land where the operator said."""
+        values = dict(self.section(name))
+        prefix = f"PPS_{name.upper()}_"
+        for key, value in os.environ.items():
+            if key.startswith(prefix) and len(key) > len(prefix) and "__" not in key[len(prefix):]:
+                values[key[len(prefix):].lower()] = value
+        return values
+
+    def redirected(self, name: str, key: str) -> str | None:
+        """What the environment sets for ``[name] key`` (``PPS_<NAME>_<KEY>``) when it differs from pps.toml's: the
+        operator pointed that section elsewhere (a restore into another database); None otherwise."""
+        told = self.section_with_env(name).get(key)
+        return str(told) if told is not None and told != self.section(name).get(key) else None
+
+    def follows(self, layer: str, own: dict[str, str], name: str) -> None:
+        """Refuse (:class:`ConfigError`) when ``[name]``'s ``dsn``/``schema`` was pointed elsewhere by the environment
+        (:meth:`redirected`) while ``layer``'s own value of that key (``own``, from ``[layer]`` or ``PPS_<LAYER>_*``)
+        names another place: its data would not land where the operator said."""
+        for key, value in own.items():
+            told = self.redirected(name, key)
+            if told is not None and value and value != told:
+                raise ConfigError(
+                    f"[{layer}] {key} names another place than PPS_{name.upper()}_{key.upper()}: the {layer} rows "
+                    f"would land elsewhere than the rest; set PPS_{layer.upper()}_{key.upper()} to the same value, "
+                    f"or remove [{layer}] {key}")
+
     def plugin_settings(self, cls: type[S], section: str, **overrides: Any) -> S:
         """``cls`` (a :class:`PluginSettings`) read from the ``[section]`` table of pps.toml.
 

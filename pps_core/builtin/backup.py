@@ -5,7 +5,9 @@ catalog pause for the moment of the copy (:meth:`pps_core.Memory.writes_paused`)
 :meth:`~pps_core.layer.Layer.snapshot` copies what cannot be copied as plain files (an embedded graph), any
 SQLite database is copied with the online backup API, every other file as it is (every PPS write replaces a
 file atomically), and what a layer derives (``Layer.derived_paths``: an index) is skipped. The manifest keeps
-each layer's counts, taken while writes are paused, so ``pps restore`` can check every layer came back.
+each layer's counts, taken while writes are paused (or, for a store a fleet shares, in the same database
+snapshot as the rows copied: :meth:`~pps_core.layer.Layer.snapshot_counts`), so ``pps restore`` can check every
+layer came back.
 
 A backup stages its copies in folders beside the archive (``.pps-staged-*``, ``.pps-backup-*``: for one a server
 writes, in ``<home>/backups``), each locked while in use. A process killed half-way leaves them, holding text a
@@ -225,6 +227,10 @@ async def snapshot_live(memory: Memory, dest: Path, *, include_token: bool = Fal
             claimed: set[str] = set()
             for layer in memory.layers.values():
                 claimed.update(await layer.snapshot(staged) or [])
+            for name, layer in memory.layers.items():
+                copied = await layer.snapshot_counts(staged)  # a shared store: counted with its rows
+                if copied is not None:
+                    counts[name] = dict(copied)
             return await asyncio.to_thread(snapshot, memory.home, dest, include_token=include_token, staged=staged,
                                            claimed=claimed, derived=derived, counts=counts,
                                            entity=memory.settings.entity, keep=keep)

@@ -213,6 +213,8 @@ async def verify(home: Path, entity: str | None, manifest: dict[str, Any]) -> di
     from ..memory import Memory
 
     async with Memory.for_entity(entity, home) as memory:
+        for layer in memory.layers.values():  # every layer lands where it was told, or nothing is loaded
+            await layer.check_restore(manifest)
         for layer in memory.layers.values():
             await layer.after_restore(manifest)
         health = await memory.health(timed=False)

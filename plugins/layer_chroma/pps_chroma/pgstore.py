@@ -59,7 +59,7 @@ MIGRATIONS = [
 def target(cs: ChromaSettings, entity_settings) -> tuple[str, str]:
     """``(dsn, schema)``: ``[chroma] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema to
     ``pps_<entity>`` folded as pps-postgres folds it."""
-    postgres = entity_settings.section("postgres")
+    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
     dsn = cs.dsn or str(postgres.get("dsn") or "")
     if not dsn:
         raise ConfigError('chroma.dsn: store = "postgres" needs a dsn (or a [postgres] dsn), e.g. '
@@ -206,6 +206,11 @@ class PgAnchorLayer(Layer):
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out), encoding="utf-8")
         os.chmod(path, 0o600)
         return [BACKUP]
+
+    async def check_restore(self, manifest: dict[str, Any]) -> None:
+        """A restore told ``PPS_POSTGRES_DSN``/``_SCHEMA`` puts the word-photos there too, or refuses."""
+        self.memory.settings.follows("chroma", {"dsn": self.settings.dsn, "schema": self.settings.schema_name},
+                                     "postgres")
 
     async def after_restore(self, manifest: dict[str, Any]) -> None:
         """``pps restore``: the archive's rows go into this entity's (empty) tables and are embedded; their file is

@@ -56,7 +56,7 @@ def schema_for(settings: CrystalSettings, entity: str, postgres: dict | None = N
 
 def open_store(settings: CrystalSettings, entity_settings) -> CrystalStore:
     """The table of this entity: ``[crystals] dsn``/``schema``, each defaulting to ``[postgres]``'s."""
-    postgres = entity_settings.section("postgres")
+    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
     return CrystalStore(settings.dsn or str(postgres.get("dsn") or ""),
                         schema_for(settings, entity_settings.entity, postgres))
 
@@ -212,6 +212,7 @@ class PgCrystalLayer(Layer):
         super().__init__()
         self.settings: CrystalSettings = memory.settings.plugin_settings(CrystalSettings, "crystals")
         self.store = open_store(self.settings, memory.settings)
+        self.memory_settings = memory.settings
         self.home = Path(memory.home)
         self._tokens: dict[int, tuple[int, list[str]]] = {}  # number -> (version, tokens)
 
@@ -296,6 +297,11 @@ class PgCrystalLayer(Layer):
         path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
         os.chmod(path, 0o600)
         return [BACKUP]
+
+    async def check_restore(self, manifest: dict[str, Any]) -> None:
+        """A restore told ``PPS_POSTGRES_DSN``/``_SCHEMA`` puts the crystals there too, or refuses."""
+        self.memory_settings.follows("crystals", {"dsn": self.settings.dsn, "schema": self.settings.schema_name},
+                                     "postgres")
 
     async def after_restore(self, manifest: dict[str, Any]) -> None:
         """``pps restore``: the archive's rows go into this entity's (empty) table, then their file is removed

@@ -2,7 +2,8 @@
 
 Export: one ``REPEATABLE READ`` transaction (every table from the same snapshot), ``COPY (SELECT ...) TO STDOUT``
 per table, streamed to ``postgres/turns/<table>.copy`` in the archive, with ``manifest.json`` naming the schema
-version, each table's columns and its row count. Generated columns (the ``tsvector``) are left out: PostgreSQL
+version, each table's columns and its row count, and the counts the turn layers report, taken in that snapshot
+(the backup's manifest records them: a fleet's other servers write meanwhile). Generated columns (the ``tsvector``) are left out: PostgreSQL
 computes them again. COPY's text format round-trips every value exactly (timestamps with their zone, pgvector
 values, text with any byte a turn may hold) and is what ``pg_dump`` writes for data, without needing its binary.
 
@@ -12,8 +13,11 @@ past the restored ids, then every table counted against the manifest. Any failur
 schema is as it was. The archive is hostile input: tables come from a fixed list, columns must be ones the
 table has, and the rows are parsed by PostgreSQL into typed columns (constraints hold).
 
-Left out: ``forget_tokens`` (``forget_search`` confirmations, valid for minutes) and ``pps_schema_version`` (the
-restoring PPS migrates its own schema first).
+Every table of the schema is in the archive but these, each on purpose: ``pps_schema_version`` (the restoring PPS
+migrates its own schema first), ``vector_backlog`` (derived: a load puts every turn without a vector in it again) and
+``shared_values`` (what a fleet's servers agree on: the digest of the entity's token; a restored entity has the
+token the restore wrote, or the archive's with ``--include-token``). ``forget_tokens`` (``forget_search``
+confirmations, ten minutes) are in it: one taken before the backup still works after a quick restore.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ MANIFEST = "manifest.json"
 TABLES: tuple[tuple[str, str], ...] = (
     ("message_summaries", "id"), ("messages", "id"), ("read_cursors", "consumer_key"),
     ("message_vectors", "message_id"), ("summary_vectors", "summary_id"), ("forget_log", "id"),
-    ("forgotten_message_ids", "digest"), ("owed_forgets", "id"))
+    ("forgotten_message_ids", "digest"), ("owed_forgets", "id"), ("forget_tokens", "digest"))
 #: Tables with an identity column whose sequence must continue after the restored ids.
 IDENTITY = ("message_summaries", "messages", "forget_log", "owed_forgets")
 #: A schema holding a row in any of these holds an entity's turns: a restore is refused.
@@ -69,10 +73,28 @@ async def export(conn, schema: str, version: int, dest: Path) -> list[str]:
                         out.write(data)
                         rows += bytes(data).count(b"\n")  # one line per row: newlines inside values are escaped
             manifest["tables"][table] = {"columns": columns, "rows": rows}
+        # the counts the layers report, from the same snapshot as the rows (other servers write meanwhile)
+        manifest["counts"] = dict(await (await conn.execute(
+            "SELECT count(*) AS total, count(*) FILTER (WHERE summary_id IS NULL) AS unsummarized, "
+            "count(*) FILTER (WHERE ingested_at IS NULL) AS uningested, "
+            "(SELECT count(*) FROM read_cursors) AS cursors, "
+            "(SELECT count(*) FROM message_summaries) AS summaries, "
+            "(SELECT count(*) FROM message_summaries WHERE rewrite IS NOT NULL) AS needs_rewrite "
+            "FROM messages")).fetchone())
     path = folder / MANIFEST
     path.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     os.chmod(path, 0o600)
     return [FOLDER]
+
+
+def exported_counts(dest: Path) -> dict[str, int] | None:
+    """The counts :func:`export` took in its snapshot (``total``, ``unsummarized``, ``uningested``, ``cursors``,
+    ``summaries``, ``needs_rewrite``), read back from ``dest``; None when nothing was exported there."""
+    path = dest / FOLDER / MANIFEST
+    if not path.is_file():
+        return None
+    counts = json.loads(path.read_text(encoding="utf-8")).get("counts")
+    return {k: int(v) for k, v in counts.items()} if isinstance(counts, dict) else None
 
 
 def _refuse(why: str) -> InvalidParams:

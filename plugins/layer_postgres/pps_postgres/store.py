@@ -664,6 +664,12 @@ class PostgresStore:
         async with self.connection() as conn:
             return await archive.export(conn, self.schema, await self._version(conn), dest)
 
+    def exported_counts(self, dest):
+        """The counts :meth:`export_rows` took with its rows (:func:`.archive.exported_counts`)."""
+        from . import archive
+
+        return archive.exported_counts(dest)
+
     async def import_rows(self, home):
         """The archive's rows into this (empty) schema, in one transaction checked table by table (:mod:`.archive`)."""
         from . import archive

@@ -46,7 +46,7 @@ MIGRATIONS = [
 def target(rs, entity_settings) -> tuple[str, str]:
     """``(dsn, schema)``: ``[recap] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema to
     ``pps_<entity>`` folded as pps-postgres folds it."""
-    postgres = entity_settings.section("postgres")
+    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
     dsn = rs.dsn or str(postgres.get("dsn") or "")
     if not dsn:
         raise ConfigError('recap.dsn: store = "postgres" needs a dsn (or a [postgres] dsn), e.g. '
@@ -140,6 +140,28 @@ def marks(dsn: str, schema: str) -> dict[str, Any]:
     none."""
     with _connection(dsn, schema) as conn:
         return _marks(conn)
+
+
+def forget_record(dsn: str, schema: str) -> dict[str, Any]:
+    """What :func:`forget` recorded, row by row (``pps backup``): ``{"marks": [[at, logs]], "entries": [digest]}``."""
+    with _connection(dsn, schema) as conn:
+        marks = [[float(at), logs if isinstance(logs, dict) else json.loads(logs)]
+                 for at, logs in conn.execute("SELECT at, logs FROM recap_forget_marks ORDER BY id").fetchall()]
+        entries = [r[0] for r in conn.execute("SELECT digest FROM recap_forgotten_entries ORDER BY digest")]
+    return {"marks": marks, "entries": entries}
+
+
+def keep_forget_record(dsn: str, schema: str, record: dict[str, Any]) -> None:
+    """Put back what :func:`forget_record` read (``pps restore``), in one transaction."""
+    marks, entries = record.get("marks") or [], record.get("entries") or []
+    with _connection(dsn, schema) as conn:
+        _lock(conn)
+        for at, logs in marks:
+            conn.execute("INSERT INTO recap_forget_marks (at, logs) VALUES (%s, %s::jsonb)",
+                         (float(at), json.dumps(logs if isinstance(logs, dict) else {})))
+        if entries:
+            conn.execute("INSERT INTO recap_forgotten_entries (digest) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                         ([str(e) for e in entries],))
 
 
 def forget(dsn: str, schema: str, at: float, logs: dict[str, int], entries: Sequence[str] = ()) -> int:

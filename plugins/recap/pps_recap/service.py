@@ -209,16 +209,25 @@ class RecapLayer(Layer):
                                                 timestamp=when, metadata={"log": meta.get("source")})], total=1)
 
     async def snapshot(self, dest: Path) -> list[str] | None:
-        """``pps backup`` of a recap kept in PostgreSQL: its row as a file of the archive (files are copied as
-        they are)."""
+        """``pps backup`` of a recap kept in PostgreSQL: its row and the record of forgets (``recap_forget_marks``,
+        ``recap_forgotten_entries``) as a file of the archive (files are copied as they are)."""
         if store.recap_settings(self.memory.settings).store != "postgres":
             return None
         saved = await asyncio.to_thread(store.load, self.memory.settings)
+        forgets = await asyncio.to_thread(store.forget_record, self.memory.settings)
         path = Path(dest) / store.PG_BACKUP
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path.write_text(json.dumps({"text": saved[0], "meta": saved[1]} if saved else None), encoding="utf-8")
+        # the recap, and the record of forgets (what the logs held when turns were forgotten: never recapped again)
+        path.write_text(json.dumps(dict({"text": saved[0], "meta": saved[1]} if saved else {}, forgotten=forgets)),
+                        encoding="utf-8")
         os.chmod(path, 0o600)
         return [store.PG_BACKUP]
+
+    async def check_restore(self, manifest: dict[str, Any]) -> None:
+        """A restore told ``PPS_POSTGRES_DSN``/``_SCHEMA`` puts the recap there too, or refuses."""
+        rs = store.recap_settings(self.memory.settings)
+        if rs.store == "postgres":
+            self.memory.settings.follows("recap", {"dsn": rs.dsn or "", "schema": rs.schema_name or ""}, "postgres")
 
     async def after_restore(self, manifest: dict[str, Any]) -> None:
         """``pps restore``: the archive's recap row is saved (unless one is there), and its file removed."""
@@ -226,8 +235,10 @@ class RecapLayer(Layer):
         if not path.is_file():
             return
         saved = json.loads(path.read_text(encoding="utf-8"))
-        if saved and store.recap_settings(self.memory.settings).store == "postgres":
-            if await asyncio.to_thread(store.load, self.memory.settings) is None:
+        if isinstance(saved, dict) and store.recap_settings(self.memory.settings).store == "postgres":
+            if isinstance(saved.get("forgotten"), dict):
+                await asyncio.to_thread(store.keep_forget_record, self.memory.settings, saved["forgotten"])
+            if saved.get("text") and await asyncio.to_thread(store.load, self.memory.settings) is None:
                 await asyncio.to_thread(store.keep, self.memory.settings, saved["text"], saved["meta"])
         path.unlink()
         if not any(path.parent.iterdir()):

@@ -315,6 +315,25 @@ def keep(settings, text: str, meta: dict) -> None:
         pgstore.save(*pg, text, meta)
 
 
+def forget_record(settings) -> dict | None:
+    """The record of forgets a recap kept in PostgreSQL holds (``pps backup``); None for the files (copied)."""
+    _home, pg = _where(settings)
+    if pg is None:
+        return None
+    from . import pgstore
+
+    return pgstore.forget_record(*pg)
+
+
+def keep_forget_record(settings, record: dict) -> None:
+    """Put back a record of forgets (``pps restore``)."""
+    _home, pg = _where(settings)
+    if pg is not None:
+        from . import pgstore
+
+        pgstore.keep_forget_record(*pg, record)
+
+
 def candidate_logs(settings, exclude_session: str | None = None) -> list[Path]:
     """Session logs of the entity, oldest first by modification time (the newest is last)."""
     found: dict[str, Path] = {}

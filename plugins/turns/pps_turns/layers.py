@@ -160,6 +160,12 @@ class RawCaptureLayer(Layer):
             return None  # files in the home (SQLite): copied as they are
         return await self.backend.export_rows(Path(dest))
 
+    async def snapshot_counts(self, dest: Path) -> dict[str, int] | None:
+        """The counts the archive holds, taken in the export's snapshot (a fleet's other servers write meanwhile)."""
+        c = self.backend.exported_counts(Path(dest)) if isinstance(self.backend, ArchivableTurnStore) else None
+        return None if c is None else {"messages": c["total"], "unsummarized": c["unsummarized"],
+                                       "uningested": c["uningested"], "cursors": c["cursors"]}
+
     async def after_restore(self, manifest: dict[str, Any]) -> None:
         """``pps restore``: the archive's rows go back into the (empty) store, checked table by table."""
         if isinstance(self.backend, ArchivableTurnStore):
@@ -300,6 +306,11 @@ class SummariesLayer(Layer):
     async def recent(self, limit: int) -> list[SearchResult]:
         found = await self.backend.recent_summaries(limit)
         return [summary_result(s) for s in reversed(found)]
+
+    async def snapshot_counts(self, dest: Path) -> dict[str, int] | None:
+        """The counts the archive holds (``raw_capture``'s snapshot exported the summaries too, in one snapshot)."""
+        c = self.backend.exported_counts(Path(dest)) if isinstance(self.backend, ArchivableTurnStore) else None
+        return None if c is None else {"summaries": c["summaries"], "needs_rewrite": c["needs_rewrite"]}
 
     async def health(self) -> LayerHealth:
         n = await self.backend.summary_count()

@@ -396,6 +396,13 @@ class ArchivableTurnStore(TurnStore, Protocol):
         ``dest``, from one consistent snapshot; the home-relative paths written."""
         ...
 
+    def exported_counts(self, dest: Path) -> dict[str, int] | None:
+        """The counts :meth:`export_rows` took under ``dest`` in the same snapshot as its rows: ``total``,
+        ``unsummarized``, ``uningested``, ``cursors`` (turns), ``summaries``, ``needs_rewrite``; None when nothing was
+        exported there. Other processes write the store while a backup runs (a fleet): these, not a count taken
+        before or after, are what the archive holds."""
+        ...
+
     async def import_rows(self, home: Path) -> dict[str, int] | None:
         """After ``pps restore``: load what :meth:`export_rows` wrote (now under ``home``) into this store, which must
         hold no turns (else ``Conflict``, nothing loaded), in one transaction checked by the rows of each table
