@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,33 @@ def server_address(home: Path) -> str | None:
     return (owner or {}).get("address") or None
 
 
+#: How long a command waits for an owner that is still starting (a server that took the lock to serve and has not
+#: yet published where: opening its stores on a busy machine) before going on without it; and how recent
+#: "starting" is (a server that never publishes an address, a transport of its own, is waited for only while young).
+STARTING_OWNER_WAIT_S = 30.0
+STARTING_OWNER_AGE_S = 60.0
+
+
+def owner_starting(home: Path) -> bool:
+    """Whether the entity's owner took the lock to serve, has published no address yet, and started within the
+    last minute."""
+    owner = read_owner(Path(home))
+    if owner is None or owner.get("address") or not owner.get("starting"):
+        return False
+    since = owner.get("since")
+    return isinstance(since, (int, float)) and time.time() - since < STARTING_OWNER_AGE_S
+
+
+def settled_server_address(home: Path, wait_s: float = STARTING_OWNER_WAIT_S) -> str | None:
+    """:func:`server_address`, once an owner that is still starting has published where it serves (or let go),
+    within ``wait_s``: a command run while the server starts (``pps doctor`` right after ``pps setup``) forwards
+    to it, rather than finding the stores locked and failing."""
+    deadline = time.monotonic() + wait_s
+    while owner_starting(home) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return server_address(home)
+
+
 def try_forward(settings: EntitySettings, operation: str, params: dict[str, Any] | None) -> Any | None:
     """Run ``operation`` on the entity's server; None when no server owns the entity.
 
@@ -38,7 +66,7 @@ def try_forward(settings: EntitySettings, operation: str, params: dict[str, Any]
     """
     from urllib.parse import quote
 
-    address = server_address(settings.home)
+    address = settled_server_address(settings.home)
     if not address:
         return None
     token = read_token(settings.home)

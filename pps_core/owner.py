@@ -44,6 +44,9 @@ class OwnerLock:
         self.path = home / LOCK_NAME
         self._fd: int | None = None
         self.info: dict[str, Any] = {}
+        #: Set by a process that takes the lock in order to serve: until it publishes its address the lock says
+        #: ``starting``, and a command that meets it waits for the address (``pps_core.forward``) instead of failing.
+        self.starting = False
 
     def acquire(self, address: str | None = None) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -60,10 +63,13 @@ class OwnerLock:
             ) from None
         self._fd = fd
         self.info = {"pid": os.getpid(), "address": address, "since": time.time()}
+        if self.starting and not address:
+            self.info["starting"] = True
         self._write()
 
     def set_address(self, address: str | None) -> None:
         self.info["address"] = address
+        self.info.pop("starting", None)
         self._write()
 
     def _write(self) -> None:

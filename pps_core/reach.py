@@ -24,7 +24,8 @@ from urllib.parse import quote
 from . import errors
 from .auth import TokenGate, read_token
 from .catalog import ToolSpec
-from .forward import request, server_address, try_forward
+from .forward import (STARTING_OWNER_WAIT_S, owner_starting, request, server_address, settled_server_address,
+                      try_forward)
 from .privacy import reset_secret_scanner, use_secret_scanner
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -198,19 +199,37 @@ def owner_address(home: Path | str) -> str | None:
     return server_address(Path(home))
 
 
+def settled_owner_address(home: Path | str, wait_s: float = STARTING_OWNER_WAIT_S) -> str | None:
+    """:func:`owner_address`, once an owner still starting has published where it serves, or let go
+    (:func:`~pps_core.forward.settled_server_address`)."""
+    return settled_server_address(Path(home), wait_s)
+
+
+async def settled_owner_address_async(home: Path | str, wait_s: float = STARTING_OWNER_WAIT_S) -> str | None:
+    """:func:`settled_owner_address` without blocking the event loop."""
+    home = Path(home)
+    deadline = time.monotonic() + wait_s
+    while owner_starting(home) and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return owner_address(home)
+
+
 @asynccontextmanager
 async def open_entity(settings: EntitySettings, *, forward: bool = True,
                       plugin_manager: pluggy.PluginManager | None = None,
-                      extra_plugins: Sequence[Any] = ()) -> AsyncIterator[Entity]:
+                      extra_plugins: Sequence[Any] = (), serving: bool = False) -> AsyncIterator[Entity]:
     """The entity, reached: forwarded to its owner when one serves it (and ``forward``), else opened here (the
-    owner lock taken, a second owner refused with a clear error) and closed when the block ends."""
-    address = owner_address(settings.home) if forward else None
+    owner lock taken, a second owner refused with a clear error) and closed when the block ends. ``serving``: it
+    is opened to be served, so until an address is published the lock says "starting" (commands wait for it)."""
+    address = await settled_owner_address_async(settings.home) if forward else None
     if address:
         yield RemoteEntity(settings, address)
         return
     from .memory import Memory
 
-    async with Memory(settings, plugin_manager=plugin_manager, extra_plugins=extra_plugins) as memory:
+    memory = Memory(settings, plugin_manager=plugin_manager, extra_plugins=extra_plugins)
+    memory.lock.starting = serving
+    async with memory:
         yield LocalEntity(memory)
 
 
@@ -227,7 +246,7 @@ class EntityClient:
         self.mode: str | None = None
 
     def __enter__(self) -> EntityClient:
-        self.mode = "server" if owner_address(self.settings.home) else "direct"
+        self.mode = "server" if settled_owner_address(self.settings.home) else "direct"
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -141,7 +141,7 @@ async def _serve(transport: Transport, all_settings: list[EntitySettings], pm: p
         entities: list[Entity] = []
         for i, settings in enumerate(all_settings):
             entities.append(await stack.enter_async_context(
-                open_entity(settings, forward=forward, plugin_manager=pm if i == 0 else None)))
+                open_entity(settings, forward=forward, plugin_manager=pm if i == 0 else None, serving=True)))
         served = Served(entities, pm, options.log_level)
         if on_served is not None and not on_served(served):
             return
