@@ -24,8 +24,14 @@ from urllib.parse import quote
 from . import errors
 from .auth import TokenGate, read_token
 from .catalog import ToolSpec
-from .forward import (STARTING_OWNER_WAIT_S, owner_starting, request, server_address, settled_server_address,
-                      try_forward)
+from .forward import (
+    STARTING_OWNER_WAIT_S,
+    owner_starting,
+    request,
+    server_address,
+    settled_server_address,
+    try_forward,
+)
 from .privacy import reset_secret_scanner, use_secret_scanner
 
 if TYPE_CHECKING:  # pragma: no cover
