@@ -10,6 +10,7 @@ import os
 import time
 from _collections_abc import dict_items, dict_keys, dict_values
 from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
@@ -155,6 +156,15 @@ class WriteGate:
                 cond.notify_all()
 
 
+@dataclass
+class BackupLedger:
+    """What ``pps_backup`` did in this process for one entity: archives whose backup was cancelled (path -> when),
+    and archives it wrote (a cancel arriving after the archive was written deletes it)."""
+
+    cancelled: dict[Path, float] = field(default_factory=dict)
+    written: set[Path] = field(default_factory=set)
+
+
 class Memory:
     """An entity's memory. ``await memory.call("ambient_recall", {"context": "startup"})``.
 
@@ -211,6 +221,8 @@ class Memory:
         self._gate = WriteGate()
         #: (layer, kind) that have answered in this process: warm, held to ``[recall] layer_timeout_s``.
         self._warm: set[tuple[str, str]] = set()
+        #: Backups cancelled and written by this process (``pps_core.builtin.backup``).
+        self.backups = BackupLedger()
         #: Owed forgets retried at open, in the background (:meth:`_settle_owed`).
         self._settling: asyncio.Task[None] | None = None
 

@@ -20,8 +20,10 @@ rule: ``pps`` (or ``python -P -m``) is the way to start it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 
 
 def off_cwd(path: list[str], cwd: str | None, script: str | None, prepended: bool) -> list[str]:
@@ -53,3 +55,20 @@ def keep_cwd_off_path() -> None:
         cwd = None
     sys.path[:] = off_cwd(sys.path, cwd, sys.argv[0] if sys.argv else None, prepended=not flags.safe_path)
     os.environ["PYTHONSAFEPATH"] = "1"
+
+
+@contextlib.contextmanager
+def safe_children() -> Iterator[None]:
+    """Children started inside this block (multiprocessing's fork server and resource tracker, which run as
+    ``python -c ...`` in the working directory) get ``PYTHONSAFEPATH=1``: nothing is put first on their
+    ``sys.path``, whoever started this process (``pps`` sets it for good; a program that embeds PPS does not).
+    Under ``python -E`` the variable is ignored, but multiprocessing then passes the parent's ``-P``/``-I``."""
+    before = os.environ.get("PYTHONSAFEPATH")
+    os.environ["PYTHONSAFEPATH"] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONSAFEPATH", None)
+        else:
+            os.environ["PYTHONSAFEPATH"] = before

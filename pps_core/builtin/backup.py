@@ -30,7 +30,6 @@ import sys
 import tarfile
 import tempfile
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -194,14 +193,8 @@ def snapshot(home: Path, dest: Path, *, include_token: bool = False, staged: Pat
     return manifest
 
 
-#: Per entity (its Memory): archives whose backup was cancelled (path -> when), and archives this process wrote
-#: through ``pps_backup`` (a cancel arriving after the archive was written deletes it).
-_CANCELLED: weakref.WeakKeyDictionary[Any, dict[Path, float]] = weakref.WeakKeyDictionary()
-_WRITTEN: weakref.WeakKeyDictionary[Any, set[Path]] = weakref.WeakKeyDictionary()
-
-
 def _cancelled(memory: Memory) -> dict[Path, float]:
-    found = _CANCELLED.setdefault(memory, {})
+    found = memory.backups.cancelled
     for path, when in list(found.items()):
         if time.time() - when > 3600:
             del found[path]
@@ -288,7 +281,7 @@ def _cancel(memory: Memory, dest: Path) -> dict[str, Any]:
     """Cancel the backup to ``dest``: one being written (or about to be) leaves no archive; one this process
     wrote already is deleted. Any other file is left alone."""
     _cancelled(memory)[dest] = time.time()
-    written = _WRITTEN.setdefault(memory, set())
+    written = memory.backups.written
     deleted = False
     if dest in written:
         written.discard(dest)
@@ -313,7 +306,7 @@ async def pps_backup(memory: Memory, p: BackupParams) -> dict[str, Any]:
     if dest in _cancelled(memory):  # cancelled as it was put in place
         dest.unlink(missing_ok=True)
         raise Cancelled(f"{dest.name}: the backup was cancelled; nothing was written", param="path")
-    _WRITTEN.setdefault(memory, set()).add(dest)
+    memory.backups.written.add(dest)
     return dict(manifest, file=str(dest))
 
 

@@ -44,7 +44,7 @@ def cpu_load() -> Any:
     import subprocess
     import sys
 
-    procs = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-I", "-c", "while 1: pass"]) for _ in range(2)]
     try:
         yield procs
     finally:

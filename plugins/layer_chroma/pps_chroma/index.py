@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from pps_core.errors import Unavailable
+from pps_core.safepath import safe_children
 
 from .worker import serve
 
@@ -125,7 +126,8 @@ class ChromaIndex:
         main = sys.modules["__main__"]
         sys.modules["__main__"] = types.ModuleType("__main__")
         try:
-            self._proc.start()
+            with safe_children():  # the fork server and resource tracker start here: never in the user's folder
+                self._proc.start()
         finally:
             sys.modules["__main__"] = main
         theirs.close()
