@@ -128,3 +128,18 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     if not close:
         return ""
     return " (did you mean " + " or ".join(repr(c) for c in close) + "?)"
+
+
+def portable_exception(exc: BaseException) -> BaseException:
+    """``exc`` as another process can unpickle it, for a layer's worker process answering its server: an
+    ``OSError`` keeps its errno (a full disk is still a 503 there), anything that does not survive pickling
+    becomes a ``RuntimeError`` naming it."""
+    import pickle
+
+    if isinstance(exc, OSError):
+        return OSError(exc.errno, exc.strerror or str(exc))
+    try:
+        copy: BaseException = pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return copy

@@ -129,14 +129,7 @@ def _manifest(src: Path) -> dict[str, Any]:
 
 def restore_entity(client, src: Path) -> dict[str, Any]:
     src = Path(src)
-    try:
-        manifest = json.loads((src / "manifest.json").read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RestoreError(f"{src}: no manifest.json (is it a directory written by `pps export`?)") from None
-    except ValueError as exc:
-        raise RestoreError(f"{src / 'manifest.json'}: not JSON ({exc})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise RestoreError(f"{src / 'manifest.json'}: not a PPS export (format is not {FORMAT!r})")
+    manifest = _manifest(src)
     if manifest.get("format_version") != FORMAT_VERSION:
         raise RestoreError(f"{src}: export format version {manifest.get('format_version')!r}; this PPS reads "
                            f"version {FORMAT_VERSION}")

@@ -11,10 +11,11 @@ embedder lives there), so this process never loads a model.
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 from pathlib import Path
 from typing import Any
+
+from pps_core.errors import portable_exception
 
 COLLECTION = "word_photos"
 EF_NAME = "pps_embedder"
@@ -144,14 +145,6 @@ class Store:
             self.client.close()
 
 
-def _portable(exc: BaseException) -> BaseException:
-    """The exception as the server can unpickle it (errno kept, so a full disk is still a 503 there)."""
-    if isinstance(exc, OSError):
-        return OSError(exc.errno, exc.strerror or str(exc))
-    try:
-        return pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
 def serve(conn) -> None:
@@ -175,7 +168,7 @@ def serve(conn) -> None:
                 value = getattr(store, method)(*args)
             reply: tuple[bool, Any] = (True, value)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
-            reply = (False, _portable(exc))
+            reply = (False, portable_exception(exc))
         conn.send(reply)
         if method == "close":
             break

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import pickle
 import signal
 import sys
 import threading
@@ -23,6 +22,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from pps_core.errors import portable_exception
 
 THREADS = 4
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
@@ -36,14 +37,6 @@ def rss_bytes() -> int:
         return 0
 
 
-def _portable(exc: BaseException) -> BaseException:
-    """The exception as the server can unpickle it (errno kept, so a full disk is still a 503 there)."""
-    if isinstance(exc, OSError):
-        return OSError(exc.errno, exc.strerror or str(exc))
-    try:
-        return pickle.loads(pickle.dumps(exc))
-    except Exception:
-        return RuntimeError(f"{type(exc).__name__}: {exc}")
 
 
 class Engine:
@@ -176,7 +169,7 @@ def serve(fd: int, parent: int) -> None:
         try:
             value = getattr(engine, op)(*args)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
-            reply(rid, False, _portable(exc))
+            reply(rid, False, portable_exception(exc))
         else:
             reply(rid, True, value)
 

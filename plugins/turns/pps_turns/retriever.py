@@ -169,6 +169,15 @@ class Retriever(_Embedding):
         except Exception as exc:
             self.warn(exc)
 
+    async def _embed(self, emb: Any, todo: list[Turn]) -> list[bytes]:
+        """The vectors of ``todo`` as stored; a failure leaves the backlog pending."""
+        try:
+            vecs = await asyncio.to_thread(emb.embed, [vector_text(t) for t in todo])
+        except BaseException:
+            self.pending = True
+            raise
+        return _blobs(vecs)
+
     async def _batch(self, emb: Any, size: int = EMBED_BATCH, wait: bool = False) -> int:
         model = self.model(emb)
         claim = getattr(self.store, "claim_turns_missing_vectors", None)
@@ -177,23 +186,13 @@ class Retriever(_Embedding):
                 if len(todo) < size:  # the rest (if any) is another server's, being embedded now
                     self.pending = False
                 if todo:
-                    try:
-                        vecs = await asyncio.to_thread(emb.embed, [vector_text(t) for t in todo])
-                    except BaseException:
-                        self.pending = True
-                        raise
-                    await write(_blobs(vecs))
+                    await write(await self._embed(emb, todo))
             return len(todo)
         todo, top = await self.store.turns_missing_vectors(model, size, self.floor)
         if len(todo) < size:
             self.pending = False
         if todo:
-            try:
-                vecs = await asyncio.to_thread(emb.embed, [vector_text(t) for t in todo])
-            except BaseException:
-                self.pending = True
-                raise
-            await self.store.write_turn_vectors(model, todo, _blobs(vecs))
+            await self.store.write_turn_vectors(model, todo, await self._embed(emb, todo))
             if not self.shared:
                 self.floor = todo[-1]["id"]  # every turn up to here has its vector
         if len(todo) < size and not self.shared:  # nothing else was missing up to ``top``: start there next
