@@ -172,7 +172,7 @@ def mcp_check(settings, settings_file: Path) -> Check:
 
 
 def activity_checks(settings) -> list[Check]:
-    from .logbook import log_path, read_status
+    from pps_hooks.logbook import log_path, read_status
 
     status = read_status(settings.home)
     cap, inj, err = status.get("capture") or {}, status.get("injection") or {}, status.get("error") or {}

@@ -17,12 +17,20 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from .logbook import failure_notice, log, log_path, private_append, private_dirs, record, replace_private
+from pps_hooks.logbook import (
+    failure_notice,
+    log,
+    log_path,
+    private_append,
+    private_dirs,
+    record,
+    replace_private,
+)
+
 from .recall_view import relevant_memories
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
@@ -157,13 +165,16 @@ class Remote:
         return request(self.address, "POST", f"/tools/{operation}", self.token, params, timeout=self.timeout)
 
 
-def _state_path(home: Path, session: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session)[:120] or "unknown"
-    return home / "hooks" / "claude-code" / f"{safe}.json"
+def sync(remote, light: Light, payload: dict[str, Any]) -> int:
+    """Send the turns the transcript gained since the last hook of this session (:func:`sync_turns`)."""
+    return sync_turns(remote, light.home, light.assistant_name, light.user_name, payload)
 
 
-def sync(remote: Remote, light: Light, payload: dict[str, Any]) -> int:
-    """Send the turns the transcript gained since the last hook of this session (as hooks.sync_transcript)."""
+def sync_turns(client, home: Path, assistant: str, user: str, payload: dict[str, Any]) -> int:
+    """Store the turns the transcript gained since the last hook of this session through ``client`` (the server,
+    or the stores opened here: anything with ``call``); returns how many. Under a per-session lock, so
+    overlapping hooks never send a turn twice; the cursor is the transcript's byte offset."""
+    from .sessions import state_path
     from .transcripts import transcript_turns
 
     transcript = payload.get("transcript_path")
@@ -171,23 +182,23 @@ def sync(remote: Remote, light: Light, payload: dict[str, Any]) -> int:
     if not transcript or not Path(transcript).expanduser().is_file():
         return 0
     transcript = str(Path(transcript).expanduser())
-    state_file = _state_path(light.home, session)
+    state_file = state_path(home, session)
     private_dirs(state_file.parent)
     lock = os.open(state_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one hook of a session reads and sends at a time
         try:
             state = json.loads(state_file.read_text())
             state = state if isinstance(state, dict) else {}
         except (OSError, ValueError):
             state = {}
         offset = state.get("offset", 0) if state.get("transcript") == transcript else 0
-        if offset > Path(transcript).stat().st_size:
+        if offset > Path(transcript).stat().st_size:  # rewritten transcript: start over (ids dedupe)
             offset = 0
-        turns, end = transcript_turns(Path(transcript), entity=light.assistant_name, user_name=light.user_name,
-                                      offset=offset, session_id=session)
+        turns, end = transcript_turns(Path(transcript), entity=assistant, user_name=user, offset=offset,
+                                      session_id=session)
         for i in range(0, len(turns), BATCH):
-            remote.call("store_messages", {"messages": turns[i:i + BATCH]})
+            client.call("store_messages", {"messages": turns[i:i + BATCH]})
         if end != offset or not state_file.exists():
             replace_private(state_file, json.dumps({**state, "transcript": transcript, "offset": end,
                                                     "session_id": session, "updated": time.time()}))
@@ -260,11 +271,11 @@ def _spawn_recap(light: Light, transcript: str) -> None:
         site.main()
     if "recap" not in light.plugins or importlib.util.find_spec("pps_recap") is None:
         return
-    from .isolated import python
+    from pps_hooks.isolated import python
 
     private_append(log_path(light.home), "")
     err = os.open(log_path(light.home), os.O_WRONLY | os.O_APPEND)
-    try:  # isolated from the project the hook runs in (see .isolated): -I, in the entity's home
+    try:  # isolated from the project the hook runs in (see pps_hooks.isolated): -I, in the entity's home
         subprocess.Popen(python("-m", "pps_core.cli", "recap", os.path.abspath(os.path.expanduser(transcript)),
                                 "--entity", light.entity, "--home", str(light.home), "--save", "--quiet"),
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
@@ -346,21 +357,10 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
     remote = Remote(address, token, timeout)
     session = str(payload.get("session_id") or "unknown")
     injecting = event in INJECTING or (event == "UserPromptSubmit" and (recall or light.cc["prompt_recall"]))
-    result: dict[str, Any] = {}
+    from pps_hooks.logbook import read_status
+    from pps_hooks.runner import emitter, guarded
 
-    def work() -> None:
-        try:
-            result["out"] = _handle(remote, light, event, payload, recall, via="fleet" if fleet else "server")
-        except BaseException as exc:  # noqa: BLE001 - logged, recorded, shown where it matters
-            result["error"] = f"{type(exc).__name__}: {exc}"
-            result["reason"] = str(exc)
-
-    def emit(obj: dict[str, Any] | None) -> None:
-        if obj:
-            stdout.write(json.dumps(obj) + "\n")
-            stdout.flush()
-
-    from .logbook import read_status
+    emit = emitter(stdout)
 
     hung = read_status(light.home).get("hung") or {}
     if hung.get("pid") == owner.get("pid") and time.time() - float(hung.get("at") or 0) < HUNG_MEMORY_S:
@@ -372,21 +372,7 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
         record(light.home, "error", event=event, message=reason)
         emit(failure_notice(light.home, event, session, reason, injecting=injecting))
         return True
-    worker = threading.Thread(target=work, name="pps-hook", daemon=True)
-    worker.start()
-    worker.join(max(0.0, started + timeout - time.monotonic()))
-    if worker.is_alive():
-        reason = f"PPS did not answer within {timeout:g}s"
-        log(light.home, f"{event}: gave up after {timeout:g}s (PPS slow or stuck); nothing injected")
-        record(light.home, "error", event=event, message=reason)
-        record(light.home, "hung", pid=owner.get("pid"))
-        emit(failure_notice(light.home, event, session, reason, injecting=injecting))
-        stdout.flush()
-        os._exit(0)
-    if "error" in result:
-        log(light.home, f"{event}: failed: {result['error']}")
-        record(light.home, "error", event=event, message=result["reason"])
-        emit(failure_notice(light.home, event, session, result["reason"], injecting=injecting))
-    else:
-        emit(result.get("out"))
+    guarded(lambda: _handle(remote, light, event, payload, recall, via="fleet" if fleet else "server"),
+            home=light.home, event=event, session=session, started=started, timeout=timeout, injecting=injecting,
+            stdout=stdout, on_hang=lambda: record(light.home, "hung", pid=owner.get("pid")))
     return True

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from .logbook import private_dirs, replace_private
+from pps_hooks.logbook import private_dirs, replace_private
 
 POLL_S = 0.02
 
@@ -262,9 +262,9 @@ def stop_server(settings, wait_s: float = 30.0) -> str:
 
 def spawn(settings) -> subprocess.Popen:
     """Start the entity's server detached from the hook (its own session; stdio to the server log), isolated
-    from the project the hook runs in (:mod:`.isolated`): ``-I``, in the entity's home."""
-    from .isolated import python
-    from .logbook import private_append
+    from the project the hook runs in (:mod:`pps_hooks.isolated`): ``-I``, in the entity's home."""
+    from pps_hooks.isolated import python
+    from pps_hooks.logbook import private_append
 
     log = server_log(settings.home)
     private_append(log, f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} starting for entity {settings.entity}\n")
