@@ -19,13 +19,24 @@ from .checks import (
 
 
 def stores_check(settings) -> Check:
-    """Every layer's health, through the server when one owns the stores, else opened here."""
+    """Every layer's health, through the server when one owns the stores, else opened here; with ``[claude_code]
+    server_url``, through that server (the hooks' stores are there: nothing is opened here)."""
     from pps_core.client import EntityClient
 
+    from .config import cc_settings
+
+    fleet = cc_settings(settings).server_url
     try:
-        with EntityClient(settings) as client:
-            health = client.call("pps_health", {})
-            via = client.mode
+        if fleet:
+            from pps_core.auth import read_token
+            from pps_core.forward import request
+
+            health = request(fleet, "POST", "/tools/pps_health", read_token(Path(settings.home)), {})
+            via = "fleet"
+        else:
+            with EntityClient(settings) as client:
+                health = client.call("pps_health", {})
+                via = client.mode
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         return "fail", "stores", f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
     layers = health.get("layers") or {}

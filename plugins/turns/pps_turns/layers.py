@@ -33,13 +33,15 @@ UNREAD_PREVIEW = 10
 PAGE_LIMIT = 1000
 
 
-def unsummarized_status(n: int) -> str:
+def unsummarized_status(n: int, summarizer: bool = True) -> str:
     """The note beside the unsummarized count in the startup health line (the original's thresholds): the
-    pressure to summarize grows with the backlog the startup package shows in full."""
+    pressure to summarize grows with the backlog the startup package shows in full. ``summarizer``: a chat model
+    is configured (``[llm]``); without one nothing is "available" to summarize with (issue 39), so the note says
+    only that there is enough to summarize."""
     if n < 50:
         return "(healthy)"
     if n < 100:
-        return "(healthy, summarization available)"
+        return "(healthy, summarization available)" if summarizer else "(healthy, enough to summarize)"
     if n < 200:
         return "(summarization recommended)"
     return "(HIGH - summarize soon!)"
@@ -194,8 +196,15 @@ class RawCaptureLayer(Layer):
 
     def backlog_text(self, key: str, count: int) -> str | None:
         if key == "unsummarized":  # shown at zero too: "0 unsummarized messages (healthy)"
-            return f"{count} unsummarized messages {unsummarized_status(count)}"
+            return f"{count} unsummarized messages {unsummarized_status(count, self._summarizer())}"
         return super().backlog_text(key, count)
+
+    def _summarizer(self) -> bool:
+        """Whether the entity has a chat model to summarize with (``[llm]`` configured)."""
+        try:
+            return self.domain.memory.chat_model() is not None
+        except Exception:  # noqa: BLE001 - a model that cannot be made is no summarizer
+            return False
 
     async def health(self) -> LayerHealth:
         started = time.perf_counter()
