@@ -17,7 +17,10 @@ From Codex's hooks documentation (developers.openai.com/codex/hooks) and its sou
 - the session is a rollout (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``): ``{"timestamp", "type",
   "payload"}`` lines, ``session_meta`` (``payload.id``), ``event_msg`` of type ``task_started`` (``turn_id``),
   ``user_message`` (``message``), ``agent_message`` (``message``) and ``task_complete`` (``turn_id``,
-  ``last_agent_message``), beside ``response_item`` and ``turn_context`` lines.
+  ``last_agent_message``), beside ``response_item`` and ``turn_context`` lines; Codex 0.17x writes the turn's
+  messages as ``item_completed`` events (``item.type`` UserMessage / AgentMessage, with ``turn_id``) and the
+  ``task_started`` turn id under ``turn_attribution`` (``tests/payloads/rollout-0.171.0.jsonl``, written by
+  Codex itself).
 
 Capture: the prompt at ``UserPromptSubmit`` and the turn's final reply at ``Stop``, keyed by session and
 ``turn_id`` (so a hook run twice, or ``pps import codex`` of the same rollout, stores nothing new).
@@ -116,7 +119,16 @@ class CodexHost(Host):
             if what == "task_started":
                 yield from flush()
                 n += 1
-                turn_id, prompt, reply = (str(body["turn_id"]) if body.get("turn_id") else None), None, None
+                started = body.get("turn_id") or (body.get("turn_attribution") or {}).get("turn_id")
+                turn_id, prompt, reply = (str(started) if started else None), None, None
+            elif what == "item_completed" and isinstance(body.get("item"), dict):  # 0.17x: typed items
+                item = body["item"]
+                text = "\n".join(str(c.get("text") or "") for c in item.get("content") or [] if isinstance(c, dict))
+                turn_id = turn_id or (str(body["turn_id"]) if body.get("turn_id") else None)
+                if item.get("type") == "UserMessage" and text.strip():
+                    prompt = prompt or (text, line.get("timestamp"))
+                elif item.get("type") == "AgentMessage" and text.strip():
+                    reply = (text, line.get("timestamp"))
             elif what == "user_message" and isinstance(body.get("message"), str):
                 if prompt is not None and reply is not None:  # an older rollout: no task_started between turns
                     yield from flush()

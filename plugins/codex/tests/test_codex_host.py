@@ -88,3 +88,25 @@ def test_import_of_a_rollout_the_hooks_never_saw(installed):
     assert [t["content"] for t in turns][0] == "hello"
     assert not any("environment_context" in t["content"] or t["content"] == "Let me check the notes first."
                    for t in turns)
+
+
+def test_private_spans_never_reach_the_store_through_a_host(installed, tmp_path):
+    home, config, _ = installed
+    project, _ = hostile_project(tmp_path)
+    body = {**payload("UserPromptSubmit-1"), "prompt": "deploy with <private>hunter2-passphrase</private> today"}
+    assert run_as_host(command(config, "UserPromptSubmit"), body, home, project) == {}
+    turns = stored_turns(home)
+    assert len(turns) == 1 and "hunter2" not in turns[0]["content"] and "deploy with" in turns[0]["content"]
+    assert b"hunter2" not in b"".join(p.read_bytes() for p in (home / ".pps" / "lyra").rglob("*") if p.is_file())
+
+
+def test_import_of_a_rollout_codex_0_171_wrote(installed):
+    """``rollout-0.171.0.jsonl`` was written by Codex CLI 0.171.0 itself (test_codex_cli.py's session, Codex's own
+    instructions left out): its prompt comes as an ``item_completed`` UserMessage, not a ``user_message``."""
+    home, _, _ = installed
+    imported = pps(home, "import", "codex", str(PAYLOADS / "rollout-0.171.0.jsonl"), "--entity", "lyra").stdout
+    assert "read 2 turns" in imported and "2 new" in imported, imported
+    turns = stored_turns(home)
+    assert [(t["author_name"], t["content"]) for t in turns] == [("someone", "what colour is the crane?"),
+                                                                  ("Lyra", "The harbour crane is painted ochre.")]
+    assert {t["metadata"].get("turn_id") for t in turns} == {"01a21e5c-cd1a-7e83-b94a-c3d7903285bc"}
