@@ -34,6 +34,22 @@ from pps_hooks.host import Host, Names, digest, parts_text, read_jsonl, turn
 #: User text that is Gemini CLI's own (commands, the context hooks and the CLI put in), not what the user said
 #: (``isIgnoredUserContent`` in packages/core/src/utils/sessionUtils.ts).
 IGNORED = ("/", "?", "<session_context>", "<hook_context>")
+#: Context Gemini CLI puts before the user's words in the same message: without a terminal, SessionStart's
+#: additionalContext is prepended to the prompt (``<hook_context>...</hook_context>\n\n<prompt>``, as Gemini CLI
+#: 0.61.0 records it): the startup package is never stored as if the user had said it.
+CONTEXT_TAGS = ("hook_context", "session_context")
+
+
+def without_context(text: str) -> str:
+    """``text`` less the context blocks Gemini CLI put before the user's words (:data:`CONTEXT_TAGS`)."""
+    rest = text.lstrip()
+    while rest.startswith(tuple(f"<{tag}>" for tag in CONTEXT_TAGS)):
+        tag = rest[1:rest.index(">")]
+        end = rest.find(f"</{tag}>")
+        if end < 0:
+            return ""
+        rest = rest[end + len(tag) + 3:].lstrip()
+    return rest
 
 
 def messages(path: Path) -> list[dict[str, Any]]:
@@ -71,7 +87,7 @@ def message_turn(host: Host, message: dict[str, Any], session: str, names: Names
         return None
     if kind == "user":
         shown = message.get("displayContent")
-        text = parts_text(shown if shown not in (None, "", []) else message.get("content")).strip()
+        text = without_context(parts_text(shown if shown not in (None, "", []) else message.get("content"))).strip()
         if text.startswith(IGNORED):
             return None
     else:

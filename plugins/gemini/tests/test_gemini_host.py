@@ -103,3 +103,20 @@ def test_a_broken_entity_never_breaks_gemini(installed, tmp_path):
     project, _ = hostile_project(tmp_path)
     out = run_as_host(command, payload("SessionStart", home / "none.jsonl"), home, project)
     assert set(out) == {"systemMessage"} and out["systemMessage"].startswith("PPS: memory not loaded (SessionStart)")
+
+
+def test_the_prompt_after_the_injected_context_is_captured(installed, tmp_path):
+    """``transcript-0.61.0.jsonl`` was written by Gemini CLI 0.61.0 itself (test_gemini_cli.py's session; its folder
+    listing and most of the startup package left out): without a terminal Gemini CLI puts SessionStart's
+    additionalContext before the prompt in the same message (``<hook_context>...</hook_context>\\n\\n<prompt>``).
+    The prompt is captured, the injected context is not."""
+    home, config, _ = installed
+    command = json.loads(config.read_text())["hooks"]["AfterAgent"][0]["hooks"][0]["command"]
+    project, _ = hostile_project(tmp_path)
+    body = {**payload("AfterAgent", PAYLOADS / "transcript-0.61.0.jsonl"),
+            "session_id": "16e87ec3-d5c7-45ea-8627-874bbac9af39", "prompt": "what colour is the crane?",
+            "prompt_response": "The harbour crane is painted ochre."}
+    assert run_as_host(command, body, home, project) == {}
+    turns = stored_turns(home)
+    assert [(t["author_name"], t["content"]) for t in turns] == [("someone", "what colour is the crane?"),
+                                                                  ("Lyra", "The harbour crane is painted ochre.")]
