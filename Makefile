@@ -51,15 +51,15 @@ $(MCP_TOOLS):
 	  || echo "could not install the MCP conformance suite and inspector: their tests will be skipped"; \
 	else echo "npm not found: the MCP conformance and inspector tests will be skipped"; fi
 
-# The agent hosts' own CLIs, to run the hooks `pps setup codex` and `pps setup gemini` wrote as the hosts run them,
-# offline (their model is a server on loopback in the tests). Copilot CLI needs a GitHub account for any turn: not
-# installed. Skipped with a note when npm is missing.
-HOST_CLIS := .tools/hosts/node_modules/.bin/gemini
+# The agent hosts' own CLIs, to run the hooks `pps setup codex|gemini|copilot` wrote as the hosts run them, offline
+# and without an account (their model is a server on loopback in the tests). Skipped with a note when npm is missing.
+HOST_CLIS := .tools/hosts/node_modules/.bin/copilot
 $(HOST_CLIS):
 	@if command -v npm >/dev/null 2>&1; then \
-	  npm install --prefix .tools/hosts --no-audit --no-fund --silent @openai/codex@0.171.0 @google/gemini-cli@0.61.0 >/dev/null 2>&1 \
+	  npm install --prefix .tools/hosts --no-audit --no-fund --silent @openai/codex@0.171.0 @google/gemini-cli@0.61.0 \
+	    @github/copilot@1.0.102 >/dev/null 2>&1 \
 	  || echo "could not install the agent hosts' CLIs: their tests will be skipped"; \
-	else echo "npm not found: the tests that run Codex CLI and Gemini CLI themselves will be skipped"; fi
+	else echo "npm not found: the tests that run the agent hosts' CLIs themselves will be skipped"; fi
 
 test: install $(CLAUDE_CLI) $(MCP_TOOLS) $(HOST_CLIS)
 	$(BIN)/python -m pytest -q

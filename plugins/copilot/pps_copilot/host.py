@@ -12,8 +12,9 @@ From GitHub's hooks reference (github/docs ``content/copilot/reference/hooks-ref
   ``agentStop`` (``transcriptPath``, ``stopReason``, ``stop_hook_active``), ``preCompact`` (``transcriptPath``,
   ``trigger``), ``sessionEnd`` (``reason``). No ``hook_event_name``: the event is the command line's;
 - ``sessionStart`` can inject ``additionalContext`` (top-level, as ``notification`` and ``postToolUse`` return it;
-  ``postToolUse`` contexts are capped at 10 KB, so the startup package is kept under 8,000 characters); the
-  other events' output is not read. Copilot CLI has no field for a line shown to the user: a failure is in the
+  ``postToolUse`` contexts are capped at 10 KB, so the startup package is kept under 8,000 characters): Copilot
+  CLI 1.0.102 records it as the hook's output and sends it to the model as a user message before the prompt
+  (``tests/test_copilot_cli.py``); the other events' output is not read. Copilot CLI has no field for a line shown to the user: a failure is in the
   hooks log and ``pps hooks status``;
 - the transcript is the session's event log (``~/.copilot/session-state/<sessionId>/events.jsonl``): lines
   ``{"type", "data", "id", "timestamp", "parentId", "ephemeral"}``; ``user.message`` (``data.content``),

@@ -80,3 +80,26 @@ def test_recorded_payloads_through_the_installed_commands(installed, tmp_path):
     assert "read 2 turns" in imported and "0 new" in imported, imported
     again = fire("sessionStart")
     assert "backoff" in again["additionalContext"]
+
+
+def test_the_payloads_and_event_log_copilot_1_0_102_wrote(installed, tmp_path):
+    """``*-1.0.102.json`` are the inputs Copilot CLI 1.0.102 itself sent to the hooks (its ``hook.start`` events) and
+    ``events-1.0.102.jsonl`` its event log of that session (test_copilot_cli.py; its system prompt left out): the
+    injected startup package is Copilot's hook output there, never a ``user.message``, so it is not captured."""
+    home, config, _ = installed
+    session = "f889ed92-9088-4dff-b5d5-c1bcae584992"
+    log = home / ".copilot" / "session-state" / session / "events.jsonl"
+    log.parent.mkdir(parents=True)
+    log.write_text((PAYLOADS / "events-1.0.102.jsonl").read_text())
+    project, _ = hostile_project(tmp_path)
+    outputs = {}
+    for event in ("sessionStart", "userPromptSubmitted", "agentStop", "sessionEnd"):
+        body = json.loads((PAYLOADS / f"{event}-1.0.102.json").read_text())
+        if "transcriptPath" in body:
+            body["transcriptPath"] = str(log)
+        outputs[event] = run_as_host(command(config, event), body, home, project)
+    assert set(outputs["sessionStart"]) == {"additionalContext"}
+    assert all(outputs[e] == {} for e in ("userPromptSubmitted", "agentStop", "sessionEnd"))
+    turns = stored_turns(home)
+    assert [(t["author_name"], t["content"]) for t in turns] == [
+        ("someone", "what colour is the crane?"), ("Lyra", "The harbour crane is painted ochre.")]
