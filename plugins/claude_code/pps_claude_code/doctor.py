@@ -103,6 +103,10 @@ def run_doctor(args) -> int:
         model = model_check(settings)
         if model:
             checks.append(model)
-        checks += [server_check(settings)[0], hooks_check(settings, settings_file), mcp_check(settings, settings_file)]
-        checks += activity_checks(settings)
+        claude_code = [hooks_check(settings, settings_file), mcp_check(settings, settings_file),
+                       *activity_checks(settings)]
+        checks += [server_check(settings)[0], *claude_code]
+        from .status import with_other_hosts
+
+        checks = with_other_hosts(checks, settings, settings_file, claude_code_only=claude_code)
     return print_checks(checks)

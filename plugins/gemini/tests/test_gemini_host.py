@@ -50,6 +50,10 @@ def test_setup_is_idempotent_keeps_the_users_entries_and_uninstalls(installed):
     assert config.stat().st_mode & 0o077 == 0
     status = pps(home, "hooks", "status", "--entity", "lyra").stdout
     assert "gemini hooks: AfterAgent, BeforeAgent, PreCompress, SessionEnd, SessionStart" in status, status
+    # a Gemini-only user: Claude Code without hooks is a choice, not a failure of `pps doctor` or of the status
+    doctor = pps(home, "doctor", "--entity", "lyra", check=False)
+    assert doctor.returncode == 0 and "] gemini hooks: AfterAgent" in doctor.stdout, doctor.stdout
+    assert "Claude Code: not installed" in doctor.stdout and "Claude Code: not installed" in status
     pps(home, "hooks", "uninstall", "--host", "gemini")
     left = json.loads(config.read_text())
     assert left == {"ui": {"theme": "Dracula"}, "hooks": mine}
