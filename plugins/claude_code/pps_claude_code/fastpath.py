@@ -174,7 +174,7 @@ def sync_turns(client, home: Path, assistant: str, user: str, payload: dict[str,
     """Store the turns the transcript gained since the last hook of this session through ``client`` (the server,
     or the stores opened here: anything with ``call``); returns how many. Under a per-session lock, so
     overlapping hooks never send a turn twice; the cursor is the transcript's byte offset."""
-    from .sessions import state_path
+    from .cursor import state_path
     from .transcripts import transcript_turns
 
     transcript = payload.get("transcript_path")

@@ -84,6 +84,23 @@ def capture(client, home: Path, host: Host, event: str, payload: dict[str, Any],
         os.close(lock)
 
 
+def startup(settings, params: dict[str, Any], client) -> dict[str, Any]:
+    """The startup package: from the server when one owns the entity, else at a glance (the layers that open at
+    once, read-only beside any writer: turns, crystals, the recap; the others named as warming up), so a session's
+    start never waits for models to load (``pps serve http`` for the whole package without a server's wait)."""
+    if client.mode == "server":
+        return dict(client.call("ambient_recall", params))
+    import asyncio
+
+    from pps_core.memory import Memory
+
+    async def once() -> dict[str, Any]:
+        async with Memory(settings, glance=True) as memory:
+            return dict(await memory.call("ambient_recall", params))
+
+    return asyncio.run(once())
+
+
 def handle(host: Host, event: str, payload: dict[str, Any], settings, hs: HooksSettings) -> dict[str, Any] | None:
     from pps_core.client import EntityClient
 
@@ -91,18 +108,20 @@ def handle(host: Host, event: str, payload: dict[str, Any], settings, hs: HooksS
     moment = host.events[event]
     session = host.session_id(payload)
     out = None
+    stored = 0
     with EntityClient(settings) as client:
-        stored = capture(client, home, host, event, payload, names(settings))
+        if moment != "start" or client.mode == "server":  # a start without a server stores nothing: no store opens
+            stored = capture(client, home, host, event, payload, names(settings))
         if stored or moment in ("reply", "compact", "end"):
             record(home, "capture", where=host.name, event=event, session=session, turns=stored, via=client.mode)
         if moment == "start":
             budget = max(200, min(hs.startup_budget, host.context_limit))
-            answer = client.call("ambient_recall", {"context": "startup", "budget": budget,
-                                                    "channel": f"terminal:{session}"})
+            answer = startup(settings, {"context": "startup", "budget": budget, "channel": f"terminal:{session}"},
+                             client)
             text = fit(str(answer.get("text") or ""), host.context_limit)
             out = host.context_output(event, text)
             record(home, "injection", where=host.name, event=event, source=payload.get("source"), chars=len(text))
-        mode = client.mode
+        mode = "glance" if moment == "start" and client.mode != "server" else client.mode
     log(home, f"{host.name} {event} session={session} new_turns={stored} via={mode}")
     return out
 
