@@ -124,3 +124,16 @@ def test_the_prompt_after_the_injected_context_is_captured(installed, tmp_path):
     turns = stored_turns(home)
     assert [(t["author_name"], t["content"]) for t in turns] == [("someone", "what colour is the crane?"),
                                                                   ("Lyra", "The harbour crane is painted ochre.")]
+
+
+def test_a_hook_past_its_deadline_exits_0_at_once_and_says_so(installed, tmp_path):
+    """The core's one runner: a hook whose work outlasts ``[hooks] timeout_s`` gives up, exits 0 and tells the user
+    in Gemini CLI's shape; the log says why."""
+    home, config, _ = installed
+    command = json.loads(config.read_text())["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    project, _ = hostile_project(tmp_path)
+    out = run_as_host(command, payload("SessionStart", home / "none.jsonl"), home, project,
+                      PPS_HOOKS_TIMEOUT_S="0.001")
+    assert out == {"systemMessage": "PPS: memory not loaded (SessionStart): PPS did not answer within 0.001s. "
+                                    "Details: `pps hooks status`"}
+    assert "SessionStart: gave up after 0.001s" in (home / ".pps" / "lyra" / "logs" / "hooks.log").read_text()

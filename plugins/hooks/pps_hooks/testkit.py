@@ -39,11 +39,11 @@ def hostile_project(tmp: Path) -> tuple[Path, Path]:
     return project, markers
 
 
-def run_as_host(command: str, payload: dict[str, Any], home: Path, cwd: Path) -> dict[str, Any]:
+def run_as_host(command: str, payload: dict[str, Any], home: Path, cwd: Path, **extra: str) -> dict[str, Any]:
     """Run a hook command line as the agent hosts do: through a shell, the payload as JSON on stdin, in the user's
     project. Exit 0 with JSON (or nothing) on stdout is the contract of every host."""
     proc = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True,
-                          env=env_for(home), cwd=cwd, timeout=120)
+                          env=env_for(home, **extra), cwd=cwd, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout) if proc.stdout.strip() else {}
 
