@@ -92,11 +92,13 @@ def test_import_of_a_rollout_the_hooks_never_saw(installed):
 
 def test_private_spans_never_reach_the_store_through_a_host(installed, tmp_path):
     home, config, _ = installed
+    pps(home, "setup", "codex", "--entity", "lyra", "--user-name", "Jeff O'Brien")  # entity-wide user_name
     project, _ = hostile_project(tmp_path)
     body = {**payload("UserPromptSubmit-1"), "prompt": "deploy with <private>hunter2-passphrase</private> today"}
     assert run_as_host(command(config, "UserPromptSubmit"), body, home, project) == {}
     turns = stored_turns(home)
     assert len(turns) == 1 and "hunter2" not in turns[0]["content"] and "deploy with" in turns[0]["content"]
+    assert turns[0]["author_name"] == "Jeff O'Brien"
     assert b"hunter2" not in b"".join(p.read_bytes() for p in (home / ".pps" / "lyra").rglob("*") if p.is_file())
 
 

@@ -60,6 +60,9 @@ def setup(host: Host, args) -> int:
         if code:
             return code
     settings = load_settings(args.entity, args.home, must_exist=True)
+    if getattr(args, "user_name", None):
+        set_user_name(Path(settings.home), args.user_name)
+        print(f"your prompts are stored as {args.user_name!r} (user_name in {Path(settings.home) / 'pps.toml'})")
     commands = commands_for(host, settings.entity, Path(settings.home))
     path = host.config_file(getattr(args, "config", None))
     try:
@@ -76,6 +79,27 @@ def setup(host: Host, args) -> int:
         print(f"done: memory of {settings.entity!r} is injected when {host.title} starts a session. "
               f"Undo: pps hooks uninstall --host {host.name}")
     return 0 if level == "ok" else 1
+
+
+def set_user_name(home: Path, name: str) -> None:
+    """The entity-wide ``user_name = name`` of pps.toml (before its first table), everything else kept as written;
+    never a file that does not parse."""
+    import tomllib
+
+    from pps_core.atomic import atomic_write
+
+    path = home / "pps.toml"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    line = f"user_name = {json.dumps(name, ensure_ascii=False)}"
+    first_table = next((i for i, ln in enumerate(lines) if ln.strip().startswith("[")), len(lines))
+    at = next((i for i in range(first_table) if lines[i].split("=")[0].strip() == "user_name"), None)
+    if at is None:
+        lines.insert(first_table, line)
+    else:
+        lines[at] = line
+    text = "\n".join(lines) + "\n"
+    tomllib.loads(text)
+    atomic_write(path, text)
 
 
 def uninstall(host: Host, args) -> int:
