@@ -23,7 +23,8 @@ From Codex's hooks documentation (developers.openai.com/codex/hooks) and its sou
   Codex itself).
 
 Capture: the prompt at ``UserPromptSubmit`` and the turn's final reply at ``Stop``, keyed by session and
-``turn_id`` (so a hook run twice, or ``pps import codex`` of the same rollout, stores nothing new).
+``turn_id`` (so a hook run twice, or ``pps import codex`` of the same rollout, stores nothing new); at
+``PreCompact`` every turn of the rollout, so a turn whose hook failed is stored before the context shrinks.
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ class CodexHost(Host):
             role, text = "user", str(payload.get("prompt") or "").strip()
         elif moment == "reply":
             role, text = "assistant", str(payload.get("last_assistant_message") or "").strip()
+        elif moment == "compact":  # before the context shrinks: every turn of the rollout, so one a failed hook
+            rollout = Path(str(payload.get("transcript_path") or "")).expanduser()  # missed is stored now (the
+            if payload.get("transcript_path") and rollout.is_file():  # same ids: the rest are stored already)
+                return [t for t in self.transcript_turns(rollout, names) if t["session_id"] == session], state
+            return [], state
         else:
             return [], state
         if not text or not turn_id or (role == "user" and text.startswith(WRAPPERS)):

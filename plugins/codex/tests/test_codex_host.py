@@ -112,3 +112,18 @@ def test_import_of_a_rollout_codex_0_171_wrote(installed):
     assert [(t["author_name"], t["content"]) for t in turns] == [("someone", "what colour is the crane?"),
                                                                   ("Lyra", "The harbour crane is painted ochre.")]
     assert {t["metadata"].get("turn_id") for t in turns} == {"01a21e5c-cd1a-7e83-b94a-c3d7903285bc"}
+
+
+def test_a_reply_whose_stop_hook_failed_is_stored_at_precompact(installed, tmp_path):
+    """Stop never ran for the first turn (a killed hook): PreCompact reads the rollout and stores what was missed,
+    each turn still once."""
+    home, config, _ = installed
+    project, _ = hostile_project(tmp_path)
+    rollout = tmp_path / "rollout.jsonl"
+    shutil.copy(PAYLOADS / "rollout.jsonl", rollout)
+    assert run_as_host(command(config, "UserPromptSubmit"), payload("UserPromptSubmit-1"), home, project) == {}
+    compact = {**payload("PreCompact"), "transcript_path": str(rollout)}
+    for _ in range(2):
+        assert run_as_host(command(config, "PreCompact"), compact, home, project) == {}
+    turns = stored_turns(home)
+    assert sorted(t["content"][:12] for t in turns) == ["A stonpet is", "Aloha! Ready", "hello", "what's a sto"]
