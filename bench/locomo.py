@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import re
 import sys
 import tempfile
@@ -42,7 +43,21 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-DEFAULT_FILE = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo5_public.json"
+_DATA = Path("shared") / "bench" / "locomo" / "locomo5_public.json"
+
+
+def _default_file() -> Path:
+    """``$PPS_LOCOMO_FILE``, else the workplace's shared copy beside (or above) the checkout, wherever it is cloned."""
+    if os.environ.get("PPS_LOCOMO_FILE"):
+        return Path(os.environ["PPS_LOCOMO_FILE"])
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / _DATA).is_file():
+            return parent / _DATA
+    return here.parents[2] / _DATA
+
+
+DEFAULT_FILE = _default_file()
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 ADVERSARIAL = 5
 K = 10
@@ -373,7 +388,10 @@ def main() -> int:
     ap.add_argument("--postgres", action="store_true",
                     help="also run on the PostgreSQL store (a pgserver started in a temp dir), same run")
     ap.add_argument("--json", help="write the summary numbers here")
-    return asyncio.run(main_async(ap.parse_args()))
+    args = ap.parse_args()
+    if not Path(args.file).is_file():
+        ap.error(f"no LoCoMo file at {args.file}: pass its path, or set PPS_LOCOMO_FILE")
+    return asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":
