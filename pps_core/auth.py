@@ -44,14 +44,6 @@ def ensure_token(home: Path) -> str:
     return read_token(home) or write_token(home)
 
 
-def check_token(expected: str | None, presented: str | None) -> bool:
-    import hmac
-
-    if not expected or not presented:
-        return False
-    return hmac.compare_digest(expected.encode(), presented.encode())
-
-
 def token_digest(token: str) -> str:
     """What a store shared by several servers keeps of the token (:data:`SHARED_KEY`): never the token itself."""
     import hashlib

@@ -485,15 +485,6 @@ class PostgresStore:
                                param="message_id")
         return acks, new
 
-    async def lexical_search(self, query, limit, offset=0, channel=None):
-        """tsvector BM25 of the query's words (a baseline for bench/locomo.py; the domain searches through
-        ``lexical_turns``)."""
-        async with self.connection() as conn:
-            scores = await bm25(conn, "messages", content_terms(query), limit + offset, channel, self.corpus_stats)
-            ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[offset:offset + limit]
-            found = {t["id"]: t for t in await self._by_ids(conn, [i for i, _s in ranked])}
-        return [{**found[i], "score": round(s, 6)} for i, s in ranked if i in found]
-
     async def turns_by_ids(self, ids) -> list[dict[str, Any]]:
         async with self.connection() as conn:
             return await self._by_ids(conn, list(ids))

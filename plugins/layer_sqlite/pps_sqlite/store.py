@@ -110,11 +110,6 @@ class SQLiteStore:
     async def turns_by_ids(self, ids):
         return await self._read(turns.by_ids, list(ids))
 
-    async def lexical_search(self, query, limit, offset=0, channel=None):
-        """FTS5's own ranking of content, author and channel (a baseline for bench/locomo.py; not the store
-        interface: the domain searches through ``lexical_turns``)."""
-        return await self._read(turns.search, query, limit, offset, channel)
-
     async def newest(self, limit):
         return await self._read(turns.newest, limit)
 

@@ -268,7 +268,7 @@ class TurnStore(Protocol):
     async def term_counts(self, terms: list[str], cap: int) -> tuple[int, dict[str, int]]:
         """(how many turns are stored, how many of them hold each of ``terms`` as the full-text index matches it,
         counted up to ``cap``): the idf of the calibrated score. A count may be cached while the store grows by
-        less than a tenth. (A store without it still works: the domain counts its ``lexical_turns``.)"""
+        less than a tenth."""
         ...
 
     async def channel_neighbours(self, ids: Sequence[int], reach: int) -> list[tuple[int, int]]:
