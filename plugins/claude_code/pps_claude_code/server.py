@@ -160,7 +160,7 @@ def _running(home: Path, deadline: float) -> tuple[str | None, str] | None:
         return None
     if owner.get("pid") in (None, _spawned_pid(home)):  # ours, still opening its stores (or mid-write)
         return _wait_for_address(home, deadline, owner.get("pid"))
-    return None, "owned by a process that serves no address (e.g. `pps serve mcp --no-listen`)"
+    return None, "owned by a process that serves nothing (a command working on the stores)"
 
 
 def _pid_file(home: Path) -> Path:
