@@ -10,9 +10,12 @@ lock.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -121,3 +124,96 @@ def test_an_entity_served_only_over_unixsock_is_reached_by_call_health_and_the_h
         _stop(server)
     assert "Traceback" not in (root / "server.log").read_text()
     assert read_owner(home) is None
+
+
+def _line(path: str, raw: bytes) -> dict:
+    """One raw request line on an owner's local channel, its answer decoded."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(30)
+        sock.connect(path)
+        sock.sendall(raw)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data)
+
+
+def test_a_long_home_gets_a_short_private_socket_and_a_killed_owner_is_not_waited_on(tmp_path: Path) -> None:
+    """AF_UNIX paths are short (108 bytes): a home deeper than that gets its socket in a private runtime folder,
+    named in the owner lock. The socket is 0600. Bad lines get clear errors. An owner killed with -9 leaves its
+    socket behind: the next command runs on its own at once, and the socket is removed."""
+    pytest.importorskip("pps_http")
+    root = tmp_path / ("deep" * 20)
+    home = init_entity(root, "lyra", "sqlite,http", "[limits]", "max_request_bytes = 4096")
+    assert len(os.fsencode(home / "owner.sock")) >= 108
+    server = _serve(root, "http", "--entity", "lyra", "--port", "0")
+    try:
+        _wait(root, server, lambda: (read_owner(home) or {}).get("channel"))
+        path = Path((read_owner(home) or {})["channel"])
+        assert len(os.fsencode(path)) < 104 and home not in path.parents
+        mode = os.lstat(path).st_mode
+        assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
+        folder = os.lstat(path.parent)
+        assert folder.st_uid == os.getuid() and stat.S_IMODE(folder.st_mode) == 0o700
+
+        called = pps(root, "call", "--entity", "lyra", "store_message",
+                     json.dumps({"content": "said before the crash", "author_name": "Jeff", "channel": "terminal"}),
+                     check=False)
+        assert called.returncode == 0, called.stderr
+
+        bad = _line(str(path), b"not json\n")
+        assert bad["ok"] is False and bad["error"]["error"] == "invalid_params" and bad["error"]["status"] == 422
+        unknown = _line(str(path), b'{"op": "call", "name": "no_such_operation"}\n')
+        assert unknown["error"]["error"] == "unknown_operation"
+        big = _line(str(path), json.dumps({"op": "call", "name": "store_message",
+                                           "params": {"content": "x" * 20_000}}).encode() + b"\n")
+        assert big["error"]["error"] == "too_large"
+        relayed = _line(str(path), b'{"op": "call", "name": "pps_health", "token": "not-the-token", "via": "t"}\n')
+        assert relayed["error"]["error"] == "unauthorized"  # a relayed caller is admitted by its token
+        token = (home / "token").read_text().strip()
+        relayed = _line(str(path), json.dumps({"op": "call", "name": "pps_health", "token": token}).encode() + b"\n")
+        assert relayed["ok"] is True
+
+        server.send_signal(signal.SIGKILL)
+        server.wait(timeout=30)
+        assert path.exists()  # nobody removed it: the owner died
+        after = pps(root, "call", "--entity", "lyra", "get_turns_since_summary", '{"limit": 10}', check=False,
+                    timeout=60)
+        assert after.returncode == 0, after.stderr  # not hung on the dead socket: the stores opened here
+        assert "said before the crash" in after.stdout
+        assert not path.exists()  # removed by the process that took the owner lock next
+    finally:
+        _stop(server)
+
+
+def test_an_owner_whose_channel_does_not_answer_is_reported_not_waited_on(tmp_path: Path) -> None:
+    """The lock is held and names a channel, but nothing listens there (refused), or a stuck process accepts and
+    never answers: the command gets Unavailable, bounded by its timeout."""
+    from pps_core import errors
+    from pps_core.forward import request, try_forward
+    from pps_core.owner import OwnerLock, channel_path
+    from pps_core.settings import load_settings
+
+    home = init_entity(tmp_path, "lyra", "sqlite")
+    lock = OwnerLock(home)
+    lock.acquire()
+    path = channel_path(home)
+    try:
+        with socket.socket(socket.AF_UNIX) as deaf:
+            deaf.bind(str(path))  # bound, never listening: connections are refused
+            lock.set_channel(path)
+            started = time.monotonic()
+            with pytest.raises(errors.Unavailable, match="did not answer on its channel"):
+                try_forward(load_settings("lyra", home), "pps_health", {})
+            assert time.monotonic() - started < 60  # a hang guard, not a speed bound
+        path.unlink()
+        with socket.socket(socket.AF_UNIX) as stuck:
+            stuck.bind(str(path))
+            stuck.listen(1)  # accepts (the kernel's backlog), never answers: a stopped process
+            with pytest.raises(errors.Unavailable, match="did not answer on its channel"):
+                request(f"unix:{path}", "POST", "/tools/pps_health", None, {}, timeout=1)
+    finally:
+        lock.release()
