@@ -57,18 +57,21 @@ class Channel:
     async def start(self) -> None:
         memory = self.entity.memory
         assert memory is not None
-        path = channel_path(memory.home)
-        path.unlink(missing_ok=True)  # this process holds the owner lock: no other owner listens there
         limit = self.entity.max_request_bytes + ENVELOPE_BYTES
-        old = os.umask(0o177)  # the socket is 0600 from the start, not after a chmod
+        path = channel_path(memory.home)
         try:
-            self._server = await asyncio.start_unix_server(self._connection, path=str(path), limit=limit)
-        finally:
-            os.umask(old)
-        os.chmod(path, 0o600)
+            self._server = await self._bind(path, limit)
+        except OSError:  # a home on a file system that takes no sockets (a network or FUSE mount)
+            path = channel_path(memory.home, short=True)
+            self._server = await self._bind(path, limit)
+        os.chmod(path, 0o600)  # made under the server's 077 umask in a private folder: never open to others
         self._ino = os.stat(path).st_ino
         self.path = path
         memory.lock.set_channel(path)
+
+    async def _bind(self, path: Path, limit: int) -> asyncio.Server:
+        path.unlink(missing_ok=True)  # this process holds the owner lock: no other owner listens there
+        return await asyncio.start_unix_server(self._connection, path=str(path), limit=limit)
 
     async def close(self) -> None:
         memory = self.entity.memory
@@ -99,17 +102,18 @@ class Channel:
                     line = await reader.readuntil(b"\n")
                 except asyncio.IncompleteReadError as exc:
                     line = exc.partial
-                except asyncio.LimitOverrunError:
+                except asyncio.LimitOverrunError as exc:
+                    await _skip_line(reader, exc.consumed)  # read to its end: the sender is not cut off
                     error = TooLarge(f"request over {self.entity.max_request_bytes} bytes (limits.max_request_bytes)")
                     writer.write(_encode(_failure(error)))
                     await writer.drain()
-                    return  # the rest of that line is not read: the connection ends with it
+                    continue
                 if not line.strip():
                     return
                 writer.write(_encode(await self._answer(line)))
                 await writer.drain()
-        except (ConnectionError, asyncio.CancelledError):
-            pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # the caller went away, or the channel closes
         finally:
             if task is not None:
                 self._conns.discard(task)
@@ -142,6 +146,17 @@ class Channel:
             return {"ok": True, "result": await entity.call(name, params, caller=caller, size=len(line))}
         except PPSError as exc:
             return _failure(exc)
+
+
+async def _skip_line(reader: asyncio.StreamReader, consumed: int) -> None:
+    """Discard the rest of a line over the limit (``consumed``: what the buffer holds of it)."""
+    while True:
+        await reader.readexactly(consumed)
+        try:
+            await reader.readuntil(b"\n")
+            return
+        except asyncio.LimitOverrunError as more:
+            consumed = more.consumed
 
 
 def _caller(message: dict[str, Any]) -> Caller:

@@ -21,14 +21,15 @@ CHANNEL_NAME = "owner.sock"
 SUN_PATH_MAX = 104 if sys.platform == "darwin" or "bsd" in sys.platform else 108
 
 
-def channel_path(home: Path, *, create: bool = True) -> Path:
+def channel_path(home: Path, *, create: bool = True, short: bool = False) -> Path:
     """Where the owner of the entity at ``home`` answers other processes: ``<home>/owner.sock``, or, when that
-    path is too long for a Unix socket (``SUN_PATH_MAX``), ``<runtime>/pps-<uid>/<hash of the home>.sock`` in a
-    private folder (``$XDG_RUNTIME_DIR``, else the temporary folder, else ``/tmp``). The owner lock records
-    the one in use. ``create``: make the private folder when missing (else only compute the path)."""
+    path is too long for a Unix socket (``SUN_PATH_MAX``) or ``short`` (the home's file system takes no
+    sockets), ``<runtime>/pps-<uid>/<hash of the home>.sock`` in a private folder (``$XDG_RUNTIME_DIR``, else
+    the temporary folder, else ``/tmp``). The owner lock records the one in use. ``create``: make the private
+    folder when missing (else only compute the path)."""
     home = Path(home).absolute()
     own = home / CHANNEL_NAME
-    if len(os.fsencode(own)) < SUN_PATH_MAX:
+    if not short and len(os.fsencode(own)) < SUN_PATH_MAX:
         return own
     import hashlib  # here: the hooks' fast path reads the lock through this module, and needs neither
     import tempfile
@@ -61,12 +62,13 @@ def _private_folder(path: Path) -> None:
 def remove_stale_channel(home: Path) -> None:
     """Remove a socket a dead owner left at :func:`channel_path` (killed: it never removed its own). Only
     called by the process that holds the owner lock: no live owner can be listening there."""
-    try:
-        path = channel_path(home, create=False)
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
-            path.unlink()
-    except (OSError, ConfigError):
-        pass
+    for short in (False, True):
+        try:
+            path = channel_path(home, create=False, short=short)
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                path.unlink()
+        except (OSError, ConfigError):
+            pass
 
 
 def read_owner(home: Path) -> dict[str, Any] | None:

@@ -89,7 +89,9 @@ def test_an_entity_served_only_over_unixsock_is_reached_by_call_health_and_the_h
     home = init_entity(root, "lyra", "sqlite,crystals,unixsock")
     server = _serve(root, "unixsock", "--entity", "lyra")
     try:
-        _wait(root, server, lambda: (home / "pps.sock").exists())
+        _wait(root, server, lambda: (home / "pps.sock").exists() and (read_owner(home) or {}).get("channel"))
+        assert (read_owner(home) or {})["channel"] == str(home / "owner.sock")  # the kernel's, beside the transport's
+        assert stat.S_IMODE(os.lstat(home / "owner.sock").st_mode) == 0o600
         said = _jsonrpc(home / "pps.sock", "tools/call", {"name": "store_message", "arguments": {
             "content": "said over the unix socket", "author_name": "Brandi", "channel": "discord:home"}})
         assert "result" in said, said
@@ -169,8 +171,8 @@ def test_a_long_home_gets_a_short_private_socket_and_a_killed_owner_is_not_waite
         unknown = _line(str(path), b'{"op": "call", "name": "no_such_operation"}\n')
         assert unknown["error"]["error"] == "unknown_operation"
         big = _line(str(path), json.dumps({"op": "call", "name": "store_message",
-                                           "params": {"content": "x" * 20_000}}).encode() + b"\n")
-        assert big["error"]["error"] == "too_large"
+                                           "params": {"content": "x" * 2_000_000}}).encode() + b"\n")
+        assert big["error"]["error"] == "too_large"  # the whole line read and answered, not cut off
         relayed = _line(str(path), b'{"op": "call", "name": "pps_health", "token": "not-the-token", "via": "t"}\n')
         assert relayed["error"]["error"] == "unauthorized"  # a relayed caller is admitted by its token
         token = (home / "token").read_text().strip()
