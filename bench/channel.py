@@ -85,6 +85,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=300)
     args = ap.parse_args()
+    import compileall
+
+    import pps_core
+
+    # bytecode as `pip install` leaves it (PYTHONDONTWRITEBYTECODE would otherwise recompile every run)
+    compileall.compile_dir(str(Path(pps_core.__file__).parent), quiet=1)
     root = Path(tempfile.mkdtemp(prefix="pps-bench-channel-"))
     home = init_entity(root, "lyra", "sqlite,crystals,http")
     server = start_server(root, "--entity", "lyra")
@@ -96,7 +102,8 @@ def main() -> int:
             call(channel, "store_message", {"content": f"turn {i}: the lighthouse door is cobalt blue",
                                             "author_name": "Jeff", "channel": "terminal"})
         print(f"load average {Path('/proc/loadavg').read_text().split()[:3]}; n={args.n}, one connection per call")
-        print(f"{'operation':28} {'path':22} {'p50 ms':>8} {'p95 ms':>8} {'p95 vs channel':>15}")
+        print(f"{'operation':28} {'path':22} {'p50 ms':>8} {'p95 ms':>8} {'p50 vs channel':>15} "
+              f"{'p95 vs channel':>15}")
         for op, params in OPS:
             ways = {
                 "channel": lambda op=op, params=params: call(channel, op, params),
@@ -113,10 +120,10 @@ def main() -> int:
                     started = time.perf_counter()
                     fn()
                     samples[name].append((time.perf_counter() - started) * 1000)
-            base = pct(samples["channel"], 0.95)
+            p50, p95 = pct(samples["channel"], 0.5), pct(samples["channel"], 0.95)
             for name, values in samples.items():
                 print(f"{op:28} {name:22} {pct(values, 0.5):8.2f} {pct(values, 0.95):8.2f} "
-                      f"{pct(values, 0.95) / base:14.2f}x")
+                      f"{pct(values, 0.5) / p50:14.2f}x {pct(values, 0.95) / p95:14.2f}x")
         forward = import_ms("import socket, pps_core.forward")
         urllib = import_ms("import socket, pps_core.forward, urllib.request")
         floor = import_ms("pass")
