@@ -101,8 +101,9 @@ class OwnerLock:
         self.path = home / LOCK_NAME
         self._fd: int | None = None
         self.info: dict[str, Any] = {}
-        #: Set by a process that takes the lock in order to serve: until it publishes its address the lock says
-        #: ``starting``, and a command that meets it waits for the address (``pps_core.forward``) instead of failing.
+        #: Set by a process that takes the lock in order to serve: until it publishes its local channel (or an
+        #: address) the lock says ``starting``, and a command that meets it waits for it (``pps_core.forward``)
+        #: instead of failing.
         self.starting = False
 
     def acquire(self, address: str | None = None) -> None:

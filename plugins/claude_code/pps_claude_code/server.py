@@ -297,7 +297,7 @@ def serve(settings, idle_s: float) -> int:
               file=sys.stderr, flush=True)
         return True
 
-    # REST only: hooks forward over the forwarding protocol, and the MCP SDK costs a cold start ~15%
+    # REST only: hooks reach it on the kernel's local channel, and the MCP SDK costs a cold start ~15%
     return run("http", settings, ["--host", "127.0.0.1", "--port", "0", "--no-mcp"], on_served=owned,
                idle_s=idle_s)
 

@@ -18,8 +18,8 @@ log = logging.getLogger("pps.mcp")
 
 class McpTransport(Transport):
     name = "mcp"
-    help = ("MCP over stdio for one entity (Claude Code, Claude Desktop). Forwards to the entity's "
-            "HTTP server when one runs; otherwise owns the stores itself.")
+    help = ("MCP over stdio for one entity (Claude Code, Claude Desktop). Forwards to the process that "
+            "serves the entity when one runs; otherwise owns the stores itself.")
     forwards = True
 
     def add_arguments(self, parser) -> None:
