@@ -314,6 +314,13 @@ class PostgresStore:
             await conn.execute("INSERT INTO shared_values (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
                                "SET value = EXCLUDED.value, updated_at = now()", (key, value))
 
+    async def shared_prune(self, prefix: str, older_than_s: float) -> int:
+        """:class:`pps_core.contracts.PrunableSharedValues`: the values under ``prefix`` empty or not put lately."""
+        async with self.connection() as conn:
+            return (await conn.execute("DELETE FROM shared_values WHERE left(key, length(%s)) = %s AND (value = '' OR "
+                                       "updated_at < now() - make_interval(secs => %s))",
+                                       (prefix, prefix, older_than_s))).rowcount
+
     async def ready(self) -> str | None:
         """Readiness (``/ready``): None when PostgreSQL answers now, else why not (no address in it)."""
         import time
