@@ -6,7 +6,8 @@ SDK's bearer middleware in front of the endpoint, which also admits the entity's
 The entity's owner approves a client once, on a small page that asks for the entity's token, or on a page plugin's
 own page with its own login (the memory explorer's session: :meth:`EntityOAuth.offer_approval`, :meth:`waiting`,
 :meth:`approve`, :meth:`deny`; the token page links to it). Each entity has its
-own authorization server and its own state (``<home>/oauth.json``, 0600, atomic writes): a token issued for one
+own authorization server and its own state (``<home>/credentials/oauth.json``, 0600, atomic writes; the kernel's
+folder of live credentials, which backups leave out): a token issued for one
 entity is unknown to every other. Client secrets, codes, access and refresh tokens are stored as SHA-256 hashes
 only (they are random, 256 bits). Only entities that have a token get OAuth: an entity without one is open on
 loopback and has nothing to approve with.
@@ -56,7 +57,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from pps_core.atomic import atomic_write
-from pps_core.auth import TokenGate
+from pps_core.auth import CREDENTIALS_DIR, TokenGate
 
 __all__ = ["ACCESS_TTL_S", "CODE_TTL_S", "REFRESH_TTL_S", "EntityOAuth", "OAuthStore"]
 
@@ -76,11 +77,19 @@ def _hash(secret: str) -> str:
 
 
 class OAuthStore:
-    """Clients, codes and tokens of one entity, in ``<home>/oauth.json`` (secrets as hashes), re-read when the
-    file changes (a second server on the same home, a restart) and rewritten atomically on every change."""
+    """Clients, codes and tokens of one entity, in ``<home>/credentials/oauth.json`` (secrets as hashes), re-read
+    when the file changes (a second server on the same home, a restart) and rewritten atomically on every change.
+    Live credentials: never in a backup (``pps_core.auth.CREDENTIALS_DIR``). A home written before keeps them at
+    ``<home>/oauth.json``: moved there at first use."""
 
     def __init__(self, home: Path) -> None:
-        self.path = Path(home) / STATE_FILE
+        import os
+
+        self.path = Path(home) / CREDENTIALS_DIR / STATE_FILE
+        older = Path(home) / STATE_FILE
+        if older.is_file() and not self.path.exists():
+            self.path.parent.mkdir(exist_ok=True, mode=0o700)
+            os.replace(older, self.path)
         self._lock = threading.Lock()
         self._stamp: tuple[int, int, int] | None = None
         self._data: dict[str, dict[str, Any]] = {}
