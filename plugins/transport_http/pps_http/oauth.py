@@ -449,7 +449,8 @@ class EntityOAuth:
         waiting request's id) where a logged-in owner approves without the token (with :meth:`approve`)."""
         if "{request}" not in url or not url.startswith("/"):
             raise ValueError("offer_approval: a same-origin path holding {request}")
-        self.approvers.append((label, url))
+        if (label, url) not in self.approvers:  # (mounted again: one link)
+            self.approvers.append((label, url))
 
     def waiting(self, request_id: str) -> dict[str, str] | None:
         """What a waiting authorization request asks (``client_name``, as the client registered it: untrusted
