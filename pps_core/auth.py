@@ -7,6 +7,10 @@ from pathlib import Path
 from typing import Any
 
 TOKEN_FILE = "token"
+#: The folder of an entity's home where plugins keep live credentials (an OAuth server's clients and grants). Like
+#: the token, it is never put in a backup archive nor restored from one: restoring an older archive must not bring
+#: back a grant revoked since, and an archive is not a place for credentials that work.
+CREDENTIALS_DIR = "credentials"
 
 
 def token_path(home: Path) -> Path:

@@ -104,6 +104,16 @@ class FocalGraph(Protocol):
 
 
 @runtime_checkable
+class PrunableSharedValues(Protocol):
+    """A :class:`SharedValues` store that also forgets values (the explorer's shared logins, once ended or expired)."""
+
+    async def shared_prune(self, prefix: str, older_than_s: float) -> int:
+        """Remove the values whose key starts with ``prefix`` and that are empty or were last put more than
+        ``older_than_s`` seconds ago; answers how many went."""
+        ...
+
+
+@runtime_checkable
 class Ingester(Protocol):
     """A store that ingests queued turns (from an :class:`IngestionQueue`) when asked."""
 

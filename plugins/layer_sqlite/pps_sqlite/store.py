@@ -192,10 +192,10 @@ class SQLiteStore:
 
     # -- summaries ------------------------------------------------------------------------------
 
-    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):
+    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type, created_at=None):
         return await self._run(lambda c: summaries.store(c, text, start_id=start_id, end_id=end_id,
                                                          message_ids=message_ids, channels=channels,
-                                                         summary_type=summary_type))
+                                                         summary_type=summary_type, created_at=created_at))
 
     async def recent_summaries(self, limit, offset=0):
         return await self._read(summaries.recent, limit, offset)
