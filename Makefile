@@ -69,7 +69,8 @@ demo: install
 
 # ruff everywhere; mypy (strict) over the kernel, as configured in pyproject.toml; the import contracts
 # (layers, no cycles, no plugin imported by the kernel) with import-linter; between plugins, no import of an
-# undeclared distribution nor of another's private name (packaging/plugin_imports.py).
+# undeclared distribution, nor of another plugin it names only in an extra, nor of another's private name
+# (packaging/plugin_imports.py).
 lint: install
 	$(BIN)/ruff check pps_core plugins examples tests bench packaging
 	$(BIN)/mypy

@@ -221,7 +221,7 @@ class MemStore:
     async def forget_log(self, limit, offset=0):
         return len(self.d["log"]), copy.deepcopy(self.d["log"][::-1][offset:offset + limit])
 
-    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):
+    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type, created_at=None):
         turns = self.d["turns"]
         if message_ids:
             missing = sorted(set(message_ids) - set(turns))
@@ -243,7 +243,7 @@ class MemStore:
         s = {"id": max(self.d["sums"], default=0) + 1, "summary_text": text, "start_id": rows[0]["id"],
              "end_id": rows[-1]["id"], "message_count": len(rows),
              "channels": channels or sorted({t["channel"] for t in rows}), "time_span_start": times[0],
-             "time_span_end": times[-1], "summary_type": summary_type, "created_at": to_storage(now_utc()),
+             "time_span_end": times[-1], "summary_type": summary_type, "created_at": created_at or to_storage(now_utc()),
              "rewrite": None}
         self.d["sums"][s["id"]] = s
         for t in rows:

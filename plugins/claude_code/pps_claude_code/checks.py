@@ -87,7 +87,7 @@ def fleet_check(settings, url: str) -> tuple[Check, str | None]:
 
 def server_check(settings) -> tuple[Check, str | None]:
     from pps_core.errors import PPSError
-    from pps_core.forward import request
+    from pps_core.forward import address_of, health
     from pps_core.owner import read_owner
 
     from .config import cc_settings
@@ -98,20 +98,17 @@ def server_check(settings) -> tuple[Check, str | None]:
     owner = read_owner(Path(settings.home))
     if owner is None:
         return ("ok", "server", "none running (the next hook starts one)"), None
-    address = owner.get("address")
+    address = address_of(owner)
     from .server import _spawned_pid
 
     if not address and owner.get("pid") == _spawned_pid(Path(settings.home)):
         return ("warn", "server", f"pid {owner.get('pid')} (started by the hooks) is still opening the stores"), None
     if not address:
-        return ("warn", "server", f"pid {owner.get('pid')} owns the stores but serves no address: hooks cannot "
-                                  "reach it (serve with `pps serve http`, or let the hooks start one)"), None
+        return ("warn", "server", f"pid {owner.get('pid')} owns the stores but serves nothing: hooks cannot "
+                                  "reach it (serve it with `pps serve`, or let the hooks start one)"), None
     try:
         started = time.perf_counter()
-        from urllib.parse import urlsplit
-
-        base = urlsplit(address)
-        request(f"{base.scheme}://{base.netloc}", "GET", "/health", None)
+        health(address)
         ms = (time.perf_counter() - started) * 1000
     except PPSError as exc:
         return ("fail", "server", f"pid {owner.get('pid')} at {address} does not answer: {exc.message}"), None

@@ -2,7 +2,8 @@
 
 Importing the PPS kernel's ``Memory`` (pydantic models, pluggy, the plugin list) costs more than the whole
 hook should; with a server running the hook only has to read its settings (``pps.toml`` with tomllib, the
-``PPS_CLAUDE_CODE_*`` environment), read the new lines of the transcript and make two HTTP calls. It reaches
+``PPS_CLAUDE_CODE_*`` environment), read the new lines of the transcript and make two calls on the owner's local
+channel (whatever transport the owner serves). It reaches
 the owner through the kernel's light modules (``pps_core.owner``, ``pps_core.auth``, ``pps_core.forward``:
 standard library only, ``pps_core`` imports nothing until asked). When
 anything is unusual (no server, no ``pps.toml``, settings only the full loader can resolve, input that
@@ -153,8 +154,8 @@ HUNG_MEMORY_S = 60.0
 
 
 class Remote:
-    """The entity's owner, reached through the kernel's forwarding (:func:`pps_core.forward.request`, a plain
-    socket: no ``http.client``), each wait on it bounded by the hook's ``timeout_s``."""
+    """The entity's owner, reached through the kernel's forwarding (:func:`pps_core.forward.request`: its local
+    channel, a Unix socket; a fleet's server_url over HTTPS), each wait on it bounded by the hook's ``timeout_s``."""
 
     def __init__(self, address: str, token: str | None, timeout: float) -> None:
         self.address, self.token, self.timeout = address, token, timeout
@@ -335,6 +336,7 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
         return False
     try:  # the kernel's own light modules (no Memory, pydantic or pluggy): the owner lock and the token
         from pps_core.auth import read_token
+        from pps_core.forward import address_of
         from pps_core.owner import read_owner
     except ImportError:  # pps-core is not beside this package on sys.path (an editable install): full path
         return False
@@ -346,8 +348,8 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
         owner: dict[str, Any] = {"pid": address}  # what the hung-server memory keys on
     else:
         owner = read_owner(light.home) or {}
-        address = owner.get("address")
-        if not address or not str(address).startswith("http://"):
+        address = address_of(owner)  # the owner's local channel, whatever transport it serves
+        if not address:
             return False
     try:
         token = read_token(light.home)

@@ -20,7 +20,6 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"
 #: Seconds Claude Code waits for each hook before it kills it (the hook's own deadline is shorter).
 HOST_TIMEOUTS = {"SessionStart": 20, "UserPromptSubmit": 10, "Stop": 15, "PreCompact": 20, "SessionEnd": 15}
 _OURS = re.compile(r"pps_claude_code\.hook\b|pps_core\.cli\s+hook\b|(^|[/\s])pps\s+hook\b|pps-hook\b")
-DEFAULT_SETTINGS = "~/.claude/settings.json"
 
 
 def settings_file(given: str | None = None) -> Path:

@@ -14,12 +14,12 @@ KEEP = 240
 
 
 @hookimpl(optionalhook=True)
-def pps_http_mount(app, memory, auth):
+def pps_http_mount(app, memory, auth, oauth=None):
     from starlette.routing import Mount
 
     from .web import Explorer
 
-    explorer = Explorer(memory, auth, app)
+    explorer = Explorer(memory, auth, app, oauth)
     app.router.routes.append(Mount(explorer.base, app=explorer.app))
     _announce(memory, explorer.base)
 

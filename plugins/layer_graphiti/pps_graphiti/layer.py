@@ -358,16 +358,6 @@ async def _import_db(layer: GraphitiLayer, export: Path, target: Path) -> None:
     await asyncio.wrap_future(handle.engine.call("import_db", str(export), str(target), handle.fts))
 
 
-def _copy_db(db: Path, target: Path) -> None:
-    import shutil
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if db.is_dir():
-        shutil.copytree(db, target)
-    elif db.exists():
-        shutil.copy2(db, target)
-
-
 async def _maybe_async(value):
     if asyncio.iscoroutine(value):
         return await value

@@ -146,6 +146,11 @@ class RawCaptureLayer(Layer):
         if put is not None:
             await put(key, value)
 
+    async def shared_prune(self, prefix: str, older_than_s: float) -> int:
+        """:class:`pps_core.contracts.PrunableSharedValues` through the store (0 where it keeps no shared values)."""
+        prune = getattr(self.backend, "shared_prune", None)
+        return await prune(prefix, older_than_s) if prune is not None else 0
+
     async def ready(self) -> str | None:
         """The store's own readiness (a database server answering), when it has one (``ready()``)."""
         check = getattr(self.backend, "ready", None)

@@ -229,16 +229,18 @@ class TurnDomain:
 
     async def save_summary(self, text: str, *, start_id: int | None = None, end_id: int | None = None,
                            message_ids: list[int] | None = None, channels: list[str] | None = None,
-                           summary_type: str = "work") -> dict[str, Any]:
+                           summary_type: str = "work", created_at: str | None = None) -> dict[str, Any]:
+        written = to_storage(parse_timestamp(created_at, self.memory.tz, "created_at")) if created_at else None
         stored = await self._open_store().store_summary(text, start_id=start_id, end_id=end_id,
                                                         message_ids=message_ids, channels=channels,
-                                                        summary_type=summary_type)
+                                                        summary_type=summary_type, created_at=written)
         self.memory.events.summary_stored(Summary(**{k: stored[k] for k in Summary.model_fields}))
         return stored
 
     async def store_summary(self, p: StoreSummaryParams) -> dict[str, Any]:
         stored = await self.save_summary(p.summary_text, start_id=p.start_id, end_id=p.end_id,
-                                         message_ids=p.message_ids, channels=p.channels, summary_type=p.summary_type)
+                                         message_ids=p.message_ids, channels=p.channels, summary_type=p.summary_type,
+                                         created_at=p.created_at)
         return self._sum_out(stored)
 
     async def get_recent_summaries(self, p: LimitParams) -> dict[str, Any]:
