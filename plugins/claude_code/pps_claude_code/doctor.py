@@ -54,29 +54,25 @@ def stores_check(settings) -> Check:
     return "ok", "stores", f"{len(layers)} layers available via {via} ({counts})"
 
 
-def model_check(settings) -> Check | None:
-    if "embeddings" not in settings.plugins:
-        return None
-    try:
-        from pps_embeddings.settings import EmbeddingSettings
-    except ImportError:
-        EmbeddingSettings = None  # noqa: N806
-    provider = "onnx"
-    model_path = None
-    if EmbeddingSettings is not None:
-        es = settings.plugin_settings(EmbeddingSettings, "embeddings")
-        provider, model_path = es.provider, es.model_path
-    if provider != "onnx":
-        return "ok", "model", f"embeddings from an endpoint ({provider})"
-    try:
-        from pps_embeddings.onnx import installed_model_path
+#: Entry points of this group add lines to ``pps doctor``: each a callable taking the entity's settings and
+#: answering ``(status, name, detail)`` ("ok" / "warn" / "fail") or None when it has nothing to say (the embeddings
+#: plugin's model file, for one). A plugin adds a check without this plugin naming it.
+CHECKS_GROUP = "pps.checks"
 
-        path = Path(model_path) if model_path else installed_model_path()
-    except Exception as exc:  # noqa: BLE001
-        return "fail", "model", f"cannot locate the embedding model: {type(exc).__name__}: {exc}"
-    if not path.is_file():
-        return "fail", "model", f"{path} is missing (reinstall pps-embeddings)"
-    return "ok", "model", f"{path} ({path.stat().st_size / 1e6:.1f} MB)"
+
+def plugin_checks(settings) -> list[Check]:
+    """The lines installed plugins add (:data:`CHECKS_GROUP`), in name order; a check that raises is its own fail."""
+    from importlib.metadata import entry_points
+
+    lines: list[Check] = []
+    for ep in sorted(entry_points(group=CHECKS_GROUP), key=lambda e: e.name):
+        try:
+            found = ep.load()(settings)
+        except Exception as exc:  # noqa: BLE001 - a broken check is reported, doctor goes on
+            found = ("fail", ep.name, f"the check of {ep.value} failed: {type(exc).__name__}: {exc}")
+        if found:
+            lines.append(found)
+    return lines
 
 
 def token_check(settings) -> Check:
@@ -100,9 +96,7 @@ def run_doctor(args) -> int:
         checks += [token_check(settings), plugins_check(settings)]
         if checks[-1][0] != "fail":
             checks.append(stores_check(settings))
-        model = model_check(settings)
-        if model:
-            checks.append(model)
+        checks += plugin_checks(settings)
         claude_code = [hooks_check(settings, settings_file), mcp_check(settings, settings_file),
                        *activity_checks(settings)]
         checks += [server_check(settings)[0], *claude_code]
