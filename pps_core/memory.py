@@ -26,7 +26,7 @@ from .layer import FailedLayer, Layer, WarmingLayer
 from .lineage import Lineage, undeclared_observers
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
-from .plugins import build_plugin_manager
+from .plugins import answers, build_plugin_manager
 from .privacy import reset_secret_scanner, use_secret_scanner
 from .ranking import Ranker
 from .settings import EntitySettings, load_settings
@@ -674,12 +674,6 @@ class Memory:
 
 
 def _per_plugin(pm: pluggy.PluginManager, hook: str, memory: Memory) -> list[tuple[str, Any]]:
-    """Each plugin's answer to a ``memory`` hook, with the plugin's name, in pluggy's call order (each call goes
-    through pluggy, so ``PPS_TRACE_PLUGINS`` still shows it)."""
-    impls = list(reversed(getattr(pm.hook, hook).get_hookimpls()))
-    everyone = [impl.plugin for impl in impls]
-    out = []
-    for impl in impls:
-        answer = pm.subset_hook_caller(hook, [p for p in everyone if p is not impl.plugin])(memory=memory)
-        out.append((impl.plugin_name, answer[0] if answer else None))
-    return out
+    """Each plugin's answer to a ``memory`` hook, with the plugin's name, in pluggy's call order: one pluggy call
+    (``PPS_TRACE_PLUGINS`` shows it), its answers attributed by :func:`pps_core.plugins.answers`."""
+    return [(answer.plugin, answer.value) for answer in answers(getattr(pm.hook, hook), hook, memory=memory)]

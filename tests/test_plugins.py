@@ -1,3 +1,5 @@
+import json
+import re
 import subprocess
 import sys
 
@@ -97,3 +99,18 @@ async def test_second_owner_is_refused_with_the_owner_named(pps_home):
 def test_plugins_are_listed_in_the_configured_order():
     assert [p["name"] for p in describe(build_plugin_manager(["sqlite", "crystals"]))] == ["sqlite", "crystals"]
     assert [p["name"] for p in describe(build_plugin_manager(["crystals", "sqlite"]))] == ["crystals", "sqlite"]
+
+
+def test_trace_lists_every_hook_a_call_makes_events_included(tmp_path):
+    """``PPS_TRACE_PLUGINS=1 pps call`` prints every hook the call made, through pluggy: the events and the
+    forget lineage too (they were called past pluggy, so the trace left them out)."""
+    from pps_core.testing.server import init_entity, pps, pps_env
+
+    init_entity(tmp_path, "x", "sqlite")
+    out = pps(tmp_path, "call", "--entity", "x", "store_message",
+              json.dumps({"content": "hello", "author_name": "A", "channel": "terminal"}),
+              env=pps_env(tmp_path, PPS_TRACE_PLUGINS="1"))
+    called = set(re.findall(r"\b(pps_[a-z_]+)\b", out.stderr))
+    for hook in ("pps_operations", "pps_layers", "pps_turn_copies", "pps_rankers", "pps_memory_opened",
+                 "pps_message_stored", "pps_operation_called", "pps_memory_closing"):
+        assert hook in called, (hook, sorted(called))
