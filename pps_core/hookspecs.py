@@ -2,7 +2,8 @@
 
 A plugin is a module (or object) with functions marked ``@pps_core.hookimpl`` whose names match
 the stubs below. Each stub documents what it receives, what it returns and how the results of
-several plugins combine.
+several plugins combine. A plugin that keeps anything per entity returns an object from
+:func:`pps_entity_plugin` whose methods implement the hooks for that entity (pytest's instance plugins).
 """
 
 from __future__ import annotations
@@ -70,6 +71,21 @@ def pps_register_commands(cli: CommandRegistry) -> None:
     command exists exactly when its plugin is installed. ``cli.add(name, handler, help=...)`` returns the
     argparse parser to add arguments to; ``cli.entity_args(parser)`` adds ``--entity``/``--home``.
     ``handler(args) -> int`` is the exit code. Keep it cheap: import heavy libraries inside the handler.
+    """
+
+
+# --- The per-entity object --------------------------------------------------------------------
+
+
+@hookspec
+def pps_entity_plugin(memory: Memory) -> object | None:
+    """Return this plugin's object for the entity ``memory`` serves, or None.
+
+    Its methods marked ``@hookimpl`` implement hooks for that entity only (pytest's instance plugins): the
+    memory registers it with the entity's plugin manager as ``"<plugin>:entity"`` before it collects operations
+    and layers, so it owns its layers, operations, rankers and state, and finds its own layers through the
+    objects it made. A method may leave out ``memory`` (the object knows it). Called once per memory, before any
+    store opens; answers of ``pps_layers`` and the other hooks are attributed to the plugin that returned it.
     """
 
 

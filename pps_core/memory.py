@@ -26,7 +26,7 @@ from .layer import FailedLayer, Layer, WarmingLayer
 from .lineage import Lineage, undeclared_observers
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
-from .plugins import answers, build_plugin_manager
+from .plugins import ENTITY_PART, answers, build_plugin_manager
 from .privacy import reset_secret_scanner, use_secret_scanner
 from .ranking import Ranker
 from .settings import EntitySettings, load_settings
@@ -300,9 +300,24 @@ class Memory:
             pm = self._given_pm
             if pm is None or self._extra_plugins:
                 pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            self._register_entity_plugins(pm)
             self.pm = pm
             self._collect_operations(pm)
         return self.pm
+
+    def _register_entity_plugins(self, pm: pluggy.PluginManager) -> None:
+        """Register each plugin's object for this entity (``pps_entity_plugin``) as ``"<plugin>:entity"``."""
+        for answer in answers(pm.hook.pps_entity_plugin, "pps_entity_plugin", memory=self):
+            if answer.value is None:
+                continue
+            name = answer.plugin + ENTITY_PART
+            if pm.get_plugin(name) is not None:  # a manager handed from a memory before (``pps serve``)
+                pm.unregister(name=name)
+            try:
+                pm.register(answer.value, name=name)
+                pm.check_pending()
+            except (ValueError, pluggy.PluginValidationError) as exc:
+                raise ConfigError(f"plugin {answer.plugin!r}: its entity object could not be registered: {exc}") from None
 
     def _collect_operations(self, pm: pluggy.PluginManager) -> None:
         ops: list[Operation] = []

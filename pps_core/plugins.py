@@ -30,6 +30,7 @@ ATTRIBUTED_HOOKS = frozenset({"pps_layers", "pps_operations", "pps_turn_copies",
                               "pps_entity_plugin"})
 #: Hooks whose failing implementation is recorded (:attr:`Answer.error`) rather than raised, so the others answer.
 _CAUGHT = frozenset({"pps_messages_forgotten"})
+_WRAPPED = EVENT_HOOKS | ATTRIBUTED_HOOKS | _CAUGHT
 #: A plugin registers the per-entity object it made (``pps_entity_plugin``) under ``"<plugin>" + ENTITY_PART``.
 ENTITY_PART = ":entity"
 
@@ -105,7 +106,8 @@ class PluginManager(pluggy.PluginManager):
     def _attribute(self, plugin: Any) -> None:
         for caller in self.get_hookcallers(plugin) or []:
             for impl in caller.get_hookimpls():
-                if impl.plugin is plugin and not getattr(impl.function, "__pps_attributed__", False):
+                if (impl.plugin is plugin and caller.name in _WRAPPED
+                        and not getattr(impl.function, "__pps_attributed__", False)):
                     impl.function = _attributed(  # type: ignore[misc]  # pluggy marks it Final; set once here
                         caller.name, owner(impl.plugin_name), impl.function)
 
@@ -255,7 +257,7 @@ def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[s
     out = []
     for plugin, dist_info in _plugin_dists(pm):
         name = pm.get_name(plugin) or ""
-        if ":" in name and not (builtins and name.startswith("builtin:")):
+        if name.endswith(ENTITY_PART) or (":" in name and not (builtins and name.startswith("builtin:"))):
             continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         module = getattr(plugin, "__name__", type(plugin).__module__).split(".")[0]

@@ -62,7 +62,7 @@ def test_describe_lists_versions_and_hooks():
     pm = build_plugin_manager(["sqlite"])
     (info,) = describe(pm)
     assert info["name"] == "sqlite" and info["distribution"] == "pps-sqlite" and info["version"]
-    assert info["hooks"] == ["pps_layers", "pps_operations", "pps_prompts", "pps_resources", "pps_turn_copies"]
+    assert info["hooks"] == ["pps_entity_plugin", "pps_prompts", "pps_resources", "pps_turn_copies"]
 
 
 def test_trace_switch_prints_hook_calls(tmp_path):

@@ -36,6 +36,12 @@ class Ctx:
     base: str
     session: sec.Session | None
     notes: list[str] = field(default_factory=list)
+    #: The explorer's object for this entity (:class:`~pps_explorer.plugin.ExplorerEntity`): what it recorded.
+    plugin: Any = None
+
+    def recall_latencies(self) -> list[tuple[str, float]]:
+        """(UTC time, ms) of the newest ambient_recall calls in this process."""
+        return self.plugin.recall_latencies() if self.plugin is not None else []
 
     def has(self, op: str) -> bool:
         return self.memory.catalog.get(op) is not None
@@ -100,10 +106,11 @@ def _shared_store(memory):
 class Explorer:
     """Routes of ``/ui/<entity>``; ``pages`` maps a path to an async handler ``(ctx) -> (template, values)``."""
 
-    def __init__(self, memory, auth, app=None) -> None:
+    def __init__(self, memory, auth, app=None, plugin=None) -> None:
         from . import pages
 
         self.memory = memory
+        self.plugin = plugin
         self.auth = auth
         #: The HTTP transport's app (its OpenAPI document): ``/api`` shows this entity's operations.
         self.http_app = app
@@ -185,7 +192,7 @@ class Explorer:
             if session is None and not by_bearer:  # an entity without a token: a session for CSRF only
                 sid, session = self.sessions.create(None)
                 new_cookie = self.sessions.cookie(sec.COOKIE, sid, secure=request.url.scheme == "https")
-            ctx = Ctx(request, self.memory, self.base, session)
+            ctx = Ctx(request, self.memory, self.base, session, plugin=self.plugin)
             try:
                 if request.method == "POST" and not by_bearer:
                     form = await request.form()
