@@ -82,11 +82,11 @@ class Events:
             failed.update({k: f"{k}: not loaded" for k in only if k not in listeners})
         called = {key: plugin for key, plugin in listeners.items() if only is None or key in only}
         if called:
-            hook = getattr(pm.hook, _LISTENER)
+            hook = None
             if len(called) < len(listeners):  # only the listeners still owed (pluggy's subset call)
                 hook = pm.subset_hook_caller(_LISTENER, [p for k, p in listeners.items() if k not in called])
             # one pluggy call; each listener answers on its own (a failure is recorded, the others still run)
-            for answer in answers(hook, _LISTENER, memory=self._memory, ids=list(turns.ids)):
+            for answer in answers(pm, _LISTENER, hook, memory=self._memory, ids=list(turns.ids)):
                 key = f"{answer.plugin}/{_LISTENER}"
                 error = answer.error
                 if error is None and inspect.isawaitable(answer.value):

@@ -79,7 +79,8 @@ def pps_register_commands(cli: CommandRegistry) -> None:
 
 @hookspec
 def pps_entity_plugin(memory: Memory) -> object | None:
-    """Return this plugin's object for the entity ``memory`` serves, or None.
+    """Return this plugin's object for the entity ``memory`` serves, or None. All results: each object returned
+    is registered (one per plugin).
 
     Its methods marked ``@hookimpl`` implement hooks for that entity only (pytest's instance plugins): the
     memory registers it with the entity's plugin manager as ``"<plugin>:entity"`` before it collects operations

@@ -68,8 +68,12 @@ class Layer(abc.ABC):
         return []
 
     async def startup(self, count: int | None) -> StartupItems:
-        """Items for this layer's startup section (``count`` None = all). Defaults to ``recent``."""
-        return StartupItems(items=await self.recent(count if count is not None else 1_000_000))
+        """Items for this layer's startup section (``count`` None = all), with how many exist in all (the manifest
+        says "2 of 7"). Defaults to ``recent``: every item, the newest ``count`` shown; a layer holding many
+        overrides it to count without fetching them all."""
+        every = await self.recent(1_000_000)
+        return StartupItems(items=every if count is None else every[len(every) - count:] if count else [],
+                            total=len(every))
 
     def default_sections(self) -> list[SectionConfig]:
         """The startup sections this layer contributes when ``[startup] sections`` does not replace them.

@@ -90,7 +90,7 @@ class Lineage:
         from .plugins import answers
 
         copies: list[TurnCopy] = []
-        for answer in answers(pm.hook.pps_turn_copies, DECLARING_HOOK, memory=memory):  # through pluggy
+        for answer in answers(pm, DECLARING_HOOK, memory=memory):  # through pluggy
             for copy in cast("list[TurnCopy] | None", answer.value) or []:
                 copies.append(TurnCopy(copy.name, copy.where, copy.how, copy.forget, copy.origin,
                                        plugin=answer.plugin))

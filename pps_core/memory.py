@@ -40,6 +40,7 @@ log = logging.getLogger("pps")
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 T = TypeVar("T")
+L = TypeVar("L", bound=Layer)
 #: How long closing waits for the retry of owed forgets begun at open before it cancels it (what is not
 #: finished stays owed).
 SETTLE_AT_CLOSE_S = 30.0
@@ -307,7 +308,7 @@ class Memory:
 
     def _register_entity_plugins(self, pm: pluggy.PluginManager) -> None:
         """Register each plugin's object for this entity (``pps_entity_plugin``) as ``"<plugin>:entity"``."""
-        for answer in answers(pm.hook.pps_entity_plugin, "pps_entity_plugin", memory=self):
+        for answer in answers(pm, "pps_entity_plugin", memory=self):
             if answer.value is None:
                 continue
             name = answer.plugin + ENTITY_PART
@@ -565,6 +566,19 @@ class Memory:
         """Every layer of the entity, open or not yet (a lazy memory), in plugin order."""
         return list(self._layer_plugin)
 
+    def is_open(self, layer: Layer) -> bool:
+        """Whether ``layer`` (the object a plugin made) is open in this memory: not failed, not warming elsewhere."""
+        return self.layers.get(layer.name) is layer
+
+    def require(self, layer: L) -> L:
+        """``layer`` (the object a plugin made, :meth:`is_open`), or Unavailable saying why it cannot serve: a
+        plugin finds its own layer by the object it built, never by a name."""
+        found = self.layers.get(layer.name)
+        if found is layer:
+            return layer
+        why = getattr(found, "reason", None) or "not open"
+        raise Unavailable(f"{layer.name} is unavailable for entity {self.settings.entity!r}: {why}")
+
     def require_layer(self, name: str) -> Layer:
         layer = self.layers.get(name)
         if layer is None:
@@ -689,6 +703,6 @@ class Memory:
 
 
 def _per_plugin(pm: pluggy.PluginManager, hook: str, memory: Memory) -> list[tuple[str, Any]]:
-    """Each plugin's answer to a ``memory`` hook, with the plugin's name, in pluggy's call order: one pluggy call
+    """Each plugin's answer to a ``memory`` hook, with the plugin's name, in plugin order: one pluggy call
     (``PPS_TRACE_PLUGINS`` shows it), its answers attributed by :func:`pps_core.plugins.answers`."""
-    return [(answer.plugin, answer.value) for answer in answers(getattr(pm.hook, hook), hook, memory=memory)]
+    return [(answer.plugin, answer.value) for answer in answers(pm, hook, memory=memory)]

@@ -112,16 +112,21 @@ class PluginManager(pluggy.PluginManager):
                         caller.name, owner(impl.plugin_name), impl.function)
 
 
-def answers(caller: Any, hook: str, **kwargs: Any) -> list[Answer]:
-    """Call ``hook`` through pluggy (``caller``: ``pm.hook.<hook>`` or a subset of it) and answer what each
-    implementation returned, with its plugin, in pluggy's call order. Only for :data:`ATTRIBUTED_HOOKS`."""
+def answers(pm: pluggy.PluginManager, hook: str, caller: Any = None, **kwargs: Any) -> list[Answer]:
+    """Call ``hook`` through pluggy (``caller``: a subset of ``pm.hook.<hook>``, else all of it) and answer what each
+    implementation returned, with its plugin, in plugin order (the order plugins registered: the built-in ones,
+    the entity's as configured, then extra objects; a plugin's entity object in its plugin's place), not pluggy's
+    call order (the reverse). Only for :data:`ATTRIBUTED_HOOKS`."""
     collected: list[Answer] = []
     token = _ANSWERS.set((hook, collected))
     try:
-        caller(**kwargs)
+        (caller or getattr(pm.hook, hook))(**kwargs)
     finally:
         _ANSWERS.reset(token)
-    return collected
+    place: dict[str, int] = {}
+    for name, _plugin in pm.list_name_plugin():
+        place.setdefault(owner(name), len(place))
+    return sorted(reversed(collected), key=lambda answer: place.get(answer.plugin, len(place)))
 
 #: PPS's own behaviour, registered like any plugin before the entity's (pytest's default plugins):
 #: ambient_recall, health and token, backup/restore/reindex, metrics, the startup resource and wake-up prompt.

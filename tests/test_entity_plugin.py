@@ -96,7 +96,8 @@ class CounterPlugin:
         return Counter(memory)
 
 
-async def test_each_entity_gets_its_own_object(make_memory):
+async def test_hook_pps_entity_plugin(make_memory):
+    """Each entity gets its own object, which owns its layer, its operation and its state."""
     a = await make_memory("a", plugins=[], extra_plugins=[CounterPlugin()])
     b = await make_memory("b", plugins=[], extra_plugins=[CounterPlugin()])
     assert await a.call("count") == {"entity": "a", "calls": 1, "layer_open": True}

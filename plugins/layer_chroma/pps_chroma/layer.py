@@ -400,11 +400,7 @@ class AnchorLayer(Layer):
             return [r for r in (self._result(name, s) for name, s in ranked) if r is not None]
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        started = time.perf_counter()
-        try:
-            return await asyncio.to_thread(self.search_sync, query, limit, offset)
-        finally:
-            self.record_latency(started)
+        return await asyncio.to_thread(self.search_sync, query, limit, offset)
 
     def newest(self, count: int) -> list[str]:
         with self._lock:

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import threading
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -389,11 +388,7 @@ class PgAnchorLayer(Layer):
         return [self._result(f, c, t, 1.0 - float(d)) for f, c, t, d in rows]
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        started = time.perf_counter()
-        try:
-            return await asyncio.to_thread(self.search_sync, query, limit, offset)
-        finally:
-            self.record_latency(started)
+        return await asyncio.to_thread(self.search_sync, query, limit, offset)
 
     async def recent(self, limit: int) -> list[SearchResult]:
         if limit <= 0:

@@ -264,10 +264,7 @@ class CrystalLayer(Layer):
         return out
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        started = time.perf_counter()
-        out = await self.run_locked(self._search, query, limit, offset)
-        self.record_latency(started)
-        return out
+        return await self.run_locked(self._search, query, limit, offset)
 
     async def recent(self, limit: int) -> list[SearchResult]:
         return await self.run_locked(lambda: self._results([(1.0, p) for p in self.newest(limit)]))

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -274,7 +273,6 @@ class PgCrystalLayer(Layer):
         return [self._result(r, r[0] not in window) for r in reversed(rows[:limit])]
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        started = time.perf_counter()
         rows = await self.store.run(_live)
         toks = []
         for number, content, _m, version in rows:
@@ -286,7 +284,6 @@ class PgCrystalLayer(Layer):
         window = {r[0] for r in rows[-self.settings.window:]}
         scored = lexical_scores_tokens(query, toks)
         ranked = sorted(((s, r) for r, s in zip(rows, scored, strict=True) if s > 0), key=lambda t: (-t[0], t[1][0]))
-        self.record_latency(started)
         return [self._result(r, r[0] not in window, s) for s, r in ranked[offset: offset + limit]]
 
     async def snapshot(self, dest: Path) -> list[str] | None:
