@@ -184,6 +184,10 @@ def operations(layer_of) -> list[Operation]:
     """The graph's operations, each run on ``layer_of()`` (the entity's open rich_texture layer, else
     Unavailable saying why)."""
 
+    from pps_core.contracts import IngestionQueue
+
+    from .layer import GraphitiLayer
+
     def h(handler):
         return partial(handler, layer_of)
 
@@ -212,7 +216,7 @@ def operations(layer_of) -> list[Operation]:
                   description="Delete a fact, an entity (with its facts) or an episode (with the facts and "
                               "entities only it gave the graph) by uuid; the entities' summaries lose it too."),
         Operation("graphiti_ingestion_stats", NoParams, h(graphiti_ingestion_stats), group="graph ingest",
-                  read_only=True, idempotent=True,
+                  read_only=True, idempotent=True, reads=(GraphitiLayer, IngestionQueue),  # the queue: the turns
                   description="How many captured turns wait to be ingested into the graph, and the worker's state."),
         Operation("ingest_batch_to_graphiti", IngestParams, h(ingest_batch_to_graphiti), group="graph ingest",
                   description="Ingest the oldest uningested turns into the graph now (needs the configured LLM). "
