@@ -198,7 +198,8 @@ def pps_message_stored(memory: Memory, message: Message) -> None:
 
 @hookspec
 def pps_messages_forgotten(memory: Memory, ids: list[int]) -> Any:
-    """Called after turns were forgotten (deleted for good) from the store that captured them.
+    """Called after turns were forgotten (deleted for good) from the store that captured them. For third parties:
+    PPS's own plugins declare their copies instead (``pps_turn_copies``); the turn store fires it.
 
     A plugin that keeps anything derived from those turns (graph episodes and the facts extracted only from
     them, an index) deletes it here. It may return an awaitable: all results that are awaitable are awaited
@@ -224,7 +225,8 @@ def pps_turn_copies(memory: Memory) -> list[TurnCopy]:
 
 @hookspec
 def pps_summary_stored(memory: Memory, summary: Summary) -> None:
-    """Called after a summary is stored and its turns are marked."""
+    """Called after a summary is stored and its turns are marked (the turn store fires it). For third parties: no
+    plugin of PPS listens."""
 
 
 @hookspec

@@ -39,3 +39,33 @@ async def test_a_search_records_its_latency_once(make_memory):
         before = len(layer._latencies)
         await memory.search_layer(name, "lamp", 5)
         assert len(layer._latencies) - before == 1, name
+
+
+async def test_a_third_party_hears_summaries_stored_and_turns_forgotten(make_memory):
+    """``pps_summary_stored`` and ``pps_messages_forgotten`` have no implementer in PPS itself: they are for third
+    parties, and the product's own operations deliver them (a turn store fires both)."""
+    from pps_core import hookimpl
+
+    heard: list[tuple[str, object]] = []
+
+    class Listener:
+        __pps_name__ = "listener"
+
+        @hookimpl
+        def pps_turn_copies(self, memory):
+            return []
+
+        @hookimpl
+        def pps_summary_stored(self, summary):
+            heard.append(("summary", summary.summary_text))
+
+        @hookimpl
+        def pps_messages_forgotten(self, ids):
+            heard.append(("forgotten", list(ids)))
+
+    memory = await make_memory(plugins=["sqlite"], extra_plugins=[Listener()])
+    for text in ("one", "two"):
+        await memory.call("store_message", {"content": text, "author_name": "A", "channel": "terminal"})
+    await memory.call("store_summary", {"summary_text": "we counted", "message_ids": [1, 2]})
+    await memory.call("forget_turns", {"ids": [2]})
+    assert heard == [("summary", "we counted"), ("forgotten", [2])]
