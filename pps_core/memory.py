@@ -25,7 +25,7 @@ from .layer import FailedLayer, Layer, WarmingLayer
 from .lineage import Lineage, undeclared_observers
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
-from .plugins import ENTITY_PART, answers, build_plugin_manager
+from .plugins import ENTITY_PART, answers, attribute, build_plugin_manager
 from .privacy import reset_secret_scanner, use_secret_scanner
 from .ranking import Ranker
 from .settings import EntitySettings, load_settings
@@ -299,6 +299,7 @@ class Memory:
             pm = self._given_pm
             if pm is None or self._extra_plugins:
                 pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            attribute(pm)  # a manager not built by build_plugin_manager (an application's own)
             self._register_entity_plugins(pm)
             self.pm = pm
             self._collect_operations(pm)
@@ -314,6 +315,7 @@ class Memory:
                 pm.unregister(name=name)
             try:
                 pm.register(answer.value, name=name)
+                attribute(pm, answer.value)
                 pm.check_pending()
             except (ValueError, pluggy.PluginValidationError) as exc:
                 raise ConfigError(f"plugin {answer.plugin!r}: its entity object could not be registered: {exc}") from None

@@ -100,13 +100,21 @@ class PluginManager(pluggy.PluginManager):
     def register(self, plugin: Any, name: str | None = None) -> str | None:
         registered = super().register(plugin, name)
         if registered is not None:
-            self._attribute(plugin)
+            attribute(self, plugin)
         return registered
 
-    def _attribute(self, plugin: Any) -> None:
-        for caller in self.get_hookcallers(plugin) or []:
+
+def attribute(pm: pluggy.PluginManager, plugin: Any = None) -> None:
+    """Wrap the hook implementations of ``plugin`` (of every registered plugin when None) as :func:`_attributed`
+    says, once; a hook wrapper is left as it is. :class:`PluginManager` does it at each registration; a manager
+    built elsewhere gets it when a memory takes it."""
+    plugins = [plugin] if plugin is not None else [p for _name, p in pm.list_name_plugin()]
+    for each in plugins:
+        for caller in pm.get_hookcallers(each) or []:
+            if caller.name not in _WRAPPED:
+                continue
             for impl in caller.get_hookimpls():
-                if (impl.plugin is plugin and caller.name in _WRAPPED
+                if (impl.plugin is each and not (impl.hookwrapper or impl.wrapper)
                         and not getattr(impl.function, "__pps_attributed__", False)):
                     impl.function = _attributed(  # type: ignore[misc]  # pluggy marks it Final; set once here
                         caller.name, owner(impl.plugin_name), impl.function)

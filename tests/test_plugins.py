@@ -114,3 +114,31 @@ def test_trace_lists_every_hook_a_call_makes_events_included(tmp_path):
     for hook in ("pps_operations", "pps_layers", "pps_turn_copies", "pps_rankers", "pps_memory_opened",
                  "pps_message_stored", "pps_operation_called", "pps_memory_closing"):
         assert hook in called, (hook, sorted(called))
+
+
+async def test_a_hook_wrapper_and_an_applications_own_manager_keep_every_answer(pps_home):
+    """Answers are attributed on any plugin manager (an application may build its own), and a plugin's hook
+    wrapper is left alone: it sees the layers, and is not taken for a plugin answering."""
+    from pps_core import hookspecs
+    from pps_core.plugins import register_builtins
+    from pps_core.settings import load_settings
+    from pps_core.testing import ScriptedLayer, layer_plugin
+
+    seen = []
+
+    class Wraps:
+        @hookimpl(wrapper=True)
+        def pps_layers(self, memory):
+            layers = yield
+            seen.append([layer.name for batch in layers for layer in batch])
+            return layers
+
+    pm = pluggy.PluginManager("pps")
+    pm.add_hookspecs(hookspecs)
+    register_builtins(pm)
+    pm.register(layer_plugin(ScriptedLayer("docs", ["a lighthouse"])), name="docs")
+    pm.register(Wraps(), name="wraps")
+    memory = Memory(load_settings("own", pps_home / "own", plugins=[], timezone="UTC"), plugin_manager=pm)
+    async with memory:
+        assert memory.layer_names() == ["docs"] and seen == [["docs"]]
+        assert (await memory.call("ambient_recall", {"context": "lighthouse"}))["results"]
