@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
+from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig, StartupItems
 from pps_core.atomic import atomic_create, clean_stale_tmp
 from pps_core.errors import Conflict, NotFound, Unavailable
 from pps_core.timeutil import now_utc, to_storage
@@ -407,6 +407,13 @@ class AnchorLayer(Layer):
             self.maybe_sync()
             ordered = sorted(self._entries.items(), key=lambda kv: (kv[1].when, kv[1].fp[0], kv[0]))
             return [name for name, _e in ordered[-count:]] if count > 0 else []
+
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count`` word-photos, and how many there are (the index's entries, not read)."""
+        items = await self.recent(count if count is not None else 1_000_000)
+        with self._lock:
+            total = len(self._entries)
+        return StartupItems(items=items, total=max(total, len(items)))
 
     async def recent(self, limit: int) -> list[SearchResult]:
         def run():

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
+from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig, StartupItems
 from pps_core.errors import ConfigError, Conflict, NotFound, Unavailable
 from pps_core.timeutil import now_utc
 
@@ -389,6 +389,10 @@ class PgAnchorLayer(Layer):
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         return await asyncio.to_thread(self.search_sync, query, limit, offset)
+
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count`` word-photos (their total is not counted: a query more per startup)."""
+        return StartupItems(items=await self.recent(count if count is not None else 1_000_000))
 
     async def recent(self, limit: int) -> list[SearchResult]:
         if limit <= 0:

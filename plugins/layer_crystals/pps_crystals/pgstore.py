@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
+from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig, StartupItems
 from pps_core.errors import ConfigError, Conflict, NotFound, Unavailable
 from pps_core.textsearch import lexical_scores_tokens, tokens
 from pps_core.timeutil import to_storage
@@ -264,6 +264,10 @@ class PgCrystalLayer(Layer):
                 "current": [crystal_name(n) for n in window]}
 
     # -- layer --------------------------------------------------------------------------------------------
+
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count`` crystals (their total is not counted: a query more per startup)."""
+        return StartupItems(items=await self.recent(count if count is not None else 1_000_000))
 
     async def recent(self, limit: int) -> list[SearchResult]:
         if limit <= 0:

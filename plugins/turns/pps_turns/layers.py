@@ -303,6 +303,12 @@ class SummariesLayer(Layer):
         found = await self.backend.recent_summaries(limit)
         return [summary_result(s) for s in reversed(found)]
 
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count`` summaries, and how many there are (counted, not read)."""
+        items = await self.recent(count if count is not None else 1_000_000)
+        full = count is not None and len(items) >= count
+        return StartupItems(items=items, total=await self.backend.summary_count() if full else len(items))
+
     async def snapshot_counts(self, dest: Path) -> dict[str, int] | None:
         """The counts the archive holds (``raw_capture``'s snapshot exported the summaries too, in one snapshot)."""
         c = self.backend.exported_counts(Path(dest)) if isinstance(self.backend, ArchivableTurnStore) else None
