@@ -13,17 +13,14 @@ from pps_core import Conflict, InvalidParams, NotFound, hookimpl
 from pps_core.textsearch import content_terms, tokens
 from pps_core.timeutil import now_utc, to_storage
 
-_HOMES: dict[str, dict[str, Any]] = {}  # a home's data lives as long as the process
+#: The stand-in for a database server: each home's data, as long as the process lives (a second memory on the
+#: same home, "another process" in the turn suites, finds it). A store, not plugin state: no memory is its key.
+_SERVER: dict[str, dict[str, Any]] = {}
 
 
 @hookimpl
-def pps_layers(memory):
-    return pps_turns.build(memory, MemStore(str(memory.home))).layers()
-
-
-@hookimpl
-def pps_operations(memory):
-    return pps_turns.operations_for_memory()
+def pps_entity_plugin(memory):
+    return pps_turns.TurnPlugin(memory, lambda memory: MemStore(str(memory.home)))
 
 
 @hookimpl
@@ -50,7 +47,7 @@ class MemStore:
 
     def __init__(self, home: str) -> None:
         self.detail = f"memory ({home})"
-        self.d = _HOMES.setdefault(home, {"turns": {}, "sums": {}, "cursors": {}, "log": [], "tv": {}, "sv": {},
+        self.d = _SERVER.setdefault(home, {"turns": {}, "sums": {}, "cursors": {}, "log": [], "tv": {}, "sv": {},
                                               "tombs": set(), "tokens": {}, "owed": {}})
 
     async def open(self) -> None: ...

@@ -36,6 +36,12 @@ class Ctx:
     base: str
     session: sec.Session | None
     notes: list[str] = field(default_factory=list)
+    #: The explorer's object for this entity (:class:`~pps_explorer.plugin.ExplorerEntity`): what it recorded.
+    plugin: Any = None
+
+    def recall_latencies(self) -> list[tuple[str, float]]:
+        """(UTC time, ms) of the newest ambient_recall calls in this process."""
+        return self.plugin.recall_latencies() if self.plugin is not None else []
 
     def has(self, op: str) -> bool:
         return self.memory.catalog.get(op) is not None
@@ -113,10 +119,11 @@ def _source(uri: str) -> list[str]:
 class Explorer:
     """Routes of ``/ui/<entity>``; ``pages`` maps a path to an async handler ``(ctx) -> (template, values)``."""
 
-    def __init__(self, memory, auth, app=None, oauth=None) -> None:
+    def __init__(self, memory, auth, app=None, oauth=None, plugin=None) -> None:
         from . import pages
 
         self.memory = memory
+        self.plugin = plugin
         self.auth = auth
         #: The entity's OAuth authorization server (``pps_http.oauth.EntityOAuth``), None without one: a logged-in
         #: owner approves MCP clients on ``/connect`` instead of pasting the token into its page.
@@ -208,7 +215,7 @@ class Explorer:
             if session is None and not by_bearer:  # an entity without a token: a session for CSRF only
                 sid, session = self.sessions.create(None)
                 new_cookie = self.sessions.cookie(sec.COOKIE, sid, secure=request.url.scheme == "https")
-            ctx = Ctx(request, self.memory, self.base, session)
+            ctx = Ctx(request, self.memory, self.base, session, plugin=self.plugin)
             try:
                 if request.method == "POST" and not by_bearer:
                     form = await request.form()

@@ -183,9 +183,7 @@ class RawCaptureLayer(Layer):
         """Fused search of every turn, scored by the calibrated probability that a turn is relevant; ``channel``:
         only that channel's turns; ``min_score``: only turns scoring at least this (None: no floor here; recall
         applies :attr:`min_recall_score`)."""
-        started = time.perf_counter()
         found = await self.retriever.search(query, limit, offset, channel, min_score=min_score)  # retrieval.py
-        self.record_latency(started)
         results = [turn_result(t, score=t["score"]) for t in found]
         for r, t in zip(results, found, strict=True):
             r.signals = t["signals"]  # the signals that made the score: bm25, dense, coverage, ... (explain)
@@ -309,9 +307,7 @@ class SummariesLayer(Layer):
                      min_score: float | None = None) -> list[SearchResult]:
         """Hybrid (BM25 + summary vectors) when an embedder is loaded, BM25 otherwise; scored by the calibrated
         probability of relevance; ``min_score``: only summaries scoring at least this."""
-        started = time.perf_counter()
         found = await self.domain.summary_search.search(query, limit, offset, min_score=min_score)
-        self.record_latency(started)
         results = [summary_result(s, s["score"]) for s in found]
         for r, s in zip(results, found, strict=True):
             r.signals = s["signals"]
@@ -320,6 +316,12 @@ class SummariesLayer(Layer):
     async def recent(self, limit: int) -> list[SearchResult]:
         found = await self.backend.recent_summaries(limit)
         return [summary_result(s) for s in reversed(found)]
+
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count`` summaries, and how many there are (counted, not read)."""
+        items = await self.recent(count if count is not None else 1_000_000)
+        full = count is not None and len(items) >= count
+        return StartupItems(items=items, total=await self.backend.summary_count() if full else len(items))
 
     async def snapshot_counts(self, dest: Path) -> dict[str, int] | None:
         """The counts the archive holds (``raw_capture``'s snapshot exported the summaries too, in one snapshot)."""

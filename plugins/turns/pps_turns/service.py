@@ -13,13 +13,12 @@ import hashlib
 import math
 import secrets
 import time as _time
-import weakref
 from bisect import bisect_right
 from collections.abc import Awaitable, Callable
 from datetime import datetime, time, timedelta
 from typing import Any
 
-from pps_core import Operation
+from pps_core import Operation, hookimpl
 from pps_core.errors import InvalidParams, NotFound, Unavailable
 from pps_core.lineage import ForgottenTurns
 from pps_core.models import Summary
@@ -60,20 +59,35 @@ OWED_NOTE = ("The turns are deleted from the turn store. The copies named in pen
 TOKEN_TTL_S = 600.0
 
 
-_DOMAINS: weakref.WeakKeyDictionary[Any, TurnDomain] = weakref.WeakKeyDictionary()
+class TurnPlugin:
+    """A store adapter's object for one entity (``pps_entity_plugin``): at each open it builds the entity's
+    :class:`TurnDomain` over a new store (``store(memory)``), returns its layers, and runs every turn operation on
+    it. The adapter's plugin module is one hook::
 
+        @hookimpl
+        def pps_entity_plugin(memory):
+            return pps_turns.TurnPlugin(memory, MyStore.for_memory)
+    """
 
-def build(memory: Any, store: TurnStore) -> TurnDomain:
-    """The entity's turn domain over ``store``, kept for ``memory`` so that :func:`for_memory` (the adapter's
-    ``pps_operations``) finds the same object its ``pps_layers`` built."""
-    domain = TurnDomain(memory, store)
-    _DOMAINS[memory] = domain
-    return domain
+    def __init__(self, memory: Any, store: Callable[[Any], TurnStore]) -> None:
+        self.memory = memory
+        self._store = store
+        #: The domain of the layers this object built (None until the entity's layers are built).
+        self.domain: TurnDomain | None = None
 
+    @hookimpl
+    def pps_layers(self) -> list[Any]:
+        self.domain = TurnDomain(self.memory, self._store(self.memory))
+        return self.domain.layers()
 
-def for_memory(memory: Any) -> TurnDomain | None:
-    """The turn domain built for ``memory`` (None when no store adapter built one)."""
-    return _DOMAINS.get(memory)
+    @hookimpl
+    def pps_operations(self) -> list[Operation]:
+        return operations(self._domain)
+
+    def _domain(self, memory: Any) -> TurnDomain:
+        if self.domain is None:
+            raise Unavailable("the turn layers of this entity are not built (its memory is not open)")
+        return self.domain
 
 
 class TurnDomain:
