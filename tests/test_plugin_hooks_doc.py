@@ -154,6 +154,15 @@ async def test_example_pps_operations(example, make_memory):
     assert memory.operation("echo").read_only
 
 
+async def test_example_pps_entity_plugin(example, make_memory):
+    plugin = example("pps_entity_plugin")
+    lyra = await make_memory("lyra", plugins=[], extra_plugins=[plugin])
+    orion = await make_memory("orion", plugins=[], extra_plugins=[plugin])
+    assert await lyra.call("count_calls", {}) == {"entity": "lyra", "calls": 1}
+    assert await lyra.call("count_calls", {}) == {"entity": "lyra", "calls": 2}
+    assert await orion.call("count_calls", {}) == {"entity": "orion", "calls": 1}  # an object per entity
+
+
 async def test_example_pps_embedder(example, make_memory):
     memory = await make_memory(plugins=[], extra_plugins=[example("pps_embedder")])
     assert memory.embedder.name == "hash-4"
