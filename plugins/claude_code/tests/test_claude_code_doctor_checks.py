@@ -6,6 +6,7 @@ from __future__ import annotations
 from importlib.metadata import EntryPoint
 
 import pps_claude_code.doctor as doctor
+
 from pps_core.settings import EntitySettings
 
 
