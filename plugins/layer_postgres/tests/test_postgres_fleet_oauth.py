@@ -132,3 +132,20 @@ async def test_approved_in_the_explorer_of_another_server(fleet):
     tokens = exchange(b, client, code, verifier)
     assert tokens.status_code == 200, tokens.text
     assert "raw_search" in await tool_names(a, tokens.json()["access_token"])
+
+
+def test_a_code_exchanged_on_both_servers_at_once_is_used_once(fleet):
+    from concurrent.futures import ThreadPoolExecutor
+
+    a, b = fleet
+    for _ in range(3):
+        client, page_url, verifier = authorize(a)
+        browser = httpx.Client(timeout=30)
+        page = browser.get(on(a, page_url))
+        fields = dict(re.findall(r'name="(request|csrf)" value="([^"]*)"', page.text))
+        code = code_of(browser.post(on(a, f"{PUBLIC}/entities/lyra/oauth/approve"),
+                                    data={**fields, "token": a.token("lyra"), "decision": "approve"}))
+        with ThreadPoolExecutor(4) as pool:
+            tries = [pool.submit(exchange, server, client, code, verifier) for server in (a, b, a, b)]
+            answers = [t.result() for t in tries]
+        assert sorted(r.status_code for r in answers) == [200, 400, 400, 400], [r.text for r in answers]
