@@ -149,3 +149,36 @@ def test_a_code_exchanged_on_both_servers_at_once_is_used_once(fleet):
             tries = [pool.submit(exchange, server, client, code, verifier) for server in (a, b, a, b)]
             answers = [t.result() for t in tries]
         assert sorted(r.status_code for r in answers) == [200, 400, 400, 400], [r.text for r in answers]
+
+
+async def test_expired_oauth_records_in_the_shared_values_are_pruned(make_memory, postgres_section, pg_dsn):
+    """What a fleet's OAuth keeps in the store does not pile up (registration is open to anyone): a record put
+    longer ago than its kind lives (a waiting approval 10 minutes, a code 5, a client never approved a day) goes at
+    the next put, an answered one (emptied) at once; live records and the store's other values stay."""
+    from pps_http.oauth import _SharedRecords
+
+    from pps_core.contracts import JobClaims, SharedValues
+
+    section = postgres_section("oauthprune")
+    memory = await make_memory("oauthprune", plugins=["postgres"], postgres=section)
+    store = memory.find(SharedValues)[0]
+    records = _SharedRecords(store, memory.find(JobClaims)[0])
+    far = 4102444800  # (2100: the records' own expiry is not what is tested)
+    await records.put("pending", "old", {"expires_at": far})
+    await records.put("codes", "old", {"expires_at": far})
+    await records.register("never-approved", {"client_name": "x"})
+    await records.put("codes", "used", {"expires_at": far})
+    assert await records.take("codes", "used") is not None
+    assert await records.take("codes", "used") is None  # once
+    await store.shared_put("another-value", "kept")
+    table = f'"{section["schema"]}".shared_values'
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # as if put a day and a minute ago
+        conn.execute(f"UPDATE {table} SET updated_at = now() - interval '1 day 1 minute'")
+    records._pruned = 0.0  # (at most one prune a minute per server)
+    await records.put("access", "live", {"expires_at": far})
+
+    with psycopg.connect(pg_dsn) as conn:
+        keys = {key for (key,) in conn.execute(f"SELECT key FROM {table}")}
+    assert "another-value" in keys and "oauth:access:live" in keys
+    assert not keys & {"oauth:pending:old", "oauth:codes:old", "oauth:codes:used", "oauth:client-new:never-approved"}
+    await memory.close()
