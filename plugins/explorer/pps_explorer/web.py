@@ -305,13 +305,13 @@ class Explorer:
             form = await ctx.request.form()
             request_id = str(form.get("request") or "")
             try:
-                url = (self.oauth.deny(request_id) if form.get("decision") == "deny"
-                       else self.oauth.approve(request_id))
+                url = await (self.oauth.deny(request_id) if form.get("decision") == "deny"
+                             else self.oauth.approve(request_id))
             except LookupError:
                 return self.error(ctx, 400, expired)
             return Redirect(url, status_code=303, headers={"Cache-Control": "no-store"})
         request_id = ctx.arg("request")
-        waiting = self.oauth.waiting(request_id)
+        waiting = await self.oauth.waiting(request_id)
         if waiting is None:
             return self.error(ctx, 400, expired)
         response = self.render(ctx, "connect.html", {"waiting": waiting, "request_id": request_id})

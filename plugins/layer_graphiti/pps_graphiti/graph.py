@@ -90,7 +90,6 @@ class EngineProcess:
         import socket
         from multiprocessing.connection import Connection
 
-
         self.stop()
         ours, theirs = socket.socketpair()
         try:
@@ -106,10 +105,20 @@ class EngineProcess:
         threading.Thread(target=self._read, args=(self._conn, self.proc), daemon=True,
                          name=f"pps-graph-engine-{self.label}").start()
         deadline = time.monotonic() + LOCK_WAIT_S
+        # Opening may replay a WAL (as building indexes, patient): an engine hung opening it (in a native call) is
+        # stopped like a hung query, so the call answers 503 and the next call starts another.
+        limit = self.timeout * PATIENT_FACTOR or None
         while True:
             try:
-                replayed = bool(self.call("open", self.module, str(self.path), SCHEMA_QUERIES,
-                                          self.buffer_pool).result())
+                opening = self.call("open", self.module, str(self.path), SCHEMA_QUERIES, self.buffer_pool)
+                try:
+                    replayed = bool(opening.result(timeout=limit))
+                except concurrent.futures.TimeoutError:
+                    self.fault = (f"the graph engine did not open the graph within {limit:g} s ([graphiti] "
+                                  "engine_timeout_s); it was stopped and starts again on the next call")
+                    log.warning("graph engine of %s: %s", self.label, self.fault)
+                    self.stop(kill=True)
+                    raise EngineStopped(f"rich_texture: {self.fault}") from None
                 break
             except RuntimeError as exc:  # the last owner's engine is still ending (it exits with its server)
                 if "Could not set lock" not in str(exc) or time.monotonic() > deadline:

@@ -139,3 +139,56 @@ def test_the_engine_timeout_is_a_setting_with_a_generous_default():
 
     assert GraphitiSettings().engine_timeout_s == 60
     assert GraphitiSettings(engine_timeout_s=0).engine_timeout_s == 0  # 0: wait for ever
+
+
+async def test_an_engine_that_hangs_opening_the_graph_is_stopped_and_the_next_call_retries(graph_memory,
+                                                                                         monkeypatch):
+    """``[graphiti] engine_timeout_s`` bounds starting an engine too: one that hangs opening the graph (here stopped
+    right after it is spawned) is killed, the call answers a clear 503 instead of waiting for ever, and the next
+    call starts a fresh engine that finds every fact."""
+    import asyncio
+    import subprocess
+
+    import pytest
+
+    from pps_core.errors import Unavailable
+
+    memory = await graph_memory()
+    await memory.call("texture_add_triplet", {"source": "Keeper", "relationship": "TENDS", "target": "Lamp"})
+    engine = memory.layer("rich_texture").graph.kuzu.engine
+    engine.timeout = 0.5  # the open's bound is a multiple of it (opening may replay a WAL)
+    spawned: list[int] = []
+    real = subprocess.Popen
+
+    def stopped_at_birth(*args, **kwargs):
+        proc = real(*args, **kwargs)
+        if "pps_graphiti.engine" in args[0]:
+            os.kill(proc.pid, signal.SIGSTOP)
+            spawned.append(proc.pid)
+        return proc
+
+    os.kill(engine.proc.pid, signal.SIGKILL)  # the next call starts a new engine, which hangs
+    for _ in range(100):
+        if not engine.alive:
+            break
+        await asyncio.sleep(0.05)
+    monkeypatch.setattr(subprocess, "Popen", stopped_at_birth)
+    try:
+        with pytest.raises(Unavailable) as refused:
+            await asyncio.wait_for(memory.call("texture_search", {"query": "who tends the lamp"}), 30)
+        assert refused.value.status == 503, refused.value.message
+        assert "did not open" in refused.value.message and "engine_timeout_s" in refused.value.message
+        assert spawned
+        for _ in range(100):  # the hung engine is gone (killed, reaped)
+            if not Path(f"/proc/{spawned[0]}").exists():
+                break
+            await asyncio.sleep(0.05)
+        assert not Path(f"/proc/{spawned[0]}").exists()
+    finally:
+        monkeypatch.setattr(subprocess, "Popen", real)
+        for pid in spawned:
+            if Path(f"/proc/{pid}").exists():
+                os.kill(pid, signal.SIGKILL)
+    found = await memory.call("texture_search", {"query": "who tends the lamp"})  # retried: a fresh engine
+    assert any("Keeper" in r["content"] for r in found["results"])
+    assert engine.proc.pid not in spawned

@@ -64,7 +64,8 @@ class _Entity:
 
             paths = [f"/entities/{self.name}/mcp"] + (["/mcp"] if primary else [])
             self.oauth = EntityOAuth(self.name, memory.home, self.auth.gate, public_url, paths,
-                                     sensitive=lambda: {op.name for op in memory.catalog if op.sensitive})
+                                     sensitive=lambda: {op.name for op in memory.catalog if op.sensitive},
+                                     shared=lambda: _shared_stores(memory))
 
     def _mcp_manager(self, reached: LocalEntity, host: str):
         from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -95,6 +96,17 @@ class _Entity:
         if self.oauth is not None:  # the SDK's bearer middleware: the entity's token or an OAuth access token
             return self.oauth.guard(FoldHost(StreamableHTTPASGIApp(self.mcp)), f"{self.oauth.base}{path}")
         return BearerGuard(FoldHost(StreamableHTTPASGIApp(self.mcp)), self.auth)
+
+
+def _shared_stores(memory) -> tuple[Any, Any]:
+    """Where an entity several servers serve (``memory.shared``) keeps what all of them read: its
+    ``SharedValues`` store and its ``JobClaims`` store (OAuth's records, issue 37/41); (None, None) otherwise."""
+    from pps_core.contracts import JobClaims, SharedValues
+
+    if not getattr(memory, "shared", False):
+        return None, None
+    values, claims = memory.find(SharedValues), memory.find(JobClaims)
+    return (values[0] if values else None), (claims[0] if claims else None)
 
 
 #: How often a server of a fleet reads the fleet's token from the store (a rotation elsewhere is in force here

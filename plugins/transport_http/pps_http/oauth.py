@@ -8,7 +8,9 @@ own page with its own login (the memory explorer's session: :meth:`EntityOAuth.o
 :meth:`approve`, :meth:`deny`; the token page links to it). Each entity has its
 own authorization server and its own state (``<home>/credentials/oauth.json``, 0600, atomic writes; the kernel's
 folder of live credentials, which backups leave out): a token issued for one
-entity is unknown to every other. Client secrets, codes, access and refresh tokens are stored as SHA-256 hashes
+entity is unknown to every other. An entity several servers serve keeps that state, and the approval pages
+waiting for an answer, in the store they share instead (:class:`_SharedRecords`), so any server goes on where
+another left off. Client secrets, codes, access and refresh tokens are stored as SHA-256 hashes
 only (they are random, 256 bits). Only entities that have a token get OAuth: an entity without one is open on
 loopback and has nothing to approve with.
 """
@@ -138,19 +140,41 @@ class OAuthStore:
             return result
 
 
-class _Provider:
-    """The SDK's ``OAuthAuthorizationServerProvider`` for one entity, over an :class:`OAuthStore`."""
+class _FileRecords:
+    """A single server's records: the clients, codes and tokens in its :class:`OAuthStore`, the approval pages
+    waiting for an answer in its memory."""
 
-    def __init__(self, oauth: EntityOAuth) -> None:
-        self.oauth = oauth
-        self.store = oauth.store
+    def __init__(self, store: OAuthStore) -> None:
+        self.store = store
         self.pending: dict[str, dict[str, Any]] = {}  # approval pages shown, not answered yet (memory only)
 
-    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        stored = self.store.read("clients", client_id)
-        return OAuthClientInformationFull.model_validate(stored["info"]) if stored else None
+    async def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        if kind == "pending":
+            waiting = self.pending.get(key)
+            return dict(waiting) if waiting and waiting["expires_at"] > time.time() else None
+        return self.store.read(kind, key)
 
-    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+    async def put(self, kind: str, key: str, value: dict[str, Any]) -> None:
+        if kind == "pending":
+            now = time.time()
+            self.pending = {k: v for k, v in self.pending.items() if v["expires_at"] > now}
+            while len(self.pending) >= MAX_PENDING:  # anyone may start one: the oldest unanswered page expires early
+                del self.pending[min(self.pending, key=lambda k: self.pending[k]["expires_at"])]
+            self.pending[key] = value
+            return
+        self.store.change(lambda data: data[kind].__setitem__(key, value))
+
+    async def take(self, kind: str, key: str) -> dict[str, Any] | None:
+        """The record, removed: of callers taking the same one at once, exactly one gets it (single use)."""
+        if kind == "pending":
+            waiting = self.pending.pop(key, None)
+            return waiting if waiting and waiting["expires_at"] > time.time() else None
+        return self.store.change(lambda data: data[kind].pop(key, None))
+
+    async def client(self, client_id: str) -> dict[str, Any] | None:
+        return self.store.read("clients", client_id)
+
+    async def register(self, client_id: str, info: dict[str, Any]) -> None:
         def add(data):
             clients = data["clients"]
             while len(clients) >= MAX_CLIENTS:
@@ -160,46 +184,182 @@ class _Provider:
 
                     raise RegistrationError("invalid_client_metadata", "too many clients registered")
                 del clients[idle[0][1]]
-            info = client_info.model_dump(mode="json")
-            if info.get("client_secret"):  # the client was told its secret; only its hash is kept
-                info["client_secret"] = _hash(info["client_secret"])
-            clients[client_info.client_id] = {"info": info, "registered": time.time(), "approved": False}
+            clients[client_id] = {"info": info, "registered": time.time(), "approved": False}
 
         self.store.change(add)
+
+    async def approved(self, client_id: str) -> None:
+        """The owner approved this client (kept from then on, as long as it holds a grant)."""
+
+        def mark(data):
+            if client_id in data["clients"] and not data["clients"][client_id].get("approved"):
+                data["clients"][client_id]["approved"] = True
+
+        self.store.change(mark)
+
+    async def grant_alive(self, grant: str | None) -> bool:
+        return True  # a dropped grant's tokens are removed themselves
+
+    async def new_grant(self, grant: str) -> None:
+        pass
+
+    async def drop_grant(self, grant: str) -> None:
+        self.store.change(lambda data: _drop_grant(data, grant))
+
+
+#: Shared records not put for this long go (``shared_prune``): a client registered and never approved, and one
+#: approved whose last grant could not be alive any more.
+CLIENT_IDLE_S = 86400
+PRUNE_EVERY_S = 60.0
+SHARED_PREFIX = "oauth:"
+_SHARED_TTL = {"pending": PENDING_TTL_S, "codes": CODE_TTL_S, "access": ACCESS_TTL_S, "refresh": REFRESH_TTL_S,
+               "grant": REFRESH_TTL_S, "client-new": CLIENT_IDLE_S, "clients": REFRESH_TTL_S + CLIENT_IDLE_S}
+
+
+class _SharedRecords:
+    """The records of an entity several servers serve (issue 37/41): in the store they share
+    (``pps_core.contracts.SharedValues``, one JSON value a record under ``oauth:<kind>:<key>``), so a client
+    authorized on one server is approved, exchanges its code and calls tools on any of them. A code is taken under
+    the store's job claim (``JobClaims``), so it is used once across the fleet; a grant is a value of its own (a
+    revocation or a refresh empties it, which ends its tokens on every server). Expired values are pruned
+    (``PrunableSharedValues``)."""
+
+    def __init__(self, values: Any, claims: Any = None) -> None:
+        self.values = values
+        self.claims = claims
+        self._pruned = 0.0
+
+    @staticmethod
+    def _key(kind: str, key: str) -> str:
+        return f"{SHARED_PREFIX}{kind}:{key}"
+
+    async def _read(self, kind: str, key: str) -> dict[str, Any] | None:
+        raw = await self.values.shared_get(self._key(kind, key))
+        try:
+            value = json.loads(raw) if raw else None
+        except ValueError:
+            return None
+        if not isinstance(value, dict) or (value.get("expires_at") or time.time() + 1) <= time.time():
+            return None
+        return value
+
+    async def get(self, kind: str, key: str) -> dict[str, Any] | None:
+        return await self._read(kind, key)
+
+    async def put(self, kind: str, key: str, value: dict[str, Any]) -> None:
+        await self.values.shared_put(self._key(kind, key), json.dumps(value, sort_keys=True))
+        await self._prune()
+
+    async def take(self, kind: str, key: str) -> dict[str, Any] | None:
+        if self.claims is None:  # (a store without job claims: read and emptied at once)
+            value = await self._read(kind, key)
+            await self.values.shared_put(self._key(kind, key), "")
+            return value
+        async with self.claims.claim_job(f"pps-oauth-take:{self._key(kind, key)}") as mine:
+            if not mine:  # another server is taking it this moment: that one has it
+                return None
+            value = await self._read(kind, key)
+            if value is not None:
+                await self.values.shared_put(self._key(kind, key), "")
+            return value
+
+    async def client(self, client_id: str) -> dict[str, Any] | None:
+        return await self._read("clients", client_id) or await self._read("client-new", client_id)
+
+    async def register(self, client_id: str, info: dict[str, Any]) -> None:
+        await self.put("client-new", client_id, {"info": info, "registered": time.time(), "approved": False})
+
+    async def approved(self, client_id: str) -> None:
+        new = await self._read("client-new", client_id)
+        known = new or await self._read("clients", client_id)
+        if known is not None:  # put again: kept as long as it is in use
+            await self.put("clients", client_id, {**known, "approved": True})
+        if new is not None:
+            await self.values.shared_put(self._key("client-new", client_id), "")
+
+    async def grant_alive(self, grant: str | None) -> bool:
+        return bool(grant) and bool(await self.values.shared_get(self._key("grant", str(grant))))
+
+    async def new_grant(self, grant: str) -> None:
+        await self.values.shared_put(self._key("grant", grant), "1")
+
+    async def drop_grant(self, grant: str) -> None:
+        await self.values.shared_put(self._key("grant", grant), "")
+
+    async def _prune(self) -> None:
+        from pps_core.contracts import PrunableSharedValues
+
+        now = time.monotonic()
+        if not isinstance(self.values, PrunableSharedValues) or now - self._pruned < PRUNE_EVERY_S:
+            return
+        self._pruned = now
+        for kind, ttl in _SHARED_TTL.items():
+            await self.values.shared_prune(self._key(kind, ""), ttl)
+
+
+class _Provider:
+    """The SDK's ``OAuthAuthorizationServerProvider`` for one entity, over its records (:class:`_FileRecords`, or
+    :class:`_SharedRecords` where several servers serve the entity)."""
+
+    def __init__(self, oauth: EntityOAuth) -> None:
+        self.oauth = oauth
+        self._records: _FileRecords | _SharedRecords | None = None
+
+    @property
+    def records(self) -> _FileRecords | _SharedRecords:
+        if self._records is None:
+            values, claims = self.oauth.shared() if self.oauth.shared else (None, None)
+            self._records = _SharedRecords(values, claims) if values is not None else _FileRecords(self.oauth.store)
+        return self._records
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        stored = await self.records.client(client_id)
+        return OAuthClientInformationFull.model_validate(stored["info"]) if stored else None
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        info = client_info.model_dump(mode="json")
+        if info.get("client_secret"):  # the client was told its secret; only its hash is kept
+            info["client_secret"] = _hash(info["client_secret"])
+        await self.records.register(str(client_info.client_id), info)
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         if params.resource and not self.oauth.is_resource(params.resource):
             raise AuthorizeError("invalid_target", f"this server grants tokens for {self.oauth.resources[0]}")
-        now = time.time()
-        self.pending = {k: v for k, v in self.pending.items() if v["expires_at"] > now}
-        while len(self.pending) >= MAX_PENDING:  # anyone may start one: the oldest unanswered page expires early
-            del self.pending[min(self.pending, key=lambda k: self.pending[k]["expires_at"])]
         request_id = secrets.token_urlsafe(32)
-        self.pending[request_id] = {"client_id": client.client_id, "params": params, "expires_at": now + PENDING_TTL_S}
+        await self.records.put("pending", request_id, {"client_id": client.client_id,
+                                                       "params": params.model_dump(mode="json"),
+                                                       "expires_at": time.time() + PENDING_TTL_S})
         return f"{self.oauth.issuer}/approve?request={request_id}"
 
-    def approve(self, request_id: str) -> str:
+    async def waiting(self, request_id: str) -> tuple[str, AuthorizationParams] | None:
+        waiting = await self.records.get("pending", request_id) if request_id else None
+        if not waiting:
+            return None
+        return waiting["client_id"], AuthorizationParams.model_validate(waiting["params"])
+
+    async def answer(self, request_id: str) -> tuple[str, AuthorizationParams]:
+        """The waiting request, taken (once, on any server); ``LookupError`` when unknown or expired."""
+        waiting = await self.records.take("pending", request_id) if request_id else None
+        if not waiting:
+            raise LookupError("this approval request is unknown or expired")
+        return waiting["client_id"], AuthorizationParams.model_validate(waiting["params"])
+
+    async def approve(self, request_id: str) -> str:
         """The owner said yes: a code for the waiting client, and the URL to send the browser back to."""
-        waiting = self.pending.pop(request_id)
-        params: AuthorizationParams = waiting["params"]
+        client_id, params = await self.answer(request_id)
         code = secrets.token_urlsafe(32)
-        record = {"client_id": waiting["client_id"], "scopes": params.scopes or [],
+        record = {"client_id": client_id, "scopes": params.scopes or [],
                   "expires_at": time.time() + CODE_TTL_S, "code_challenge": params.code_challenge,
                   "redirect_uri": str(params.redirect_uri),
                   "redirect_uri_provided_explicitly": params.redirect_uri_provided_explicitly,
                   "resource": params.resource or self.oauth.resources[0], "owner": self._owner()}
-
-        def add(data):
-            data["codes"][_hash(code)] = record
-            if waiting["client_id"] in data["clients"]:
-                data["clients"][waiting["client_id"]]["approved"] = True
-
-        self.store.change(add)
+        await self.records.put("codes", _hash(code), record)
+        await self.records.approved(client_id)
         return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
 
     async def load_authorization_code(self, client: OAuthClientInformationFull,
                                       authorization_code: str) -> AuthorizationCode | None:
-        stored = self.store.read("codes", _hash(authorization_code))
+        stored = await self.records.get("codes", _hash(authorization_code))
         if not stored or stored["client_id"] != client.client_id or not self._current(stored):
             return None
         stored.pop("owner", None)
@@ -214,65 +374,59 @@ class _Provider:
         return bool(stored) and hmac.compare_digest(str(stored.get("owner", "")).encode(),  # type: ignore[union-attr]
                                                     self._owner().encode())
 
-    def _issue(self, data: dict, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
+    async def _issue(self, client_id: str, scopes: list[str], resource: str | None) -> OAuthToken:
         access, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
         grant = secrets.token_hex(8)
         now = int(time.time())
         common = {"client_id": client_id, "scopes": scopes, "resource": resource, "grant": grant,
                   "owner": self._owner()}
-        data["access"][_hash(access)] = {**common, "expires_at": now + ACCESS_TTL_S}
-        data["refresh"][_hash(refresh)] = {**common, "expires_at": now + REFRESH_TTL_S}
+        await self.records.new_grant(grant)
+        await self.records.put("access", _hash(access), {**common, "expires_at": now + ACCESS_TTL_S})
+        await self.records.put("refresh", _hash(refresh), {**common, "expires_at": now + REFRESH_TTL_S})
+        await self.records.approved(client_id)
         return OAuthToken(access_token=access, token_type="Bearer", expires_in=ACCESS_TTL_S,
                           refresh_token=refresh, scope=" ".join(scopes) or None)
 
     async def exchange_authorization_code(self, client: OAuthClientInformationFull,
                                           authorization_code: AuthorizationCode) -> OAuthToken:
-        key = _hash(authorization_code.code)
+        if await self.records.take("codes", _hash(authorization_code.code)) is None:  # single use, fleet-wide
+            raise TokenError("invalid_grant", "authorization code already used")
+        return await self._issue(str(client.client_id), authorization_code.scopes, authorization_code.resource)
 
-        def exchange(data):
-            if data["codes"].pop(key, None) is None:  # single use: a second exchange finds nothing
-                raise TokenError("invalid_grant", "authorization code already used")
-            return self._issue(data, client.client_id, authorization_code.scopes, authorization_code.resource)
-
-        return self.store.change(exchange)
+    async def _live(self, kind: str, token: str) -> dict[str, Any] | None:
+        stored = await self.records.get(kind, _hash(token))
+        if (not stored or stored["expires_at"] < time.time() or not self._current(stored)
+                or not await self.records.grant_alive(stored.get("grant"))):
+            return None
+        return stored
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-        stored = self.store.read("refresh", _hash(refresh_token))
-        if not stored or stored["client_id"] != client.client_id or not self._current(stored):
+        stored = await self._live("refresh", refresh_token)
+        if not stored or stored["client_id"] != client.client_id:
             return None
         return RefreshToken(token=refresh_token, client_id=stored["client_id"], scopes=stored["scopes"],
                             expires_at=stored["expires_at"], resource=stored.get("resource"))
 
     async def exchange_refresh_token(self, client: OAuthClientInformationFull, refresh_token: RefreshToken,
                                      scopes: list[str]) -> OAuthToken:
-        key = _hash(refresh_token.token)
-
-        def rotate(data):
-            old = data["refresh"].pop(key, None)
-            if old is None:
-                raise TokenError("invalid_grant", "refresh token already used")
-            _drop_grant(data, old["grant"])
-            return self._issue(data, client.client_id, scopes, refresh_token.resource)
-
-        return self.store.change(rotate)
+        old = await self.records.take("refresh", _hash(refresh_token.token))
+        if old is None:
+            raise TokenError("invalid_grant", "refresh token already used")
+        await self.records.drop_grant(old["grant"])
+        return await self._issue(str(client.client_id), scopes, refresh_token.resource)
 
     async def load_access_token(self, token: str) -> AccessToken | None:
-        stored = self.store.read("access", _hash(token))
-        if not stored or stored["expires_at"] < time.time() or not self._current(stored):
+        stored = await self._live("access", token)
+        if not stored:
             return None
         return AccessToken(token=token, client_id=stored["client_id"], scopes=stored["scopes"],
                            expires_at=stored["expires_at"], resource=stored.get("resource"))
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         kind = "refresh" if isinstance(token, RefreshToken) else "access"
-        key = _hash(token.token)
-
-        def revoke(data):
-            stored = data[kind].get(key)
-            if stored:  # the access token and the refresh token of the same grant both go
-                _drop_grant(data, stored["grant"])
-
-        self.store.change(revoke)
+        stored = await self.records.get(kind, _hash(token.token))
+        if stored:  # the access token and the refresh token of the same grant both go
+            await self.records.drop_grant(stored["grant"])
 
     async def exchange_identity_assertion(self, client, params) -> OAuthToken:
         raise TokenError("unsupported_grant_type", "not supported")
@@ -429,8 +583,12 @@ class EntityOAuth:
     """
 
     def __init__(self, entity: str, home: Path, gate: TokenGate, base: str, mcp_paths: list[str],
-                 sensitive: Callable[[], set[str]] = set) -> None:
+                 sensitive: Callable[[], set[str]] = set,
+                 shared: Callable[[], tuple[Any, Any]] | None = None) -> None:
         self.entity = entity
+        #: Where several servers serve the entity: ``() -> (SharedValues store, JobClaims store or None)``, asked at
+        #: first use ((None, None): this server alone). The records then live in the store (:class:`_SharedRecords`).
+        self.shared = shared
         self.sensitive = sensitive
         self.gate = gate
         self.base = base.rstrip("/")
@@ -452,30 +610,27 @@ class EntityOAuth:
         if (label, url) not in self.approvers:  # (mounted again: one link)
             self.approvers.append((label, url))
 
-    def waiting(self, request_id: str) -> dict[str, str] | None:
+    async def waiting(self, request_id: str) -> dict[str, str] | None:
         """What a waiting authorization request asks (``client_name``, as the client registered it: untrusted
-        text, escape it; ``client_id``; ``redirect_uri``; ``entity``), or None when unknown or expired."""
-        waiting = self.provider.pending.get(request_id)
-        if not waiting or waiting["expires_at"] < time.time():
+        text, escape it; ``client_id``; ``redirect_uri``; ``entity``), or None when unknown or expired. Where
+        several servers serve the entity, any of them answers for a request made on another."""
+        waiting = await self.provider.waiting(request_id)
+        if waiting is None:
             return None
-        info = (self.store.read("clients", waiting["client_id"]) or {}).get("info", {})
-        return {"client_name": str(info.get("client_name") or waiting["client_id"]),
-                "client_id": waiting["client_id"], "redirect_uri": str(waiting["params"].redirect_uri),
-                "entity": self.entity}
+        client_id, params = waiting
+        info = (await self.provider.records.client(client_id) or {}).get("info", {})
+        return {"client_name": str(info.get("client_name") or client_id), "client_id": client_id,
+                "redirect_uri": str(params.redirect_uri), "entity": self.entity}
 
-    def approve(self, request_id: str) -> str:
+    async def approve(self, request_id: str) -> str:
         """The owner (checked by the caller: the token, a login session) approves a waiting request: the URL to send
         the browser to, with a single-use code. ``LookupError`` when the request is unknown or expired."""
-        if self.waiting(request_id) is None:
-            raise LookupError("this approval request is unknown or expired")
-        return self.provider.approve(request_id)
+        return await self.provider.approve(request_id)
 
-    def deny(self, request_id: str) -> str:
+    async def deny(self, request_id: str) -> str:
         """The owner refuses a waiting request: the URL to send the browser to (``error=access_denied``).
         ``LookupError`` when the request is unknown or expired."""
-        if self.waiting(request_id) is None:
-            raise LookupError("this approval request is unknown or expired")
-        params: AuthorizationParams = self.provider.pending.pop(request_id)["params"]
+        _, params = await self.provider.answer(request_id)
         return construct_redirect_uri(str(params.redirect_uri), error="access_denied", state=params.state)
 
     def is_resource(self, resource: str) -> bool:
@@ -524,8 +679,8 @@ class EntityOAuth:
 
     # -- the owner's approval page -------------------------------------------------------------------------------
 
-    def _page(self, request_id: str, csrf: str, error: str = "", status: int = 200) -> Response:
-        waiting = self.waiting(request_id)
+    async def _page(self, request_id: str, csrf: str, error: str = "", status: int = 200) -> Response:
+        waiting = await self.waiting(request_id)
         if waiting is None:
             return HTMLResponse("<!doctype html><title>Expired</title><p>This approval request is unknown or "
                                 "expired. Start connecting again from your client.</p>",
@@ -544,7 +699,7 @@ class EntityOAuth:
 
     async def _approve(self, request: Request) -> Response:
         if request.method == "GET":
-            return self._page(request.query_params.get("request", ""), secrets.token_urlsafe(24))
+            return await self._page(request.query_params.get("request", ""), secrets.token_urlsafe(24))
         form = await request.form()
         request_id = str(form.get("request", ""))
         csrf, cookie = str(form.get("csrf", "")), request.cookies.get(CSRF_COOKIE, "")
@@ -554,10 +709,12 @@ class EntityOAuth:
                 or (origin not in (None, "null") and origin.lower() != f"{base.scheme}://{base.netloc}".lower())):
             return HTMLResponse("<!doctype html><title>Refused</title><p>This form was not sent from this "
                                 "server's own page. Reload it and try again.</p>", status_code=403, headers=_HEADERS)
-        if self.waiting(request_id) is None:
-            return self._page(request_id, csrf)  # the expired page
-        if form.get("decision") == "deny":
-            return RedirectResponse(self.deny(request_id), status_code=303, headers={"Cache-Control": "no-store"})
-        if not self.gate.accepts(str(form.get("token", "")).strip()):
-            return self._page(request_id, csrf, "That is not this entity's token.", status=403)
-        return RedirectResponse(self.approve(request_id), status_code=303, headers={"Cache-Control": "no-store"})
+        if await self.waiting(request_id) is None:
+            return await self._page(request_id, csrf)  # the expired page
+        if form.get("decision") != "deny" and not self.gate.accepts(str(form.get("token", "")).strip()):
+            return await self._page(request_id, csrf, "That is not this entity's token.", status=403)
+        try:
+            url = await (self.deny(request_id) if form.get("decision") == "deny" else self.approve(request_id))
+        except LookupError:  # answered meanwhile (on another page, another server)
+            return await self._page(request_id, csrf)
+        return RedirectResponse(url, status_code=303, headers={"Cache-Control": "no-store"})
