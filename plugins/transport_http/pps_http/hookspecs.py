@@ -31,6 +31,8 @@ def pps_http_mount(app: FastAPI, memory: Memory, auth: EntityAuth, oauth: Entity
     entity's operations with ``await memory.call(name, params)``. Mark the implementation
     ``@hookimpl(optionalhook=True)`` so the plugin also loads for an entity that does not list ``http``.
     ``oauth``: the entity's OAuth authorization server (None without one): a page with a login of its own may
-    approve MCP clients there (``oauth.offer_approval``, ``oauth.waiting``, ``oauth.approve``, ``oauth.deny``).
-    All implementations are called, in plugin order; results are ignored.
+    approve MCP clients there (``oauth.offer_approval(label, url)``; ``await oauth.waiting(request)``,
+    ``await oauth.approve(request)``, ``await oauth.deny(request)``: coroutines, since a fleet keeps the requests in
+    the store its servers share). Declare ``oauth`` without a default: pluggy passes only the arguments an
+    implementation names without one. All implementations are called, in plugin order; results are ignored.
     """
