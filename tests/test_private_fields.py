@@ -38,6 +38,7 @@ NOT_STORED: dict[str, set[tuple[str, str]]] = {
         ("get_turns_since", "timestamp"), ("get_turns_around", "timestamp"), ("list_turns", "since"),
         ("list_turns", "until"), ("turn_activity", "until"), ("forget_range", "since"), ("forget_range", "until"),
         ("texture_timeline", "since"), ("texture_timeline", "until"), ("texture_add_triplet", "valid_at"),
+        ("store_summary", "created_at"),
     },
     "names something that exists (a file, a crystal, a uuid, a layer, a token)": {
         ("anchor_get", "filename"), ("anchor_edit", "filename"), ("anchor_delete", "filename"),
