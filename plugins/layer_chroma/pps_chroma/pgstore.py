@@ -12,10 +12,8 @@ embedded again when the layer opens and by ``pps reindex``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
-import re
 import threading
 import time
 from datetime import datetime
@@ -57,21 +55,11 @@ MIGRATIONS = [
 
 
 def target(cs: ChromaSettings, entity_settings) -> tuple[str, str]:
-    """``(dsn, schema)``: ``[chroma] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema to
-    ``pps_<entity>`` folded as pps-postgres folds it."""
-    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
-    dsn = cs.dsn or str(postgres.get("dsn") or "")
-    if not dsn:
-        raise ConfigError('chroma.dsn: store = "postgres" needs a dsn (or a [postgres] dsn), e.g. '
-                          '"postgresql://pps@db/pps"')
-    name = cs.schema_name or str(postgres.get("schema") or "")
-    if not name:
-        entity = entity_settings.entity
-        folded = re.sub(r"[^a-z0-9_]", "_", entity.lower())
-        name = "pps_" + folded + ("" if folded == entity else "_" + hashlib.sha1(entity.encode()).hexdigest()[:8])
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
-        raise ConfigError(f"chroma.schema: {name!r} is not a plain identifier (letters, digits, _)")
-    return dsn, name
+    """``(dsn, schema)``: ``[chroma] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named as every
+    layer in PostgreSQL names it (:func:`pps_postgres.settings.target`)."""
+    from pps_postgres.settings import target as postgres_target
+
+    return postgres_target("chroma", cs.dsn, cs.schema_name, entity_settings)
 
 
 BACKUP = "postgres/word_photos.jsonl"

@@ -11,10 +11,8 @@ and no gap. A deleted crystal keeps its row (state ``deleted``), a forgotten one
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -42,23 +40,12 @@ MIGRATIONS = [
 LIVE = "state = 'live'"
 
 
-def schema_for(settings: CrystalSettings, entity: str, postgres: dict | None = None) -> str:
-    """``[crystals] schema``, else ``[postgres] schema``, else ``pps_<entity>`` folded as pps-postgres folds it: the
-    entity's one schema."""
-    name = settings.schema_name or str((postgres or {}).get("schema") or "")
-    if not name:
-        folded = re.sub(r"[^a-z0-9_]", "_", entity.lower())
-        name = "pps_" + folded + ("" if folded == entity else "_" + hashlib.sha1(entity.encode()).hexdigest()[:8])
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
-        raise ConfigError(f"crystals.schema: {name!r} is not a plain identifier (letters, digits, _)")
-    return name
-
-
 def open_store(settings: CrystalSettings, entity_settings) -> CrystalStore:
-    """The table of this entity: ``[crystals] dsn``/``schema``, each defaulting to ``[postgres]``'s."""
-    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
-    return CrystalStore(settings.dsn or str(postgres.get("dsn") or ""),
-                        schema_for(settings, entity_settings.entity, postgres))
+    """The table of this entity: ``[crystals] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named
+    as every layer in PostgreSQL names it (:func:`pps_postgres.settings.target`)."""
+    from pps_postgres.settings import target
+
+    return CrystalStore(*target("crystals", settings.dsn, settings.schema_name, entity_settings))
 
 
 class CrystalStore:
