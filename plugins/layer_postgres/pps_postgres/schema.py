@@ -121,14 +121,34 @@ MIGRATIONS: list[str] = [
 ]
 
 
-async def migrate(conn: AsyncConnection, schema: str) -> int:
-    """Create the schema if needed and bring it to the newest version; returns it. Safe from several servers."""
+def behind(schema: str, current: int, entity: str) -> str:
+    """The error of a server that finds the schema older than its code."""
+    return (f"the PostgreSQL schema {schema} is at v{current}, this PPS needs v{len(MIGRATIONS)}: run "
+            f"`pps db upgrade --entity {entity}` (once, from any machine; safe while other servers run), or set "
+            "[postgres] auto_upgrade = true for a server that is the entity's only one")
+
+
+async def migrate(conn: AsyncConnection, schema: str, *, upgrade: bool = True, entity: str = "",
+                  lock_timeout_s: float = 0) -> tuple[int, int]:
+    """Create the schema if needed and bring it to the newest version; returns (version before, after). Safe from
+    several servers and while they serve: one migrator at a time (an advisory lock; the others wait, then find the
+    work done), each migration in this one transaction, so a failed upgrade leaves the schema as it was.
+
+    ``upgrade=False`` (a server starting): a new schema is still created, but one older than the code is left as it
+    is and refused (:class:`pps_core.errors.ConfigError` naming ``pps db upgrade``). ``lock_timeout_s`` (the
+    upgrade command): a table lock not granted that soon fails the upgrade instead of queueing every server's
+    writes behind it (PostgreSQL's ``lock_timeout``)."""
+    from pps_core.errors import ConfigError
+
     async with conn.transaction():
         # one migrator at a time (the extension is database-wide); the others wait, then find the work done
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-migrate'))")
         # every plugin's migration takes this one last, before CREATE SCHEMA: two creating one schema at once (an
         # entity's layers open at once) would fail with a duplicate pg_namespace key
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-create-schema'))")
+        if lock_timeout_s:
+            await conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(
+                sql.Literal(f"{int(lock_timeout_s * 1000)}ms")))
         await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         ext = await (await conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")).fetchone()
         if ext is None:  # in public, which every entity's search_path ends with (needs the right to create it)
@@ -136,12 +156,14 @@ async def migrate(conn: AsyncConnection, schema: str) -> int:
         await conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(schema)))
         await conn.execute("CREATE TABLE IF NOT EXISTS pps_schema_version (version integer NOT NULL)")
         row = await (await conn.execute("SELECT max(version) AS v FROM pps_schema_version")).fetchone()
-        current = (row["v"] if isinstance(row, dict) else row[0]) or 0
+        before = current = (row["v"] if isinstance(row, dict) else row[0]) or 0
         if current > len(MIGRATIONS):
             raise RuntimeError(f"database schema v{current} is newer than this PPS (v{len(MIGRATIONS)}); "
                                "upgrade PPS")
+        if current and current < len(MIGRATIONS) and not upgrade:
+            raise ConfigError(behind(schema, current, entity or "NAME"))
         for version in range(current + 1, len(MIGRATIONS) + 1):
             await conn.execute(MIGRATIONS[version - 1])
             await conn.execute("INSERT INTO pps_schema_version (version) VALUES (%s)", (version,))
             current = version
-    return current
+    return before, current

@@ -34,6 +34,10 @@ class PostgresSettings(PluginSettings, env_prefix="PPS_POSTGRES_"):
                                                       "is made; drop the idx_message_vectors_hnsw_* index to remake it)")
     hnsw_ef_construction: int = Field(64, ge=4, le=1000,
                                       description="pgvector HNSW index: candidate list size while building")
+    auto_upgrade: bool = Field(
+        False, description="a server that finds the entity's schema older than this PPS upgrades it as it starts "
+                           "(for an entity with one server); false (default): it is not ready until `pps db upgrade "
+                           "--entity NAME` has run (a new schema is created either way)")
     forget_rewrite: bool = Field(
         True, description="after forgetting, rewrite the turn tables (VACUUM FULL) so no table or index file keeps "
                           "the forgotten bytes; it locks those tables while it runs (seconds per 100,000 turns). "

@@ -146,6 +146,7 @@ class PostgresStore:
 
         self.settings = settings
         self.schema = schema_for(self.settings, entity)
+        self.entity = entity
         self.pool = None
         self.lock_key = CAPTURE_LOCK + self.schema
         self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
@@ -195,7 +196,7 @@ class PostgresStore:
                                         timeout=self.settings.connect_timeout_s, kwargs={"row_factory": dict_row})
         await self.pool.open(wait=True, timeout=self.settings.connect_timeout_s)
         async with self.pool.connection() as conn:
-            await migrate(conn, schema)
+            await migrate(conn, schema, upgrade=self.settings.auto_upgrade, entity=self.entity)  # else pps db upgrade
             await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
 
     async def close(self) -> None:
