@@ -20,6 +20,7 @@ from typing import Any
 
 from pps_turns.retrieval import NEIGHBOUR_REACH, links_from_rows
 from psycopg import sql
+from psycopg.rows import dict_row
 
 log = logging.getLogger("pps.postgres")
 
@@ -38,6 +39,15 @@ def vec(v: Any) -> str:
     if isinstance(v, bytes | bytearray | memoryview):
         v = np.frombuffer(v, dtype=np.float32)
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
+
+
+async def _valid(conn: Any, name: str) -> bool | None:
+    """Whether the index ``name`` of the connection's schema is usable: True, False (a concurrent build not
+    finished, or stopped half-way), None (no such index)."""
+    row = await (await conn.execute(
+        "SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = %s", (name,))).fetchone()
+    return None if row is None else bool(row["valid"])
 
 
 def index_name(model: str, dim: int) -> str:
@@ -65,28 +75,43 @@ class TurnIndex:
             return False
         if (model, dim) in self.ready:
             return True
-        exists = await (await conn.execute("SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-                                           "AND indexname = %s", (index_name(model, dim),))).fetchone()
-        if exists is not None:
+        valid = await _valid(conn, index_name(model, dim))
+        if valid:
             self.ready.add((model, dim))
             return True
+        # missing, or a build not finished (here, on another server, or one stopped half-way): made (again) in
+        # the background; searches scan exactly meanwhile
         if self.building is None or self.building.done():
             self.building = asyncio.get_running_loop().create_task(self._make(model, dim))
         return False
 
     async def make(self, model: str, dim: int) -> None:
-        """Make the model's HNSW index unless it exists: idempotent across servers (one maker at a time under an
-        advisory lock, the others then find it). On an empty table at once; on a long history it takes a while
-        (bench/RESULTS.md), during which new rows of message_vectors wait."""
+        """Make the model's HNSW index unless it exists, without blocking writes: ``CREATE INDEX CONCURRENTLY``
+        (outside a transaction: every server goes on writing vectors and turns while it builds, minutes on a long
+        history, bench/RESULTS.md), on a connection of its own (not one of the pool's), one builder at a time across
+        servers (a session advisory lock, released when the connection closes however the build ends). A build
+        stopped half-way leaves an invalid index of that name: it is dropped and built again."""
+        import psycopg
+
         s = self.store.settings
-        async with self.store.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("pps-hnsw:" + self.store.schema,))
-            log.info("making the HNSW index of %s turn vectors (%d dimensions)", model, dim)
-            await conn.execute(sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {} ON message_vectors USING hnsw ((embedding::vector({})) "
-                "vector_cosine_ops) WITH (m = {}, ef_construction = {}) WHERE model = {}").format(
-                sql.Identifier(index_name(model, dim)), sql.Literal(dim), sql.Literal(s.hnsw_m),
-                sql.Literal(s.hnsw_ef_construction), sql.Literal(model)))
+        name = index_name(model, dim)
+        async with await psycopg.AsyncConnection.connect(
+                s.dsn, autocommit=True, connect_timeout=max(1, int(s.connect_timeout_s)),
+                row_factory=dict_row) as conn:
+            await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(self.store.schema)))
+            await conn.execute("SELECT pg_advisory_lock(hashtext(%s))", ("pps-hnsw:" + self.store.schema,))
+            valid = await _valid(conn, name)
+            if valid is False:  # nobody else builds it (we hold the lock): what a stopped build left
+                log.info("dropping the unfinished HNSW index %s to build it again", name)
+                await conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            if not valid:
+                log.info("making the HNSW index of %s turn vectors (%d dimensions), writes going on", model, dim)
+                await conn.execute(sql.SQL(
+                    "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON message_vectors USING hnsw "
+                    "((embedding::vector({})) vector_cosine_ops) WITH (m = {}, ef_construction = {}) "
+                    "WHERE model = {}").format(
+                    sql.Identifier(name), sql.Literal(dim), sql.Literal(s.hnsw_m),
+                    sql.Literal(s.hnsw_ef_construction), sql.Literal(model)))
         self.ready.add((model, dim))
 
     async def _make(self, model: str, dim: int) -> None:
