@@ -393,6 +393,14 @@ class PgAnchorLayer(Layer):
 
         return await asyncio.to_thread(run)
 
+    async def ready(self) -> str | None:
+        """``/ready``: the word-photos' database answers now (one ``SELECT 1`` on this layer's connection)."""
+        try:
+            await asyncio.to_thread(self._run, lambda c: c.execute("SELECT 1"))
+        except Unavailable:
+            return "the word-photos' PostgreSQL is unreachable; try again shortly"
+        return None
+
     async def health(self) -> LayerHealth:
         if self.index is None:
             return LayerHealth(layer=self.name, available=False, detail="closed")

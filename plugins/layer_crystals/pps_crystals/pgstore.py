@@ -40,6 +40,10 @@ MIGRATIONS = [
 LIVE = "state = 'live'"
 
 
+async def _ping(conn) -> None:
+    await conn.execute("SELECT 1")
+
+
 def open_store(settings: CrystalSettings, entity_settings) -> CrystalStore:
     """The table of this entity: ``[crystals] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named
     as every layer in PostgreSQL names it (:func:`pps_postgres.settings.target`)."""
@@ -214,6 +218,14 @@ class PgCrystalLayer(Layer):
 
     async def close(self) -> None:
         await self.store.close()
+
+    async def ready(self) -> str | None:
+        """``/ready``: the crystals' database answers now (one ``SELECT 1`` on this layer's connection)."""
+        try:
+            await self.store.run(_ping)
+        except Unavailable:
+            return "the crystals' PostgreSQL is unreachable; try again shortly"
+        return None
 
     def _split(self, numbers: list[int]) -> tuple[list[int], list[int]]:
         w = self.settings.window

@@ -309,6 +309,18 @@ class GraphitiLayer(Layer):
             self.changed()
         log.info("moved the graph partition %r to %r after a restore", old, self.group_id)
 
+    async def ready(self) -> str | None:
+        """``/ready``: a graph on a server (FalkorDB, Neo4j) needs it to answer now; the embedded one is ready once
+        open. No address in the answer (anyone may read it)."""
+        if self.graph is None or self.settings.embedded:
+            return None
+        try:
+            await self.graph.query("RETURN 1 AS ok")
+        except Exception as exc:  # noqa: BLE001 - readiness reports, never raises
+            log.debug("graph server readiness: %s: %s", type(exc).__name__, exc)
+            return f"the graph server ({self.settings.driver}) is unreachable; try again shortly"
+        return None
+
     async def health(self) -> LayerHealth:
         backlog = {}
         queues = self.memory.find(IngestionQueue)

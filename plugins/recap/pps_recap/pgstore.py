@@ -98,6 +98,17 @@ def _connect(dsn: str, schema: str):
     return conn
 
 
+def ping(dsn: str, schema: str) -> None:
+    """``SELECT 1`` on this process's connection (``/ready``); :class:`Unavailable` when the database is not there."""
+    import psycopg
+
+    try:
+        with _connection(dsn, schema) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.OperationalError as exc:  # the connection was cut: made again at the next call
+        raise Unavailable(f"session recap: the database is unavailable ({exc})") from None
+
+
 def load(dsn: str, schema: str) -> tuple[str, dict[str, Any]] | None:
     with _connection(dsn, schema) as conn:
         row = conn.execute(f"SELECT text, meta FROM {TABLE} WHERE slot = 'last'").fetchone()
