@@ -139,8 +139,9 @@ class TurnIndex:
                 await self.ensure(conn, model, dim)
 
     async def candidates(self, conn: Any, model: str, q: str, dim: int, k: int, channel: str | None) -> list[int]:
-        """The ``k`` turns nearest ``q`` by their own vector: from the HNSW index, or (a channel asked for, or
-        vectors too long to index) an exact scan in the database."""
+        """The ``k`` turns nearest ``q`` by their own vector: from the HNSW index; for one channel from the index
+        too when enough of its nearest are of that channel (:meth:`channel_from_index`), else by an exact scan of
+        that channel's vectors only (:data:`CHANNEL_EXACT`); vectors too long to index: an exact scan."""
         if channel is None and await self.ensure(conn, model, dim):
             ef = min(EF_SEARCH_MAX, max(self.store.settings.hnsw_ef_search, k))
             async with conn.transaction():
@@ -154,12 +155,28 @@ class TurnIndex:
             rows = await (await conn.execute(
                 "SELECT message_id FROM message_vectors WHERE model = %s ORDER BY embedding <=> %s::vector LIMIT %s",
                 (model, q, k))).fetchall()
-        else:  # the index knows no channel: its k nearest could all be elsewhere
-            rows = await (await conn.execute(
-                "SELECT v.message_id FROM message_vectors v JOIN messages m ON m.id = v.message_id "
-                "WHERE v.model = %s AND m.channel = %s ORDER BY v.embedding <=> %s::vector LIMIT %s",
-                (model, channel, q, k))).fetchall()
+        else:  # bounded by the channel, never a scan of every turn's vector
+            found = await self.channel_from_index(conn, model, q, dim, k, channel)
+            if found is not None:
+                return found
+            rows = await (await conn.execute(CHANNEL_EXACT, (channel, model, q, k))).fetchall()
         return [r["message_id"] for r in rows]
+
+    async def channel_from_index(self, conn: Any, model: str, q: str, dim: int, k: int, channel: str) -> list[int] | None:
+        """The ``k`` turns of ``channel`` nearest ``q`` from the HNSW index (what pgvector 0.8's iterative scan does,
+        in one step for 0.6): its :data:`EF_SEARCH_MAX` nearest of every channel, kept if of this one; None when
+        fewer than ``k`` are (a channel that is a small part of the history: scanned exactly, its rows only)."""
+        if not await self.ensure(conn, model, dim):
+            return None
+        async with conn.transaction():
+            await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH_MAX)))
+            rows = await (await conn.execute(sql.SQL(
+                "SELECT n.message_id FROM (SELECT message_id, embedding::vector({d}) <=> %s::vector({d}) AS dist "
+                "FROM message_vectors WHERE model = {m} ORDER BY dist LIMIT {limit}) n "
+                "JOIN messages t ON t.id = n.message_id WHERE t.channel = %s ORDER BY n.dist LIMIT %s").format(
+                m=sql.Literal(model), d=sql.Literal(dim), limit=sql.Literal(EF_SEARCH_MAX)),
+                (q, channel, k))).fetchall()
+        return [r["message_id"] for r in rows] if len(rows) >= k else None
 
     async def similarities(self, model: str, qvec: Any, n: int, context: float, channel: str | None = None):
         """(ids, cosines) of the context vectors of the nearest candidates and of the turns next to them."""
@@ -219,6 +236,12 @@ class TurnIndex:
 
 #: A channel of at most this many turns is scored whole for its own best turns by meaning (in the database).
 CHANNEL_SCAN = 20_000
+
+#: The nearest turns of one channel by an exact scan of that channel's vectors only (each found by its key from the
+#: channel's rows: the plan cannot turn into a scan of every turn's vector, as a join on the channel could).
+CHANNEL_EXACT = ("SELECT c.id AS message_id FROM messages c, LATERAL (SELECT embedding, model FROM message_vectors v "
+                 "WHERE v.message_id = c.id OFFSET 0) v WHERE c.channel = %s AND v.model = %s "
+                 "ORDER BY v.embedding <=> %s::vector LIMIT %s")
 
 #: Each of a set of turns and every turn of its channel within reach (the neighbours of the context vectors).
 CHANNEL_PAIRS = ("SELECT m.id AS a, p.id AS b FROM messages m JOIN messages p ON p.channel = m.channel "
