@@ -182,6 +182,9 @@ class PostgresStore:
             from pps_core.errors import ConfigError
 
             raise ConfigError("postgres.dsn is not set (a libpq URI, e.g. postgresql://pps@db.example/pps)")
+        from .pooler import refuse_transaction_pooling
+
+        await refuse_transaction_pooling(self.settings.dsn, self.settings.connect_timeout_s)  # PgBouncer: session mode
         schema = self.schema
         sync = self.settings.synchronous_commit
 
