@@ -13,7 +13,7 @@ used one).
 
 from __future__ import annotations
 
-import secrets
+import os
 
 from pps_core.errors import ConfigError
 
@@ -28,7 +28,7 @@ async def refuse_transaction_pooling(dsn: str, connect_timeout_s: float) -> None
     import psycopg
 
     timeout = max(1, int(connect_timeout_s))
-    mark = secrets.token_hex(8)
+    mark = os.urandom(8).hex()  # (not the secrets module: bench/ has a secrets.py on its path)
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True, connect_timeout=timeout,
                                                      prepare_threshold=None) as one:
         await one.execute("SELECT set_config('pps.session_probe', %s, false)", (mark,))

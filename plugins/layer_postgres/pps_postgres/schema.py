@@ -118,6 +118,55 @@ MIGRATIONS: list[str] = [
     CREATE TABLE shared_values (key text PRIMARY KEY, value text NOT NULL,
                                 updated_at timestamptz NOT NULL DEFAULT now());
     """,
+    # 6: the turn counts kept by triggers (as pps_sqlite's counters), so the startup package's health line reads
+    # a few rows instead of counting every turn (issue 37: startup 30x SQLite at 200,000 turns). Sharded by the
+    # writing backend: captures of several servers never wait on one counter row.
+    """
+    CREATE TABLE turn_counts (
+        shard integer PRIMARY KEY,
+        messages bigint NOT NULL DEFAULT 0,
+        unsummarized bigint NOT NULL DEFAULT 0,
+        uningested bigint NOT NULL DEFAULT 0
+    );
+    INSERT INTO turn_counts (shard, messages, unsummarized, uningested)
+        SELECT 0, count(*), count(*) FILTER (WHERE summary_id IS NULL), count(*) FILTER (WHERE ingested_at IS NULL)
+        FROM messages;
+    CREATE FUNCTION turn_counts_add(n bigint, u bigint, g bigint) RETURNS void LANGUAGE sql
+        SET search_path FROM CURRENT AS $$
+        INSERT INTO turn_counts AS t (shard, messages, unsummarized, uningested)
+            VALUES (pg_backend_pid() % 16, n, u, g)
+            ON CONFLICT (shard) DO UPDATE SET messages = t.messages + n, unsummarized = t.unsummarized + u,
+                                              uningested = t.uningested + g
+    $$;
+    CREATE FUNCTION turn_counts_inserted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM turn_counts_add(count(*), count(*) FILTER (WHERE summary_id IS NULL),
+                                count(*) FILTER (WHERE ingested_at IS NULL)) FROM new_rows HAVING count(*) > 0;
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION turn_counts_deleted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM turn_counts_add(-count(*), -count(*) FILTER (WHERE summary_id IS NULL),
+                                -count(*) FILTER (WHERE ingested_at IS NULL)) FROM old_rows HAVING count(*) > 0;
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION turn_counts_updated() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE u bigint; g bigint;
+    BEGIN
+        SELECT count(*) FILTER (WHERE summary_id IS NULL), count(*) FILTER (WHERE ingested_at IS NULL)
+            INTO u, g FROM new_rows;
+        SELECT u - count(*) FILTER (WHERE summary_id IS NULL), g - count(*) FILTER (WHERE ingested_at IS NULL)
+            INTO u, g FROM old_rows;
+        IF u <> 0 OR g <> 0 THEN PERFORM turn_counts_add(0, u, g); END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER turn_counts_inserted AFTER INSERT ON messages REFERENCING NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION turn_counts_inserted();
+    CREATE TRIGGER turn_counts_deleted AFTER DELETE ON messages REFERENCING OLD TABLE AS old_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION turn_counts_deleted();
+    CREATE TRIGGER turn_counts_updated AFTER UPDATE ON messages REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION turn_counts_updated();
+    """,
 ]
 
 

@@ -518,10 +518,10 @@ class PostgresStore:
         return [row_to_turn(r) for r in reversed(rows)]
 
     async def counts(self):
-        r = (await self.fetch(
-            "SELECT count(*) AS total, count(*) FILTER (WHERE summary_id IS NULL) AS unsummarized, "
-            "count(*) FILTER (WHERE ingested_at IS NULL) AS uningested, "
-            "(SELECT count(*) FROM read_cursors) AS cursors FROM messages"))[0]
+        r = (await self.fetch(  # kept by triggers (schema v6): a few rows, however many turns
+            "SELECT coalesce(sum(messages), 0) AS total, coalesce(sum(unsummarized), 0) AS unsummarized, "
+            "coalesce(sum(uningested), 0) AS uningested, (SELECT count(*) FROM read_cursors) AS cursors "
+            "FROM turn_counts"))[0]
         return {"total": r["total"], "unsummarized": r["unsummarized"], "uningested": r["uningested"],
                 "cursors": r["cursors"]}
 

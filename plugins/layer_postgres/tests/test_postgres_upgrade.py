@@ -12,11 +12,14 @@ from pps_core.testing.server import init_entity, pps
 
 
 def _make_it_one_version_older(dsn: str, schema: str) -> None:
-    """What the schema looked like before the newest migration (v5: the vector backlog, shared values)."""
-    assert len(MIGRATIONS) == 5, "a new migration: undo it here instead"
+    """What the schema looked like before the newest migration (v6: the turn counts kept by triggers)."""
+    assert len(MIGRATIONS) == 6, "a new migration: undo it here instead"
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'DROP TABLE "{schema}".vector_backlog, "{schema}".shared_values')
-        conn.execute(f'DELETE FROM "{schema}".pps_schema_version WHERE version = 5')
+        conn.execute(f'DROP TABLE "{schema}".turn_counts')
+        for fn in ("turn_counts_inserted", "turn_counts_deleted", "turn_counts_updated"):
+            conn.execute(f'DROP FUNCTION "{schema}".{fn}() CASCADE')
+        conn.execute(f'DROP FUNCTION "{schema}".turn_counts_add(bigint, bigint, bigint)')
+        conn.execute(f'DELETE FROM "{schema}".pps_schema_version WHERE version = 6')
 
 
 def _versions(dsn: str, schema: str) -> list[int]:
@@ -35,8 +38,8 @@ async def test_an_older_schema_is_refused_until_pps_db_upgrade_runs(make_memory,
     old = await make_memory("lyra", home=tmp_path / "b", plugins=["postgres"], postgres=section)
     health = await old.layer("raw_capture").health()
     assert not health.available
-    assert "v4" in health.detail and "v5" in health.detail and "pps db upgrade --entity lyra" in health.detail
-    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4]  # the server changed nothing
+    assert "v5" in health.detail and "v6" in health.detail and "pps db upgrade --entity lyra" in health.detail
+    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5]  # the server changed nothing
     await old.close()
 
     init_entity(tmp_path / "cli", "lyra", "postgres", "[postgres]", f"dsn = {section['dsn']!r}",
@@ -46,13 +49,14 @@ async def test_an_older_schema_is_refused_until_pps_db_upgrade_runs(make_memory,
                              range(2)))
     assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
     said = sorted(r.stdout.strip() for r in runs)
-    assert any(f"{section['schema']}: v4 -> v5" in s for s in said), said
-    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5]
+    assert any(f"{section['schema']}: v5 -> v6" in s for s in said), said
+    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5, 6]
     again = pps(tmp_path / "cli", "db", "upgrade", "--entity", "lyra")
-    assert f"{section['schema']}: v5, up to date" in again.stdout
+    assert f"{section['schema']}: v6, up to date" in again.stdout
 
     new = await make_memory("lyra", home=tmp_path / "c", plugins=["postgres"], postgres=section)
-    assert (await new.layer("raw_capture").health()).available
+    health = await new.layer("raw_capture").health()
+    assert health.available and health.counts["messages"] == 1 and health.counts["unsummarized"] == 1  # seeded
     found = await new.call("raw_search", {"query": "before the upgrade"})
     assert found["count"] == 1
 
@@ -65,7 +69,7 @@ async def test_a_lone_server_may_upgrade_itself(make_memory, postgres_section, t
     m = await make_memory("lyra", home=tmp_path / "b", plugins=["postgres"],
                           postgres={**section, "auto_upgrade": True})
     assert (await m.layer("raw_capture").health()).available
-    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5]
+    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5, 6]
 
 
 def test_pps_db_upgrade_of_an_unreachable_database_fails_clearly(tmp_path):
