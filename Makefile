@@ -61,7 +61,17 @@ $(MCP_TOOLS):
 	  || echo "could not install the MCP conformance suite and inspector: their tests will be skipped"; \
 	else echo "npm not found: the MCP conformance and inspector tests will be skipped"; fi
 
-test: install $(CLAUDE_CLI) $(MCP_TOOLS)
+# The agent hosts' own CLIs, to run the hooks `pps setup codex|gemini|copilot` wrote as the hosts run them, offline
+# and without an account (their model is a server on loopback in the tests). Skipped with a note when npm is missing.
+HOST_CLIS := .tools/hosts/node_modules/.bin/copilot
+$(HOST_CLIS):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --prefix .tools/hosts --no-audit --no-fund --silent @openai/codex@0.171.0 @google/gemini-cli@0.61.0 \
+	    @github/copilot@1.0.102 >/dev/null 2>&1 \
+	  || echo "could not install the agent hosts' CLIs: their tests will be skipped"; \
+	else echo "npm not found: the tests that run the agent hosts' CLIs themselves will be skipped"; fi
+
+test: install $(CLAUDE_CLI) $(MCP_TOOLS) $(HOST_CLIS)
 	$(BIN)/python -m pytest -q
 
 demo: install
@@ -69,7 +79,8 @@ demo: install
 
 # ruff everywhere; mypy (strict) over the kernel, as configured in pyproject.toml; the import contracts
 # (layers, no cycles, no plugin imported by the kernel) with import-linter; between plugins, no import of an
-# undeclared distribution nor of another's private name (packaging/plugin_imports.py).
+# undeclared distribution, nor of another plugin it names only in an extra, nor of another's private name
+# (packaging/plugin_imports.py).
 lint: install
 	$(BIN)/ruff check pps_core plugins examples tests bench packaging
 	$(BIN)/mypy

@@ -12,11 +12,12 @@ order, no floor) and the calibrated order without the floor. The floor's trade-o
 is also asked the questions of the next conversation (nothing in it answers them), and the results per question
 are counted: before (all that raw_search returned, and what recall's old filter kept) and after (above the
 floor): the filler an entity would have injected. Baselines from the same
-run, over the same stored turns: SQLite FTS5 BM25 alone (porter, OR of non-stop-words: turns.search) and
-the embedder's dense search alone. Category 5 (adversarial) is left out. ``--variants`` adds the ablations
+run, over the same stored turns: BM25 alone (the store's full-text index over the content, the same
+``lexical_turns`` the fused search starts from: FTS5 on SQLite, tsvector on PostgreSQL) and the embedder's dense
+search alone. Category 5 (adversarial) is left out. ``--variants`` adds the ablations
 of the fused search (one signal off or on at a time). ``--postgres`` also runs every conversation on the
 PostgreSQL store (pps-postgres, on a server pgserver starts in a temp dir) and prints its table beside
-SQLite's, same run; its lexical baseline is the tsvector BM25 (``lexical_search``).
+SQLite's, same run.
 
 Scores: turn-level recall@k = share of a question's evidence turns in the top k (mean over questions);
 MRR = 1/rank of the first evidence turn (0 past 10); session-level recall@k = share of the evidence's
@@ -35,6 +36,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
 import re
 import sys
 import tempfile
@@ -42,7 +44,21 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-DEFAULT_FILE = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo" / "locomo5_public.json"
+_DATA = Path("shared") / "bench" / "locomo" / "locomo5_public.json"
+
+
+def _default_file() -> Path:
+    """``$PPS_LOCOMO_FILE``, else the workplace's shared copy beside (or above) the checkout, wherever it is cloned."""
+    if os.environ.get("PPS_LOCOMO_FILE"):
+        return Path(os.environ["PPS_LOCOMO_FILE"])
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / _DATA).is_file():
+            return parent / _DATA
+    return here.parents[2] / _DATA
+
+
+DEFAULT_FILE = _default_file()
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 ADVERSARIAL = 5
 K = 10
@@ -234,9 +250,8 @@ async def run_conversation(conv: dict, plugins: list[str], with_variants: bool, 
                 unfloored = await raw.retriever.search(q["question"], K)
                 out.setdefault("PPS calibrated, no floor", []).append(
                     (q["category"], score([t["metadata"].get("dia_id") for t in unfloored], q["evidence"])))
-                base = await raw.backend.lexical_search(q["question"], K)  # the store's own ranking, a baseline
-                sqlite = hasattr(raw.backend, "db")
-                out.setdefault("FTS5 BM25 alone" if sqlite else "tsvector BM25 alone", []).append(
+                base = await raw.retriever.lexical_baseline(q["question"], K)  # the store's BM25 alone, a baseline
+                out.setdefault("BM25 alone", []).append(
                     (q["category"], score([t["metadata"].get("dia_id") for t in base], q["evidence"])))
                 for name, cfg in configs.items():
                     got = await raw.retriever.search(q["question"], K, cfg=cfg)
@@ -259,7 +274,7 @@ def table(results: list[dict]) -> tuple[str, dict]:
         for name, rows in r["scores"].items():
             merged.setdefault(name, []).extend(rows)
     lat = [x for r in results for x in r["latency"]]
-    order = ["FTS5 BM25 alone", "tsvector BM25 alone", "dense alone", "PPS fused before (no floor)",
+    order = ["BM25 alone", "dense alone", "PPS fused before (no floor)",
              "PPS calibrated, no floor", "PPS fused (default)"]
     names = [n for n in order if n in merged] + [n for n in merged if n not in order]
     lines = [f"{'method':<34} {'r@5':>6} {'r@10':>6} {'MRR':>6} {'s@5':>6} {'s@10':>6}",
@@ -373,7 +388,10 @@ def main() -> int:
     ap.add_argument("--postgres", action="store_true",
                     help="also run on the PostgreSQL store (a pgserver started in a temp dir), same run")
     ap.add_argument("--json", help="write the summary numbers here")
-    return asyncio.run(main_async(ap.parse_args()))
+    args = ap.parse_args()
+    if not Path(args.file).is_file():
+        ap.error(f"no LoCoMo file at {args.file}: pass its path, or set PPS_LOCOMO_FILE")
+    return asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

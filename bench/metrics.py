@@ -27,19 +27,19 @@ async def timed(memory, n: int) -> float:
 
 async def main(calls: int) -> None:
     from pps_core import Memory
-    from pps_core.metrics import metrics_of, prometheus_text
+    from pps_core.metrics import ENTITY_OBJECT, metrics_of, prometheus_text
     from pps_core.settings import load_settings
 
     with tempfile.TemporaryDirectory() as root:
         os.environ["PPS_ROOT"] = root
         async with Memory(load_settings("bench", plugins=["sqlite"], timezone="UTC")) as memory:
-            plugin = memory.pm.get_plugin("builtin:metrics")
+            plugin = memory.pm.get_plugin(ENTITY_OBJECT)  # builtin:metrics' object for this entity records
             await timed(memory, 500)  # warm up
             off, on = [], []
             for _ in range(5):
                 memory.pm.unregister(plugin)
                 off.append(await timed(memory, calls // 5))
-                memory.pm.register(plugin, name="builtin:metrics")
+                memory.pm.register(plugin, name=ENTITY_OBJECT)
                 on.append(await timed(memory, calls // 5))
             from opentelemetry import trace
             from opentelemetry.sdk.trace import TracerProvider

@@ -6,6 +6,10 @@ package (at any depth, not those under ``if TYPE_CHECKING:``) must be
 - of the standard library, of the distribution itself, or of a distribution it declares (``dependencies`` or an
   extra of ``optional-dependencies``); declaring ``pps-core`` declares what the kernel's API is made of (its own
   dependencies, and those of the extras named, e.g. ``pps-core[testing]``);
+- of another plugin of the repository only when the distribution *requires* it (``dependencies``): an extra
+  naming a plugin (``graph = ["pps-graphiti"]``) installs it beside, it does not license reaching into it (a guarded
+  ``try: from pps_x.settings import ...`` inside a function included); plugins meet through ``pps_core``'s
+  contracts. An extra's third-party library may be imported optionally, and the tests may use a test extra;
 - and never of a private name of another distribution: ``from pps_x.mod import _name``, a module ``pps_x._mod``,
   or ``mod._name`` on a module imported from another distribution.
 
@@ -50,6 +54,8 @@ class Dist:
     directory: Path
     packages: list[str]
     declared: set[str] = field(default_factory=set)
+    required: set[str] = field(default_factory=set)  # named in ``dependencies``, not only in an extra
+    extras: dict[str, list[str]] = field(default_factory=dict)  # distribution -> the extras that name it
 
 
 def _project(directory: Path) -> dict:
@@ -72,12 +78,16 @@ def distributions(root: Path = ROOT) -> list[Dist]:
         project = _project(directory)
         packages = sorted(p.parent.name for p in directory.glob("*/__init__.py") if p.parent.name != "tests")
         dist = Dist(norm(project.get("name", directory.name)), directory, packages)
-        specs = list(project.get("dependencies", []))
-        for extra in project.get("optional-dependencies", {}).values():
-            specs += extra
-        for spec in specs:
+        specs = [(s, None) for s in project.get("dependencies", [])]
+        for extra, listed in project.get("optional-dependencies", {}).items():
+            specs += [(s, extra) for s in listed]
+        for spec, extra in specs:
             name, extras = requirement(spec)
             dist.declared.add(name)
+            if extra is None:
+                dist.required.add(name)
+            else:
+                dist.extras.setdefault(name, []).append(extra)
             if name == "pps-core":
                 dist.declared |= kernel_api(root, extras)
         out.append(dist)
@@ -161,6 +171,10 @@ def check(root: Path = ROOT) -> list[str]:
                 if owner not in d.declared:
                     problems.append(f"{rel}:{node.lineno}: imports {module} of {owner}, which {d.name} does not "
                                     "declare in its pyproject.toml")
+                elif owner in repo and owner not in d.required and not in_tests:
+                    problems.append(f"{rel}:{node.lineno}: imports {module} of {owner}, which {d.name} names only "
+                                    f"in an extra ({', '.join(d.extras[owner])}): a plugin's code meets another "
+                                    "plugin through pps_core's contracts, or requires it in its dependencies")
                 private = [p for p in module.split(".")[1:] if _private(p)]
                 private += [f"{module}.{a.name}" for a in names if _private(a.name)]
                 if private:

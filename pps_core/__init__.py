@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 #: does not import Memory, pydantic-settings and pluggy.
 _EXPORTS: dict[str, str] = {
     "atomic_create": "atomic", "atomic_write": "atomic",
-    "Operation": "catalog",
+    "EVERY_LAYER": "catalog", "Operation": "catalog",
     "Ingester": "contracts", "IngestionQueue": "contracts", "OwedForgets": "contracts", "SummarizableStore": "contracts",
     "SummaryBatch": "contracts", "SummaryReceipt": "contracts", "UnreadSource": "contracts",
     "Embedder": "embedding",
@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "FailedLayer": "layer", "Layer": "layer", "WarmingLayer": "layer",
     "ForgottenTurns": "lineage", "TurnCopy": "lineage",
     "ChatModel": "chat",
-    "Memory": "memory",
+    "Memory": "memory", "UndeclaredLayer": "memory",
     "LayerHealth": "models", "LayerStatus": "models", "Message": "models", "Pointer": "models",
     "SearchResult": "models", "SectionConfig": "models", "SectionItem": "models", "StartupItems": "models",
     "Summary": "models", "TurnItem": "models",
@@ -59,7 +59,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover
     from .atomic import atomic_create, atomic_write
-    from .catalog import Operation
+    from .catalog import EVERY_LAYER, Operation
     from .chat import ChatModel
     from .contracts import (
         Ingester,
@@ -88,7 +88,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .hookspecs import hookimpl
     from .layer import FailedLayer, Layer, WarmingLayer
     from .lineage import ForgottenTurns, TurnCopy
-    from .memory import Memory
+    from .memory import Memory, UndeclaredLayer
     from .models import (
         LayerHealth,
         LayerStatus,
@@ -112,12 +112,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "Captured", "CapturedMetadata", "ForgottenTurns", "TurnCopy", "drop_private", "drop_private_deep",
-    "ChatModel", "ConfigError", "Conflict", "Embedder", "EntitySettings", "Events", "FailedLayer", "Forbidden", "Ingester",
+    "EVERY_LAYER", "ChatModel", "ConfigError", "Conflict", "Embedder", "EntitySettings", "Events", "FailedLayer", "Forbidden", "Ingester",
     "IngestionQueue", "InvalidParams", "Layer", "LayerHealth", "LayerStatus", "Memory", "Message", "NoParams",
     "NotFound", "Operation", "OwedForgets", "PPSError", "Params", "PluginSettings", "Pointer", "Prompt", "PromptArgument",
     "PromptMessage", "Ranker", "ResourceItem", "Resources", "SearchResult",
     "SectionConfig", "SectionItem", "StartupItems", "StorageError", "StorePath", "SummarizableStore", "Summary", "SummaryBatch",
     "SummaryReceipt", "Text", "TooLarge", "Transport", "TurnItem", "Unauthorized", "Unavailable", "UnknownOperation",
-    "UnreadSource", "WarmingLayer", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings",
+    "UndeclaredLayer", "UnreadSource", "WarmingLayer", "atomic_create", "atomic_write", "hookimpl", "lexical_scores", "load_settings",
     "now_utc", "to_storage",
 ]

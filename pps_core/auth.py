@@ -7,6 +7,10 @@ from pathlib import Path
 from typing import Any
 
 TOKEN_FILE = "token"
+#: The folder of an entity's home where plugins keep live credentials (an OAuth server's clients and grants). Like
+#: the token, it is never put in a backup archive nor restored from one: restoring an older archive must not bring
+#: back a grant revoked since, and an archive is not a place for credentials that work.
+CREDENTIALS_DIR = "credentials"
 
 
 def token_path(home: Path) -> Path:
@@ -42,14 +46,6 @@ def write_token(home: Path, token: str | None = None) -> str:
 
 def ensure_token(home: Path) -> str:
     return read_token(home) or write_token(home)
-
-
-def check_token(expected: str | None, presented: str | None) -> bool:
-    import hmac
-
-    if not expected or not presented:
-        return False
-    return hmac.compare_digest(expected.encode(), presented.encode())
 
 
 def token_digest(token: str) -> str:

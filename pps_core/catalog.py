@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .memory import Memory
 
 Handler = Callable[["Memory", Any], Awaitable[Any]]
+#: ``Operation(reads=EVERY_LAYER)``: the operation reads every layer of the entity (recall, health).
+EVERY_LAYER = "*"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,8 +46,16 @@ class Operation:
     #: In the small tool list a client sees when context is scarce (MCP's ``essential`` profile): search, save,
     #: and walking what the startup package points to. Set by the plugin that defines the operation.
     essential: bool = False
+    #: What a read reaches, so a memory that opens only what a call needs (``pps call``) opens exactly that: layer
+    #: names and contracts (a Protocol of :mod:`pps_core.contracts`: every layer filling it), or
+    #: :data:`EVERY_LAYER`. None: the layers of the plugin that defines it (every layer if it has none). A write
+    #: opens every layer (its events and forgetting reach other plugins).
+    reads: tuple[str | type, ...] | str | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.reads, str) and self.reads != EVERY_LAYER:
+            raise ValueError(f"operation {self.name!r}: reads is a tuple of layer names and contracts, or "
+                             f"EVERY_LAYER (got {self.reads!r})")
         if self.params.model_config.get("extra") != "forbid":  # every plugin's operation rejects unknown keys
             strict = type(self.params.__name__, (self.params,),
                           {"model_config": {**self.params.model_config, "extra": "forbid"},

@@ -92,6 +92,28 @@ class SharedValues(Protocol):
 
 
 @runtime_checkable
+class FocalGraph(Protocol):
+    """A graph of entities seen from one of them, the focal entity (facts near it rank first): a view of the graph
+    (the explorer's graph page) starts there. Any graph layer fills it; the graph plugin's own setting stays its
+    own (``[graphiti] focal_entity``)."""
+
+    @property
+    def focal_name(self) -> str:
+        """The focal entity's name (a graph layer defaults it to the entity's name)."""
+        ...
+
+
+@runtime_checkable
+class PrunableSharedValues(Protocol):
+    """A :class:`SharedValues` store that also forgets values (the explorer's shared logins, once ended or expired)."""
+
+    async def shared_prune(self, prefix: str, older_than_s: float) -> int:
+        """Remove the values whose key starts with ``prefix`` and that are empty or were last put more than
+        ``older_than_s`` seconds ago; answers how many went."""
+        ...
+
+
+@runtime_checkable
 class Ingester(Protocol):
     """A store that ingests queued turns (from an :class:`IngestionQueue`) when asked."""
 

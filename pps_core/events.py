@@ -1,7 +1,9 @@
 """Typed event helpers: plugins fire ``memory.events.message_stored(msg)``, never a hook name as a string.
 
-A listener that raises is logged and the event goes on (an observer must not fail a write);
-a :class:`~pps_core.errors.PPSError` from a listener is meant for the caller and propagates.
+Every event is a pluggy hook call (``PPS_TRACE_PLUGINS=1`` shows it). A listener that raises is logged and the
+event goes on to the others (an observer must not fail a write): the plugin manager calls each implementation
+inside its own guard (:func:`pps_core.plugins._attributed`); a :class:`~pps_core.errors.PPSError` from a listener
+is meant for the caller and propagates.
 """
 
 from __future__ import annotations
@@ -11,15 +13,22 @@ import logging
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .errors import PPSError
 from .lineage import ForgottenTurns
 from .models import Message, Summary
+from .plugins import answers, owner
 
 if TYPE_CHECKING:  # pragma: no cover
     import pluggy
 
 log = logging.getLogger("pps")
 _LISTENER = "pps_messages_forgotten"
+
+
+def _listeners(pm: pluggy.PluginManager) -> dict[str, Any]:
+    """The ``pps_messages_forgotten`` listeners by owed key (``"<plugin>/pps_messages_forgotten"``) -> the
+    registered object, in pluggy's call order."""
+    return {f"{owner(impl.plugin_name)}/{_LISTENER}": impl.plugin
+            for impl in reversed(getattr(pm.hook, _LISTENER).get_hookimpls())}
 
 
 class Events:
@@ -33,16 +42,7 @@ class Events:
         pm = self._pm()
         if pm is None:
             return
-        given = {"memory": self._memory, **kwargs}
-        # Each listener on its own, in pluggy's call order: one that raises must not silence the others
-        # (pluggy's own call stops at the first exception).
-        for impl in reversed(getattr(pm.hook, hook).get_hookimpls()):
-            try:
-                impl.function(**{name: given[name] for name in impl.argnames})
-            except PPSError:
-                raise
-            except Exception as exc:  # an observer must not fail the write it observes
-                log.warning("a plugin failed in %s: %s", hook, exc)
+        getattr(pm.hook, hook)(memory=self._memory, **kwargs)  # each listener guarded on its own
 
     def memory_opened(self) -> None:
         self._fire("pps_memory_opened")
@@ -62,8 +62,7 @@ class Events:
         lineage = getattr(self._memory, "lineage", None)
         keys = list(lineage.owed()) if lineage is not None else []
         if pm is not None:
-            keys += [f"{impl.plugin_name}/{_LISTENER}"
-                     for impl in reversed(getattr(pm.hook, _LISTENER).get_hookimpls())]
+            keys += list(_listeners(pm))
         return keys
 
     async def forget_copies(self, turns: ForgottenTurns, only: Collection[str] | None = None) -> dict[str, str]:
@@ -75,23 +74,28 @@ class Events:
             return {}
         lineage = getattr(self._memory, "lineage", None)
         failed: dict[str, str] = {}
-        listeners = {f"{impl.plugin_name}/{_LISTENER}": impl
-                     for impl in reversed(getattr(pm.hook, _LISTENER).get_hookimpls())}
+        listeners = _listeners(pm)
         if lineage is not None:
             copies = None if only is None else [k for k in only if k not in listeners]
             failed.update(await lineage.run(turns, copies))
         elif only is not None:
             failed.update({k: f"{k}: not loaded" for k in only if k not in listeners})
-        given = {"memory": self._memory, "ids": list(turns.ids)}
-        for key, impl in listeners.items():  # each on its own, in pluggy's order
-            if only is not None and key not in only:
-                continue
-            try:
-                result = impl.function(**{n: given[n] for n in impl.argnames})
-                if inspect.isawaitable(result):
-                    await result
-            except Exception as exc:  # a PPSError too: the deletion is done, the listener stays owed
-                failed[key] = f"{impl.plugin_name}: {type(exc).__name__}: {exc}"
+        called = {key: plugin for key, plugin in listeners.items() if only is None or key in only}
+        if called:
+            hook = None
+            if len(called) < len(listeners):  # only the listeners still owed (pluggy's subset call)
+                hook = pm.subset_hook_caller(_LISTENER, [p for k, p in listeners.items() if k not in called])
+            # one pluggy call; each listener answers on its own (a failure is recorded, the others still run)
+            for answer in answers(pm, _LISTENER, hook, memory=self._memory, ids=list(turns.ids)):
+                key = f"{answer.plugin}/{_LISTENER}"
+                error = answer.error
+                if error is None and inspect.isawaitable(answer.value):
+                    try:
+                        await answer.value
+                    except Exception as exc:  # a PPSError too: the deletion is done, the listener stays owed
+                        error = exc
+                if error is not None:
+                    failed[key] = f"{answer.plugin}: {type(error).__name__}: {error}"
         for problem in failed.values():
             log.warning("forgetting turns: a copy failed: %s", problem)
         return failed

@@ -1,8 +1,11 @@
-"""Forwarding to the entity's running server (standard library only: the CLI imports it on every call, and the
-Claude Code hooks' fast path under ``python -S``).
+"""Forwarding to the process that owns an entity (standard library only: the CLI imports it on every call, and
+the Claude Code hooks' fast path under ``python -S``).
 
-When an HTTP server owns the entity's stores, its owner lock carries its address; ``pps call`` and
-``pps serve mcp`` then send each operation there instead of opening the stores a second time.
+Whatever transport it serves, an owner answers on the kernel's local channel (:mod:`pps_core.channel`: a 0600
+Unix socket, one JSON request per line) and names it in its owner lock; ``pps call``, the hooks and a forwarding
+transport (stdio MCP) send each operation there instead of opening the stores a second time. An address is
+``unix:<socket path>`` (an owner's channel) or an ``http(s)://`` URL (a server elsewhere: the fleet's
+``[claude_code] server_url``, reached with :mod:`urllib`).
 """
 
 from __future__ import annotations
@@ -25,10 +28,24 @@ CONNECT_TIMEOUT_S = 2.0
 READ_TIMEOUT_S = 120.0
 
 
+#: An owner's local channel as an address: ``unix:`` and the socket's path.
+CHANNEL_SCHEME = "unix:"
+
+
+def address_of(owner: dict[str, Any] | None) -> str | None:
+    """Where other processes reach the owner an owner lock names (:func:`~pps_core.owner.read_owner`): its local
+    channel, else an HTTP address it published; None when it serves neither."""
+    owner = owner or {}
+    channel = owner.get("channel")
+    if isinstance(channel, str) and channel.startswith("/"):
+        return CHANNEL_SCHEME + channel
+    address = owner.get("address")
+    return address if isinstance(address, str) and address else None
+
+
 def server_address(home: Path) -> str | None:
-    """The base URL of the server that owns this entity, or None when nobody serves it."""
-    owner = read_owner(Path(home))
-    return (owner or {}).get("address") or None
+    """Where the process that owns this entity answers (:func:`address_of`), or None when nobody serves it."""
+    return address_of(read_owner(Path(home)))
 
 
 #: How long a command waits for an owner that is still starting (a server that took the lock to serve and has not
@@ -42,7 +59,7 @@ def owner_starting(home: Path) -> bool:
     """Whether the entity's owner took the lock to serve, has published no address yet, and started within the
     last minute."""
     owner = read_owner(Path(home))
-    if owner is None or owner.get("address") or not owner.get("starting"):
+    if owner is None or address_of(owner) or not owner.get("starting"):
         return False
     since = owner.get("since")
     return isinstance(since, (int, float)) and time.time() - since < STARTING_OWNER_AGE_S
@@ -59,34 +76,146 @@ def settled_server_address(home: Path, wait_s: float = STARTING_OWNER_WAIT_S) ->
 
 
 def try_forward(settings: EntitySettings, operation: str, params: dict[str, Any] | None) -> Any | None:
-    """Run ``operation`` on the entity's server; None when no server owns the entity.
+    """Run ``operation`` on the entity's owner; None when no process serves the entity.
 
-    A 4xx answer is raised as the matching :class:`~pps_core.errors.PPSError`; a server that
-    holds the lock but does not answer raises :class:`~pps_core.errors.Unavailable`.
+    An error answer is raised as the matching :class:`~pps_core.errors.PPSError`; an owner that holds the lock
+    but does not answer raises :class:`~pps_core.errors.Unavailable`.
     """
-    from urllib.parse import quote
-
     address = settled_server_address(settings.home)
     if not address:
         return None
-    token = read_token(settings.home)
     try:
-        return request(address, "POST", f"/tools/{quote(operation, safe='')}", token, params or {})
+        return call(address, operation, params or {}, read_token(settings.home))
     except errors.Unavailable:
         if server_address(settings.home) is None:  # it stopped meanwhile: the caller may own the stores
             return None
         raise
 
 
+def call(address: str, operation: str, params: dict[str, Any] | None, token: str | None = None, *,
+         timeout: float | None = None, relay: dict[str, Any] | None = None) -> Any:
+    """Run ``operation`` at ``address``: an owner's channel (the socket's permissions admit this process, as the
+    entity's user; ``token`` is not sent) or an HTTP server (``token`` as its bearer token).
+
+    ``relay`` (the channel only): the caller a forwarding transport serves, for the owner to admit instead of
+    this process, ``{"via": name}`` for one its transport vouched for, ``{"token": t, "via": name}`` for one that
+    presented ``t`` (None: nothing). ``timeout`` bounds each wait as in :func:`request`.
+    """
+    path = _channel_of(address)
+    if path is not None:
+        return _channel(path, {"op": "call", "name": operation, "params": params or {}, **(relay or {})}, timeout)
+    from urllib.parse import quote
+
+    return _http(address, "POST", f"/tools/{quote(operation, safe='')}", token, params or {}, timeout)
+
+
+def tools(address: str, token: str | None = None, *, timeout: float | None = None,
+          relay: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The operations the owner at ``address`` serves, as tool specs (``ToolSpec.to_dict``)."""
+    path = _channel_of(address)
+    answer = (_channel(path, {"op": "tools", **(relay or {})}, timeout) if path is not None
+              else _http(address, "GET", "/tools", token, None, timeout))
+    return list(answer["tools"])
+
+
+def health(address: str, *, timeout: float | None = None) -> Any:
+    """Whether the owner at ``address`` answers (no token needed): its channel's ``ping``, or an HTTP server's
+    ``GET /health`` at its origin. Raises :class:`~pps_core.errors.Unavailable` when it does not."""
+    path = _channel_of(address)
+    if path is not None:
+        return _channel(path, {"op": "ping"}, timeout)
+    url = _split(address)
+    if url is None:
+        raise errors.ConfigError(f"owner lock names an unusable server address {address!r}")
+    scheme, host, port, _ = url
+    origin = f"{scheme}://{'[' + host + ']' if ':' in host else host}{f':{port}' if port else ''}"
+    return _http(origin, "GET", "/health", None, None, timeout)
+
+
 def request(address: str, method: str, path: str, token: str | None, body: Any = None, *,
             timeout: float | None = None) -> Any:
-    """One JSON request to a PPS server; returns the decoded answer or raises a PPSError.
+    """One JSON request in the HTTP plugin's REST terms; returns the decoded answer or raises a PPSError.
 
+    On an owner's channel (``unix:``) the forwarding protocol's routes are answered as :func:`call`,
+    :func:`tools` and :func:`health` answer them (``POST /tools/<op>``, ``GET /tools``, ``GET /health``).
     ``timeout`` bounds each wait on the socket (default: :data:`CONNECT_TIMEOUT_S` to connect, then
-    ``PPS_FORWARD_TIMEOUT`` or :data:`READ_TIMEOUT_S`). Plain ``http://`` goes over one socket by hand: the
-    hooks' fast path forwards through here, and ``http.client`` imports the email package, which costs a hook
-    more than its own work.
+    ``PPS_FORWARD_TIMEOUT`` or :data:`READ_TIMEOUT_S`).
     """
+    channel = _channel_of(address)
+    if channel is None:
+        return _http(address, method, path, token, body, timeout)
+    route = path.split("?", 1)[0].rstrip("/")
+    if method == "POST" and route.startswith("/tools/") and route.count("/") == 2:
+        name = route[len("/tools/"):]
+        if "%" in name:  # (urllib.parse only then: a hook's fast path forwards through here)
+            from urllib.parse import unquote
+
+            name = unquote(name)
+        return call(address, name, body if isinstance(body, dict) else {}, timeout=timeout)
+    if method == "GET" and route == "/tools":
+        return {"tools": tools(address, timeout=timeout)}
+    if method == "GET" and route == "/health":
+        return health(address, timeout=timeout)
+    raise errors.UnknownOperation(f"{address}: not found ({method} {path} is not a route of the local channel)")
+
+
+def _channel_of(address: str) -> str | None:
+    """The socket path of a ``unix:`` address, or None for another kind."""
+    if not address.startswith(CHANNEL_SCHEME):
+        return None
+    path = address[len(CHANNEL_SCHEME):]
+    if not path.startswith("/") or "\x00" in path:
+        raise errors.ConfigError(f"owner lock names an unusable channel {address!r}")
+    return path
+
+
+def _timeouts(timeout: float | None) -> tuple[float, float]:
+    read = timeout if timeout is not None else float(os.environ.get("PPS_FORWARD_TIMEOUT") or READ_TIMEOUT_S)
+    return (timeout if timeout is not None else CONNECT_TIMEOUT_S), read
+
+
+def _channel(path: str, message: dict[str, Any], timeout: float | None) -> Any:
+    """One request on an owner's local channel (:mod:`pps_core.channel`): a JSON line out, a JSON line back."""
+    import socket
+
+    connect_timeout, read_timeout = _timeouts(timeout)
+    line = json.dumps(message).encode() + b"\n"
+    chunks: list[bytes] = []
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(connect_timeout)
+            sock.connect(path)
+            sock.settimeout(read_timeout)
+            sock.sendall(line)
+            while not chunks or not chunks[-1].endswith(b"\n"):
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    except OSError as exc:  # refused or gone: an owner that died; a timeout: one that is stuck
+        raise errors.Unavailable(f"the process that owns this entity did not answer on its channel {path} "
+                                 f"({type(exc).__name__}: {exc}); is it stopping or stuck?") from None
+    try:
+        answer = json.loads(b"".join(chunks))
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or "ok" not in answer:
+        raise errors.Unavailable(f"the process that owns this entity closed its channel {path} without an answer")
+    if answer["ok"]:
+        return answer.get("result")
+    error = answer.get("error")
+    if not isinstance(error, dict):
+        error = {}
+    status = error.get("status")
+    raise error_from_answer(status if isinstance(status, int) else 500, error, f"the owner's channel {path}")
+
+
+def _http(address: str, method: str, path: str, token: str | None, body: Any, timeout: float | None) -> Any:
+    """One JSON request to a PPS HTTP server, with :mod:`urllib` (no proxy, no redirect followed)."""
+    import urllib.error
+    import urllib.request
+    from http.client import HTTPException
+
     url = _split(address)
     if url is None:
         raise errors.ConfigError(f"owner lock names an unusable server address {address!r}")
@@ -96,30 +225,35 @@ def request(address: str, method: str, path: str, token: str | None, body: Any =
         headers["Content-Type"] = "application/json"
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    read_timeout = timeout if timeout is not None else float(os.environ.get("PPS_FORWARD_TIMEOUT") or READ_TIMEOUT_S)
-    scheme, host, port, base = url
-    target = base.rstrip("/") + path
+    _, read_timeout = _timeouts(timeout)
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):  # a moved JSON API is an error to show, not a GET
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect())
+    req = urllib.request.Request(address.rstrip("/") + path, data=data, headers=headers, method=method)
     try:
-        if scheme == "http":
-            status, raw = _plain_http(host, port or 80, method, target, headers, data,
-                                      timeout if timeout is not None else CONNECT_TIMEOUT_S, read_timeout)
-        else:
-            status, raw = _https(host, port, method, target, headers, data, read_timeout)
-    except (OSError, ValueError) as exc:  # timeouts are OSErrors too; ValueError: an answer that is not HTTP
-        raise errors.Unavailable(f"the server at {address} owns this entity but did not answer "
-                                 f"({type(exc).__name__}: {exc}); is it still starting or stuck?") from None
+        with opener.open(req, timeout=read_timeout) as resp:
+            status, raw = resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        status, raw = exc.code, exc.read()
+        exc.close()
+    except (OSError, HTTPException, ValueError) as exc:  # URLError and timeouts are OSErrors
+        reason = getattr(exc, "reason", None) or exc
+        raise errors.Unavailable(f"the server at {address} did not answer ({type(exc).__name__}: {reason}); "
+                                 "is it still starting or stuck?") from None
     try:
         payload = json.loads(raw) if raw else None
     except ValueError:
         payload = None
-    if status < 400:
+    if status < 300:
         return payload
     raise error_from_answer(status, payload, address)
 
 
 def _split(address: str) -> tuple[str, str, int | None, str] | None:
-    """``(scheme, host, port, path)`` of an ``http(s)://host[:port][/path]`` address, or None (by hand:
-    ``urllib.parse`` costs a hook more than the rest of this module)."""
+    """``(scheme, host, port, path)`` of an ``http(s)://host[:port][/path]`` address, or None."""
     scheme, sep, rest = address.partition("://")
     if not sep or scheme not in ("http", "https"):
         return None
@@ -134,59 +268,6 @@ def _split(address: str) -> tuple[str, str, int | None, str] | None:
     if not host or (port_text and not (port_text.isdigit() and 0 < int(port_text) < 65536)):
         return None
     return scheme, host, int(port_text) if port_text else None, slash + path
-
-
-def _plain_http(host: str, port: int, method: str, target: str, headers: dict[str, str], data: bytes | None,
-                connect_timeout: float, read_timeout: float) -> tuple[int, bytes]:
-    """One HTTP/1.1 exchange on a fresh socket (``Connection: close``): (status, body)."""
-    import socket
-
-    head = [f"{method} {target} HTTP/1.1", f"Host: {host}:{port}", "Connection: close",
-            f"Content-Length: {len(data or b'')}", *(f"{k}: {v}" for k, v in headers.items())]
-    with socket.create_connection((host, port), timeout=connect_timeout) as sock:
-        sock.settimeout(read_timeout)
-        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (data or b""))
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    header, _, body = b"".join(chunks).partition(b"\r\n\r\n")
-    lines = header.decode("latin-1").split("\r\n")
-    try:
-        status = int(lines[0].split()[1])
-    except (IndexError, ValueError):
-        raise ValueError("the answer is not HTTP") from None
-    if any(line.lower().replace(" ", "") == "transfer-encoding:chunked" for line in lines[1:]):
-        body = _unchunk(body)
-    return status, body
-
-
-def _unchunk(data: bytes) -> bytes:
-    out = []
-    while data:
-        size_line, _, data = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0] or b"0", 16)
-        if size == 0:
-            break
-        out.append(data[:size])
-        data = data[size + 2:]
-    return b"".join(out)
-
-
-def _https(host: str, port: int | None, method: str, target: str, headers: dict[str, str], data: bytes | None,
-           read_timeout: float) -> tuple[int, bytes]:
-    import http.client
-
-    conn = http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT_S)
-    try:
-        conn.connect()
-        conn.sock.settimeout(read_timeout)
-        conn.request(method, target, body=data, headers=headers)
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    except http.client.HTTPException as exc:
-        raise OSError(str(exc)) from None
-    finally:
-        conn.close()
 
 
 def _codes() -> dict[str, type[errors.PPSError]]:

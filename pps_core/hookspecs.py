@@ -2,7 +2,8 @@
 
 A plugin is a module (or object) with functions marked ``@pps_core.hookimpl`` whose names match
 the stubs below. Each stub documents what it receives, what it returns and how the results of
-several plugins combine.
+several plugins combine. A plugin that keeps anything per entity returns an object from
+:func:`pps_entity_plugin` whose methods implement the hooks for that entity (pytest's instance plugins).
 """
 
 from __future__ import annotations
@@ -70,6 +71,22 @@ def pps_register_commands(cli: CommandRegistry) -> None:
     command exists exactly when its plugin is installed. ``cli.add(name, handler, help=...)`` returns the
     argparse parser to add arguments to; ``cli.entity_args(parser)`` adds ``--entity``/``--home``.
     ``handler(args) -> int`` is the exit code. Keep it cheap: import heavy libraries inside the handler.
+    """
+
+
+# --- The per-entity object --------------------------------------------------------------------
+
+
+@hookspec
+def pps_entity_plugin(memory: Memory) -> object | None:
+    """Return this plugin's object for the entity ``memory`` serves, or None. All results: each object returned
+    is registered (one per plugin).
+
+    Its methods marked ``@hookimpl`` implement hooks for that entity only (pytest's instance plugins): the
+    memory registers it with the entity's plugin manager as ``"<plugin>:entity"`` before it collects operations
+    and layers, so it owns its layers, operations, rankers and state, and finds its own layers through the
+    objects it made. A method may leave out ``memory`` (the object knows it). Called once per memory, before any
+    store opens; answers of ``pps_layers`` and the other hooks are attributed to the plugin that returned it.
     """
 
 
@@ -181,7 +198,8 @@ def pps_message_stored(memory: Memory, message: Message) -> None:
 
 @hookspec
 def pps_messages_forgotten(memory: Memory, ids: list[int]) -> Any:
-    """Called after turns were forgotten (deleted for good) from the store that captured them.
+    """Called after turns were forgotten (deleted for good) from the store that captured them. For third parties:
+    PPS's own plugins declare their copies instead (``pps_turn_copies``); the turn store fires it.
 
     A plugin that keeps anything derived from those turns (graph episodes and the facts extracted only from
     them, an index) deletes it here. It may return an awaitable: all results that are awaitable are awaited
@@ -207,7 +225,8 @@ def pps_turn_copies(memory: Memory) -> list[TurnCopy]:
 
 @hookspec
 def pps_summary_stored(memory: Memory, summary: Summary) -> None:
-    """Called after a summary is stored and its turns are marked."""
+    """Called after a summary is stored and its turns are marked (the turn store fires it). For third parties: no
+    plugin of PPS listens."""
 
 
 @hookspec

@@ -68,8 +68,13 @@ class Layer(abc.ABC):
         return []
 
     async def startup(self, count: int | None) -> StartupItems:
-        """Items for this layer's startup section (``count`` None = all). Defaults to ``recent``."""
-        return StartupItems(items=await self.recent(count if count is not None else 1_000_000))
+        """Items for this layer's startup section (``count`` None = all), with how many exist in all (the manifest
+        says "2 of 7"). Defaults to ``recent(count)``; when that fills the section, ``recent`` of everything is
+        counted for the total: a layer holding many items overrides this to count them without reading them."""
+        items = await self.recent(count if count is not None else 1_000_000)
+        if count is None or len(items) < count:
+            return StartupItems(items=items, total=len(items))
+        return StartupItems(items=items, total=len(await self.recent(1_000_000)))
 
     def default_sections(self) -> list[SectionConfig]:
         """The startup sections this layer contributes when ``[startup] sections`` does not replace them.

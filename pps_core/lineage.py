@@ -87,12 +87,13 @@ class Lineage:
 
     @classmethod
     def collect(cls, pm: pluggy.PluginManager, memory: Any) -> Lineage:
+        from .plugins import answers
+
         copies: list[TurnCopy] = []
-        for impl in reversed(getattr(pm.hook, DECLARING_HOOK).get_hookimpls()):
-            declared = cast("list[TurnCopy] | None", impl.function(**{n: {"memory": memory}[n] for n in impl.argnames}))
-            for copy in declared or []:
+        for answer in answers(pm, DECLARING_HOOK, memory=memory):  # through pluggy
+            for copy in cast("list[TurnCopy] | None", answer.value) or []:
                 copies.append(TurnCopy(copy.name, copy.where, copy.how, copy.forget, copy.origin,
-                                       plugin=impl.plugin_name))
+                                       plugin=answer.plugin))
         return cls(copies)
 
     def describe(self) -> list[dict[str, Any]]:
@@ -131,8 +132,10 @@ class Lineage:
 
 def undeclared_observers(pm: pluggy.PluginManager) -> list[str]:
     """Plugins that observe turns but declare no copies (``pps_turn_copies``), by name."""
-    declared = {impl.plugin_name for impl in getattr(pm.hook, DECLARING_HOOK).get_hookimpls()}
+    from .plugins import owner
+
+    declared = {owner(impl.plugin_name) for impl in getattr(pm.hook, DECLARING_HOOK).get_hookimpls()}
     observers: set[str] = set()
     for hook in OBSERVING_HOOKS:
-        observers.update(impl.plugin_name for impl in getattr(pm.hook, hook).get_hookimpls())
+        observers.update(owner(impl.plugin_name) for impl in getattr(pm.hook, hook).get_hookimpls())
     return sorted(observers - declared)

@@ -8,8 +8,7 @@ import contextvars
 import logging
 import os
 import time
-from _collections_abc import dict_items, dict_keys, dict_values
-from collections.abc import AsyncIterator, Awaitable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pluggy
 
-from .catalog import Catalog, Operation, to_jsonable
+from .catalog import EVERY_LAYER, Catalog, Operation, to_jsonable
 from .chat import ChatModel, chat_model
 from .embedding import Embedder, SharedQueries
 from .errors import ConfigError, PPSError, Unavailable, UnknownOperation, did_you_mean, storage_error
@@ -26,7 +25,7 @@ from .layer import FailedLayer, Layer, WarmingLayer
 from .lineage import Lineage, undeclared_observers
 from .models import LayerHealth, SearchResult
 from .owner import OwnerLock
-from .plugins import build_plugin_manager
+from .plugins import ENTITY_PART, answers, attribute, build_plugin_manager
 from .privacy import reset_secret_scanner, use_secret_scanner
 from .ranking import Ranker
 from .settings import EntitySettings, load_settings
@@ -40,12 +39,11 @@ log = logging.getLogger("pps")
 for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 T = TypeVar("T")
+L = TypeVar("L", bound=Layer)
 #: How long closing waits for the retry of owed forgets begun at open before it cancels it (what is not
 #: finished stays owed).
 SETTLE_AT_CLOSE_S = 30.0
 _IN_WRITE: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_in_write", default=False)
-#: True while a read runs on a memory that opened only the layers of the operation's plugin.
-_SCOPED: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_scoped_read", default=False)
 
 
 class LayerTimeout(TimeoutError):
@@ -57,57 +55,54 @@ class LayerTimeout(TimeoutError):
         super().__init__(f"no first answer within {seconds:g}s" if warming else f"no answer within {seconds:g}s")
 
 
-class NeedsEveryLayer(BaseException):
-    """A scoped read reached a layer that is not open: the call restarts with every layer open. A BaseException,
-    so a handler's ``except Exception`` cannot mistake it for a failing layer."""
+class UndeclaredLayer(RuntimeError):
+    """A call reached a layer its operation does not declare (:attr:`~pps_core.catalog.Operation.reads`), in a
+    memory that opened only the declared ones: a bug of the operation's plugin, named at once (the call is not
+    run again)."""
 
 
-class LayerMap(dict[str, Layer]):
-    """``memory.layers``: the open layers by name, in plugin order.
+#: While a call runs on a memory that left layers unopened: (operation, what it declares reading).
+_READS: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar("pps_reads", default=None)
 
-    A memory opened ``lazy`` keeps the layers no call has needed yet in ``deferred``. While a scoped read runs,
-    reading the whole map, or a name that is deferred, raises :class:`NeedsEveryLayer`: the read then runs
-    again with every layer open, so a handler never sees a partial memory as the whole."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.deferred: dict[str, Layer] = {}
+class Layers(Mapping[str, Layer]):
+    """``memory.layers``: the open layers by name, in plugin order (read-only).
+
+    A memory opened ``lazy`` opens, for each call, the layers its operation reads (:attr:`Operation.reads`); the
+    others stay closed. While such a call runs, reaching a closed layer (by name, or the whole map) raises
+    :class:`UndeclaredLayer` naming the operation: the declaration is wrong, and a partial memory is never
+    mistaken for the whole."""
+
+    def __init__(self, opened: dict[str, Layer], closed: dict[str, Layer]) -> None:
+        self._opened = opened
+        self._closed = closed
 
     def _check(self, name: str | None = None) -> None:
-        if self.deferred and _SCOPED.get() and (name is None or name in self.deferred):
-            raise NeedsEveryLayer(name or "*")
-
-    def __iter__(self) -> Iterator[str]:
-        self._check()
-        return super().__iter__()
-
-    def __len__(self) -> int:
-        self._check()
-        return super().__len__()
-
-    def __contains__(self, name: object) -> bool:
-        self._check(name if isinstance(name, str) else None)
-        return super().__contains__(name)
+        scope = _READS.get()
+        if scope is not None and self._closed and (name is None or name in self._closed):
+            op, declared = scope
+            what = f"layer {name!r}" if name is not None else "every layer"
+            raise UndeclaredLayer(f"operation {op!r} reached {what}, which it does not declare (it reads "
+                                  f"{declared}): name it in Operation(reads=...), or reads=EVERY_LAYER")
 
     def __getitem__(self, name: str) -> Layer:
         self._check(name)
-        return super().__getitem__(name)
+        return self._opened[name]
 
-    def get(self, name: str, default: Layer | None = None) -> Layer | None:  # type: ignore[override]
-        self._check(name)
-        return super().get(name, default)
+    def __contains__(self, name: object) -> bool:
+        self._check(name if isinstance(name, str) else None)
+        return name in self._opened
 
-    def keys(self) -> dict_keys[str, Layer]:
+    def __iter__(self) -> Iterator[str]:
         self._check()
-        return super().keys()
+        return iter(list(self._opened))
 
-    def values(self) -> dict_values[str, Layer]:
+    def __len__(self) -> int:
         self._check()
-        return super().values()
+        return len(self._opened)
 
-    def items(self) -> dict_items[str, Layer]:
-        self._check()
-        return super().items()
+    def __repr__(self) -> str:
+        return f"Layers({list(self._opened)}, closed={list(self._closed)})"
 
 
 class WriteGate:
@@ -173,10 +168,11 @@ class Memory:
     lock, so a second owner gets a clear error instead of a corrupted store.
 
     With ``lazy=True`` (a short-lived command running one call) :meth:`open` builds the catalog and the layers
-    but opens no store; each call opens what it needs first: a read, the layers of the plugin that defines it
-    (all of them if that plugin has none, or if the read reaches further: it then runs again with every layer
-    open); a write, every layer (its events and forgetting reach other plugins). So a SQLite read never
-    imports the graph database.
+    but opens no store; each call opens what it needs first: a read, the layers its operation declares
+    (:attr:`~pps_core.catalog.Operation.reads`; by default those of the plugin that defines it, all of them if
+    that plugin has none); a write, every layer (its events and forgetting reach other plugins). So a SQLite
+    read never imports the graph database. A read that reaches a layer it did not declare fails at once with
+    :class:`UndeclaredLayer`.
 
     With ``glance=True`` (a reader that must answer at once while another process owns the entity, or is starting
     to: a cold Claude Code hook) only the layers that declare :attr:`~pps_core.layer.Layer.glance` open, through
@@ -205,7 +201,10 @@ class Memory:
         self.glance = glance
         self.lock = OwnerLock(self.home)
         self.pm: pluggy.PluginManager | None = None
-        self.layers: LayerMap = LayerMap()
+        #: The open layers, and those a lazy memory has not opened yet, by name in plugin order.
+        self._opened: dict[str, Layer] = {}
+        self._closed: dict[str, Layer] = {}
+        self.layers: Layers = Layers(self._opened, self._closed)
         #: layer name -> the plugin that provides it; operation name -> the plugin that defines it.
         self._layer_plugin: dict[str, str] = {}
         self._op_plugin: dict[str, str] = {}
@@ -259,7 +258,7 @@ class Memory:
             if self.glance:
                 await self._open_glance(built)
             elif self._lazy:
-                self.layers.deferred = {layer.name: layer for layer in built}
+                self._closed.update((layer.name, layer) for layer in built)
             else:
                 await self._open_layers(built)
             self._collect_rankers(pm)
@@ -271,7 +270,7 @@ class Memory:
         self.opened = True
         if not self.glance:  # a glance starts nothing in the background
             self.events.memory_opened()
-            if not self.layers.deferred:  # a lazy memory (one call) leaves them to its forget, if it forgets
+            if not self._closed:  # a lazy memory (one call) leaves them to its forget, if it forgets
                 self._settling = asyncio.get_running_loop().create_task(self._settle_owed(), name="pps-owed-forgets")
         return self
 
@@ -300,9 +299,26 @@ class Memory:
             pm = self._given_pm
             if pm is None or self._extra_plugins:
                 pm = build_plugin_manager(self.settings.plugins, self._extra_plugins)
+            attribute(pm)  # a manager not built by build_plugin_manager (an application's own)
+            self._register_entity_plugins(pm)
             self.pm = pm
             self._collect_operations(pm)
         return self.pm
+
+    def _register_entity_plugins(self, pm: pluggy.PluginManager) -> None:
+        """Register each plugin's object for this entity (``pps_entity_plugin``) as ``"<plugin>:entity"``."""
+        for answer in answers(pm, "pps_entity_plugin", memory=self):
+            if answer.value is None:
+                continue
+            name = answer.plugin + ENTITY_PART
+            if pm.get_plugin(name) is not None:  # a manager handed from a memory before (``pps serve``)
+                pm.unregister(name=name)
+            try:
+                pm.register(answer.value, name=name)
+                attribute(pm, answer.value)
+                pm.check_pending()
+            except (ValueError, pluggy.PluginValidationError) as exc:
+                raise ConfigError(f"plugin {answer.plugin!r}: its entity object could not be registered: {exc}") from None
 
     def _collect_operations(self, pm: pluggy.PluginManager) -> None:
         ops: list[Operation] = []
@@ -328,27 +344,31 @@ class Memory:
                 built.append(layer)
         return built
 
-    def _scope(self, op: Operation) -> list[str]:
-        """The deferred layers ``op`` needs open before it runs (see the class docstring)."""
-        deferred = self.layers.deferred
-        if not deferred:
-            return []
-        plugin = self._op_plugin.get(op.name)
-        own = [name for name, owner in self._layer_plugin.items() if owner == plugin]
-        if not op.read_only or not own:
-            return list(deferred)
-        return [name for name in own if name in deferred]
+    def _reads(self, op: Operation) -> list[str]:
+        """The layers ``op`` reads, by name (see :attr:`~pps_core.catalog.Operation.reads`)."""
+        every = list(self._layer_plugin)
+        if not op.read_only or op.reads == EVERY_LAYER:
+            return every
+        if op.reads is None:
+            plugin = self._op_plugin.get(op.name)
+            return [name for name, owner in self._layer_plugin.items() if owner == plugin] or every
+        built = {**self._opened, **self._closed}
+        names: list[str] = []
+        for wanted in op.reads:
+            names += ([wanted] if isinstance(wanted, str)
+                      else [name for name, layer in built.items() if isinstance(layer, wanted)])
+        return [name for name in every if name in names]
 
-    async def _open_deferred(self, names: list[str]) -> None:
-        """Open deferred layers, keeping the plugin order of ``layers``."""
-        if not names:
+    async def _open_closed(self, names: list[str]) -> None:
+        """Open layers a lazy memory left closed, keeping the plugin order of ``layers``."""
+        wanted = [self._closed.pop(n) for n in names if n in self._closed]
+        if not wanted:
             return
-        deferred = self.layers.deferred
-        await self._open_layers([deferred.pop(n) for n in names if n in deferred])
+        await self._open_layers(wanted)
         order = list(self._layer_plugin)
-        opened = sorted(dict.items(self.layers), key=lambda kv: order.index(kv[0]))
-        dict.clear(self.layers)
-        dict.update(self.layers, opened)
+        opened = sorted(self._opened.items(), key=lambda kv: order.index(kv[0]))
+        self._opened.clear()
+        self._opened.update(opened)
 
     async def _open_layers(self, built: list[Layer]) -> None:
         """Open the layers at once (each store's open mostly waits: a file, a thread, an index process), then
@@ -386,7 +406,7 @@ class Memory:
                     interrupted = interrupted or exc
                     continue
                 opened = task.result()
-                dict.__setitem__(self.layers, opened.name, opened)
+                self._opened[opened.name] = opened
         if interrupted is not None:
             raise interrupted
 
@@ -394,7 +414,7 @@ class Memory:
         """Open the layers that open at a glance; the others wait for the owner (:class:`WarmingLayer`)."""
         for layer in built:
             if not layer.glance:
-                dict.__setitem__(self.layers, layer.name, WarmingLayer(layer))
+                self._opened[layer.name] = WarmingLayer(layer)
                 continue
             try:
                 await layer.open_glance()
@@ -404,14 +424,13 @@ class Memory:
                     await layer.close()
                 except Exception:
                     pass
-                dict.__setitem__(self.layers, layer.name,
-                                 WarmingLayer(layer, f"warming up: {type(exc).__name__}: {exc}"))
+                self._opened[layer.name] = WarmingLayer(layer, f"warming up: {type(exc).__name__}: {exc}")
                 continue
-            dict.__setitem__(self.layers, layer.name, layer)
+            self._opened[layer.name] = layer
 
     def warming(self) -> list[Layer]:
         """The layers of a glance still warming up (opened by the owner, not here), in plugin order."""
-        return [layer for layer in dict.values(self.layers) if isinstance(layer, WarmingLayer)]
+        return [layer for layer in self._opened.values() if isinstance(layer, WarmingLayer)]
 
     def _collect_rankers(self, pm: pluggy.PluginManager) -> None:
         for batch in pm.hook.pps_rankers(memory=self):
@@ -448,12 +467,13 @@ class Memory:
             except Exception as exc:  # closing must go on for the other layers
                 log.warning("layer %s did not close cleanly: %s", layer.name, exc)
 
-        # never-opened layers (deferred; warming: opened by the owner, not here) need no closing
-        closing = [layer for layer in reversed(list(dict.values(self.layers))) if not isinstance(layer, WarmingLayer)]
+        # never-opened layers (a lazy memory's; warming: opened by the owner, not here) need no closing
+        closing = [layer for layer in reversed(self._opened.values()) if not isinstance(layer, WarmingLayer)]
         try:
             await asyncio.gather(*(one(layer) for layer in closing))
         finally:
-            self.layers = LayerMap()
+            self._opened.clear()
+            self._closed.clear()
 
     async def __aenter__(self) -> Memory:
         return await self.open()
@@ -486,12 +506,22 @@ class Memory:
             if self.glance and not op.read_only:
                 raise Unavailable(f"{name} writes: this process only glances at entity "
                                   f"{self.settings.entity!r} (read-only) while its owner starts; call it there")
-            await self._open_deferred(self._scope(op))
-            if op.read_only:
-                result = await self._read(op, validated)
-            else:
-                async with self._gate.write():
+            reads = None
+            if self._closed:
+                await self._open_closed(self._reads(op))
+                if self._closed:  # it runs with what it declared: reaching further is UndeclaredLayer
+                    declared = op.reads if isinstance(op.reads, str) else ", ".join(
+                        r if isinstance(r, str) else r.__name__ for r in op.reads or ()) or "its own plugin's layers"
+                    reads = _READS.set((op.name, declared))
+            try:
+                if op.read_only:
                     result = to_jsonable(await op.handler(self, validated))
+                else:
+                    async with self._gate.write():
+                        result = to_jsonable(await op.handler(self, validated))
+            finally:
+                if reads is not None:
+                    _READS.reset(reads)
             status = 200
             return result
         except PPSError as exc:
@@ -512,19 +542,6 @@ class Memory:
                                          ok=status == 200, ms=(time.perf_counter() - started) * 1000,
                                          status=status)
 
-    async def _read(self, op: Operation, validated: Any) -> Any:
-        if not self.layers.deferred:
-            return to_jsonable(await op.handler(self, validated))
-        token = _SCOPED.set(True)
-        try:
-            return to_jsonable(await op.handler(self, validated))
-        except NeedsEveryLayer:
-            pass
-        finally:
-            _SCOPED.reset(token)
-        await self._open_deferred(list(self.layers.deferred))
-        return to_jsonable(await op.handler(self, validated))
-
     def writing(self) -> contextlib.AbstractAsyncContextManager[None]:
         """A write that does not come through :meth:`call` (a background job storing through a layer's
         contract): it holds the same gate as an operation's write, so :meth:`writes_paused` waits for it. Inside
@@ -541,14 +558,28 @@ class Memory:
 
     def find(self, contract: type[T]) -> list[T]:
         """The open layers that fill a contract (a Protocol of :mod:`pps_core.contracts`), in plugin order."""
-        if any(isinstance(layer, contract) for layer in self.layers.deferred.values()):
-            self.layers._check()
-        return [layer for layer in dict.values(self.layers)
+        for layer in self._closed.values():
+            if isinstance(layer, contract):
+                self.layers._check(layer.name)  # a call that did not declare it: UndeclaredLayer
+        return [layer for layer in self._opened.values()
                 if not isinstance(layer, FailedLayer) and isinstance(layer, contract)]
 
     def layer_names(self) -> list[str]:
         """Every layer of the entity, open or not yet (a lazy memory), in plugin order."""
         return list(self._layer_plugin)
+
+    def is_open(self, layer: Layer) -> bool:
+        """Whether ``layer`` (the object a plugin made) is open in this memory: not failed, not warming elsewhere."""
+        return self.layers.get(layer.name) is layer
+
+    def require(self, layer: L) -> L:
+        """``layer`` (the object a plugin made, :meth:`is_open`), or Unavailable saying why it cannot serve: a
+        plugin finds its own layer by the object it built, never by a name."""
+        found = self.layers.get(layer.name)
+        if found is layer:
+            return layer
+        why = getattr(found, "reason", None) or "not open"
+        raise Unavailable(f"{layer.name} is unavailable for entity {self.settings.entity!r}: {why}")
 
     def require_layer(self, name: str) -> Layer:
         layer = self.layers.get(name)
@@ -674,12 +705,6 @@ class Memory:
 
 
 def _per_plugin(pm: pluggy.PluginManager, hook: str, memory: Memory) -> list[tuple[str, Any]]:
-    """Each plugin's answer to a ``memory`` hook, with the plugin's name, in pluggy's call order (each call goes
-    through pluggy, so ``PPS_TRACE_PLUGINS`` still shows it)."""
-    impls = list(reversed(getattr(pm.hook, hook).get_hookimpls()))
-    everyone = [impl.plugin for impl in impls]
-    out = []
-    for impl in impls:
-        answer = pm.subset_hook_caller(hook, [p for p in everyone if p is not impl.plugin])(memory=memory)
-        out.append((impl.plugin_name, answer[0] if answer else None))
-    return out
+    """Each plugin's answer to a ``memory`` hook, with the plugin's name, in plugin order: one pluggy call
+    (``PPS_TRACE_PLUGINS`` shows it), its answers attributed by :func:`pps_core.plugins.answers`."""
+    return [(answer.plugin, answer.value) for answer in answers(pm, hook, memory=memory)]

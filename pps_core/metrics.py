@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import time
-import weakref
 from bisect import bisect_left
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -79,14 +78,18 @@ class OperationMetrics:
         span.end(end_time=end)
 
 
-_METRICS: weakref.WeakKeyDictionary[Any, OperationMetrics] = weakref.WeakKeyDictionary()
+#: The name ``builtin:metrics``'s object for an entity is registered under (``pps_entity_plugin``).
+ENTITY_OBJECT = "builtin:metrics:entity"
 
 
 def metrics_of(memory: Any) -> OperationMetrics:
-    """The metrics of one open memory (created on first use)."""
-    found = _METRICS.get(memory)
-    if found is None:
-        found = _METRICS[memory] = OperationMetrics(memory.settings.entity)
+    """The metrics recorded for one memory: kept by ``builtin:metrics``'s object for its entity (empty metrics for
+    a memory whose plugins are not loaded)."""
+    pm = getattr(memory, "pm", None)
+    recorder = pm.get_plugin(ENTITY_OBJECT) if pm is not None else None
+    if recorder is None:
+        return OperationMetrics(memory.settings.entity)
+    found: OperationMetrics = recorder.metrics
     return found
 
 

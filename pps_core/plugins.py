@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import logging
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -16,6 +18,123 @@ from .errors import ConfigError
 from .hookspecs import default_plugins as default_plugins  # what a new entity loads (re-exported)
 
 GROUP = hookspecs.GROUP
+log = logging.getLogger("pps")
+
+#: Hooks whose listeners are each on their own: one that raises is logged and the others still run (pluggy's own
+#: call stops at the first exception); a :class:`~pps_core.errors.PPSError` is meant for the caller and propagates.
+EVENT_HOOKS = frozenset({"pps_memory_opened", "pps_memory_closing", "pps_message_stored", "pps_summary_stored",
+                         "pps_operation_called"})
+#: Hooks whose answers the kernel needs by plugin (:func:`answers`): layers and operations name their plugin,
+#: copies are keyed by it, a forget listener that fails stays owed to it.
+ATTRIBUTED_HOOKS = frozenset({"pps_layers", "pps_operations", "pps_turn_copies", "pps_messages_forgotten",
+                              "pps_entity_plugin"})
+#: Hooks whose failing implementation is recorded (:attr:`Answer.error`) rather than raised, so the others answer.
+_CAUGHT = frozenset({"pps_messages_forgotten"})
+_WRAPPED = EVENT_HOOKS | ATTRIBUTED_HOOKS | _CAUGHT
+#: A plugin registers the per-entity object it made (``pps_entity_plugin``) under ``"<plugin>" + ENTITY_PART``.
+ENTITY_PART = ":entity"
+
+
+class Answer(tuple[str, Any, BaseException | None]):
+    """One implementation's answer to a hook call: ``(plugin, value, error)``; ``error`` only for hooks whose
+    failures are recorded (``pps_messages_forgotten``)."""
+
+    @property
+    def plugin(self) -> str:
+        return str(self[0])
+
+    @property
+    def value(self) -> Any:
+        return self[1]
+
+    @property
+    def error(self) -> BaseException | None:
+        return self[2]
+
+
+#: The hook being collected by :func:`answers` in this context, and what its implementations answered.
+_ANSWERS: contextvars.ContextVar[tuple[str, list[Answer]] | None] = contextvars.ContextVar("pps_answers",
+                                                                                        default=None)
+
+
+def owner(plugin_name: str | None) -> str:
+    """The plugin a registered name belongs to: a per-entity object's name (``"turns:entity"``) is its plugin's."""
+    name = plugin_name or ""
+    return name[:-len(ENTITY_PART)] if name.endswith(ENTITY_PART) else name
+
+
+def _attributed(hook: str, plugin: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (a hook implementation) as pluggy calls it: an event listener on its own, an answer recorded
+    with its plugin for :func:`answers`. Pluggy still makes the call (its tracing and monitoring see it)."""
+    from .errors import PPSError
+
+    isolated, caught, recorded = hook in EVENT_HOOKS, hook in _CAUGHT, hook in ATTRIBUTED_HOOKS
+
+    @functools.wraps(function)
+    def call(*args: Any) -> Any:
+        collecting = _ANSWERS.get()
+        mine = recorded and collecting is not None and collecting[0] == hook
+        error: BaseException | None = None
+        try:
+            value = function(*args)
+        except Exception as exc:
+            if caught and mine:  # a PPSError too: the listener stays owed, the others still run
+                value, error = None, exc
+            elif isolated and not isinstance(exc, PPSError):  # an observer must not fail what it observes
+                log.warning("a plugin failed in %s: %s", hook, exc)
+                return None
+            else:
+                raise
+        if mine and collecting is not None:
+            collecting[1].append(Answer((plugin, value, error)))
+        return value
+
+    call.__pps_attributed__ = True  # type: ignore[attr-defined]
+    return call
+
+
+class PluginManager(pluggy.PluginManager):
+    """pluggy's manager, with each registered hook implementation called as :func:`_attributed` says: every hook
+    call, events and forget listeners included, goes through pluggy (``PPS_TRACE_PLUGINS=1`` shows them all)."""
+
+    def register(self, plugin: Any, name: str | None = None) -> str | None:
+        registered = super().register(plugin, name)
+        if registered is not None:
+            attribute(self, plugin)
+        return registered
+
+
+def attribute(pm: pluggy.PluginManager, plugin: Any = None) -> None:
+    """Wrap the hook implementations of ``plugin`` (of every registered plugin when None) as :func:`_attributed`
+    says, once; a hook wrapper is left as it is. :class:`PluginManager` does it at each registration; a manager
+    built elsewhere gets it when a memory takes it."""
+    plugins = [plugin] if plugin is not None else [p for _name, p in pm.list_name_plugin()]
+    for each in plugins:
+        for caller in pm.get_hookcallers(each) or []:
+            if caller.name not in _WRAPPED:
+                continue
+            for impl in caller.get_hookimpls():
+                if (impl.plugin is each and not (impl.hookwrapper or impl.wrapper)
+                        and not getattr(impl.function, "__pps_attributed__", False)):
+                    impl.function = _attributed(  # type: ignore[misc]  # pluggy marks it Final; set once here
+                        caller.name, owner(impl.plugin_name), impl.function)
+
+
+def answers(pm: pluggy.PluginManager, hook: str, caller: Any = None, **kwargs: Any) -> list[Answer]:
+    """Call ``hook`` through pluggy (``caller``: a subset of ``pm.hook.<hook>``, else all of it) and answer what each
+    implementation returned, with its plugin, in plugin order (the order plugins registered: the built-in ones,
+    the entity's as configured, then extra objects; a plugin's entity object in its plugin's place), not pluggy's
+    call order (the reverse). Only for :data:`ATTRIBUTED_HOOKS`."""
+    collected: list[Answer] = []
+    token = _ANSWERS.set((hook, collected))
+    try:
+        (caller or getattr(pm.hook, hook))(**kwargs)
+    finally:
+        _ANSWERS.reset(token)
+    place: dict[str, int] = {}
+    for name, _plugin in pm.list_name_plugin():
+        place.setdefault(owner(name), len(place))
+    return sorted(reversed(collected), key=lambda answer: place.get(answer.plugin, len(place)))
 
 #: PPS's own behaviour, registered like any plugin before the entity's (pytest's default plugins):
 #: ambient_recall, health and token, backup/restore/reindex, metrics, the startup resource and wake-up prompt.
@@ -29,13 +148,13 @@ def installed_plugins() -> dict[str, str]:
     return {ep.name: ep.value for ep in entry_points(group=GROUP)}
 
 
-def build_plugin_manager(names: list[str], extra: Sequence[Any] = ()) -> pluggy.PluginManager:
+def build_plugin_manager(names: list[str], extra: Sequence[Any] = ()) -> PluginManager:
     """A fresh manager with the named entry-point plugins and any ``extra`` plugin objects.
 
     A missing or broken name is an error naming it and the cause; misspelled hookimpls fail
     loudly through ``check_pending``.
     """
-    pm = pluggy.PluginManager("pps")
+    pm = PluginManager("pps")
     pm.add_hookspecs(hookspecs)
     pm.hook.pps_addhooks.call_historic(kwargs={"pluginmanager": pm})
     register_builtins(pm)
@@ -151,7 +270,7 @@ def describe(pm: pluggy.PluginManager, *, builtins: bool = False) -> list[dict[s
     out = []
     for plugin, dist_info in _plugin_dists(pm):
         name = pm.get_name(plugin) or ""
-        if ":" in name and not (builtins and name.startswith("builtin:")):
+        if name.endswith(ENTITY_PART) or (":" in name and not (builtins and name.startswith("builtin:"))):
             continue
         hooks = sorted(h.name for h in pm.get_hookcallers(plugin) or [])
         module = getattr(plugin, "__name__", type(plugin).__module__).split(".")[0]

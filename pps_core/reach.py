@@ -17,9 +17,9 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from . import errors
 from .auth import TokenGate, read_token
@@ -27,11 +27,12 @@ from .catalog import ToolSpec
 from .forward import (
     STARTING_OWNER_WAIT_S,
     owner_starting,
-    request,
     server_address,
     settled_server_address,
     try_forward,
 )
+from .forward import call as forward_call
+from .forward import tools as forward_tools
 from .privacy import reset_secret_scanner, use_secret_scanner
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -166,8 +167,9 @@ class LocalEntity(Entity):
 
 
 class RemoteEntity(Entity):
-    """Another process owns the entity: every call is forwarded there with the entity's token, read from its
-    home on every call (a rotation is picked up at once; a restarted server's new address too)."""
+    """Another process owns the entity: every call is forwarded there, on the owner's local channel
+    (:mod:`pps_core.channel`) as the caller this transport saw, or to an HTTP address with the entity's token,
+    read from its home on every call (a rotation is picked up at once; a restarted owner's new address too)."""
 
     def __init__(self, settings: EntitySettings, address: str) -> None:
         self.settings = settings
@@ -177,27 +179,28 @@ class RemoteEntity(Entity):
         self.gate = TokenGate(self.name, self.home)
         self.last_call = time.monotonic()
 
-    async def _request(self, method: str, path: str, body: Any = None) -> Any:
-        token = read_token(self.home)
+    async def _forward(self, send: Any, *args: Any, caller: Caller | None = None) -> Any:
         self.address = (server_address(self.home) or self.address).rstrip("/")
+        relay: dict[str, Any] = {"via": caller.via or "forwarded"} if caller is not None else {}
+        if caller is not None and not caller.vouched:
+            relay["token"] = caller.token  # the owner admits that caller, not this process
         try:
-            return await asyncio.to_thread(request, self.address, method, path, token, body)
+            return await asyncio.to_thread(partial(send, self.address, *args, read_token(self.home), relay=relay))
         except errors.Unavailable:
             if server_address(self.home) is None:
                 raise errors.Unavailable(
-                    f"the server at {self.address} that owned entity {self.name!r} has stopped: start it again, "
+                    f"the process that owned entity {self.name!r} has stopped: start it again, "
                     "or restart this process to own the stores") from None
             raise
 
     async def tools(self) -> list[ToolSpec]:
-        answer = await self._request("GET", "/tools")
-        return [ToolSpec.from_dict(spec) for spec in answer["tools"]]
+        return [ToolSpec.from_dict(spec) for spec in await self._forward(forward_tools)]
 
     async def _call(self, name: str, params: dict[str, Any] | None, *, caller: Caller,
                     size: int | None) -> Any:
         self.admit(caller)
         self.check_size(params, size)
-        return await self._request("POST", f"/tools/{quote(name, safe='')}", params or {})
+        return await self._forward(forward_call, name, params or {}, caller=caller)
 
 
 def owner_address(home: Path | str) -> str | None:

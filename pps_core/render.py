@@ -78,10 +78,6 @@ class Block:
     #: Each item's JSON (the answer's ``results``): only the items the text shows are returned.
     data: list[dict[str, Any]] | None = None
 
-    @property
-    def char_count(self) -> int:
-        return sum(self.chars)
-
     def chosen(self, n: int | None = None) -> list[int]:
         if n is None or n >= len(self.items):
             return list(range(len(self.items)))

@@ -1,9 +1,9 @@
 """``pps serve <transport>``: serve entities as their owner (or as a channel that forwards to it).
 
 Once for every transport: the options every transport shares, one plugin manager per process start, opening or
-forwarding (:mod:`pps_core.reach`), the owner lock, a private umask, logging to stderr, the loopback listener
-that lets other processes reach an owner, stopping on SIGTERM/SIGINT and closing the stores after, and errors
-as one line (exit code 2).
+forwarding (:mod:`pps_core.reach`), the owner lock, a private umask, logging to stderr, the local channel that
+lets other processes reach an owner whatever its transport (:mod:`pps_core.channel`), stopping on SIGTERM/SIGINT
+and closing the stores after, and errors as one line (exit code 2).
 """
 
 from __future__ import annotations
@@ -93,20 +93,13 @@ def run(name: str, settings: EntitySettings, argv: list[str], *,
     if transport.forwards:
         parser.add_argument("--local", action="store_true",
                             help="never forward: own the stores (fails if a server owns them)")
-    listener = _listener(transports, transport)
-    if listener is not None:
-        parser.add_argument("--no-listen", action="store_true",
-                            help=f"when owning the stores, do not also answer the '{listener.name}' transport's "
-                                 "forwarding protocol on a loopback port (other channels forward there by default)")
     transport.add_arguments(parser)
     options = parser.parse_args(argv)
     _configure_logging(options.log_level)
     try:
         names = [n.strip() for n in (getattr(options, "entities", None) or "").split(",") if n.strip()]
         all_settings = [settings] + [load_settings(n, must_exist=True) for n in names if n != settings.entity]
-        if getattr(options, "no_listen", False):
-            listener = None
-        asyncio.run(_serve(transport, all_settings, pm, options, listener, on_served, idle_s))
+        asyncio.run(_serve(transport, all_settings, pm, options, on_served, idle_s))
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:
@@ -122,16 +115,10 @@ def run(name: str, settings: EntitySettings, argv: list[str], *,
     return 0
 
 
-def _listener(transports: dict[str, Transport], serving: Transport) -> Transport | None:
-    """A loaded transport that answers the forwarding protocol, when ``serving`` has no address of its own."""
-    if serving.listen is not None:
-        return None
-    return next((t for t in transports.values() if t.listen is not None), None)
-
-
 async def _serve(transport: Transport, all_settings: list[EntitySettings], pm: pluggy.PluginManager,
-                 options: argparse.Namespace, listener: Transport | None,
-                 on_served: Callable[[Served], bool] | None = None, idle_s: float = 0.0) -> None:
+                 options: argparse.Namespace, on_served: Callable[[Served], bool] | None = None,
+                 idle_s: float = 0.0) -> None:
+    from .channel import Channel
     from .reach import LocalEntity, open_entity
     from .transport import Served
 
@@ -145,14 +132,15 @@ async def _serve(transport: Transport, all_settings: list[EntitySettings], pm: p
         served = Served(entities, pm, options.log_level)
         if on_served is not None and not on_served(served):
             return
-        owned = [e for e in entities if isinstance(e, LocalEntity)]
-        side = None
-        if listener is not None and listener.listen is not None and owned:
-            side = asyncio.ensure_future(listener.listen(Served(list(owned), pm, options.log_level, served.stopping)))
+        for entity in entities:  # other processes reach an owner on its channel, whatever the transport
+            if isinstance(entity, LocalEntity) and entity.memory is not None and entity.memory.lock.held:
+                channel = Channel(entity)
+                await channel.start()
+                stack.push_async_callback(channel.close)  # before the stores close
         main = asyncio.ensure_future(transport.serve(served, options))
         idle = asyncio.ensure_future(_stop_when_idle(served, idle_s)) if idle_s > 0 else None
         try:
-            stopped = await _until_stopped(main, side, served, transport.stop_grace_s)
+            stopped = await _until_stopped(main, served, transport.stop_grace_s)
         finally:
             if idle is not None:
                 idle.cancel()
@@ -173,9 +161,8 @@ async def _stop_when_idle(served: Served, idle_s: float) -> None:
             served.stopping.set()
 
 
-async def _until_stopped(main: asyncio.Future[None], side: asyncio.Future[None] | None, served: Served,
-                         grace: float) -> bool:
-    """Wait for the transport (and the listener beside it) to end. On SIGTERM/SIGINT ``served.stopping`` is set;
+async def _until_stopped(main: asyncio.Future[None], served: Served, grace: float) -> bool:
+    """Wait for the transport to end. On SIGTERM/SIGINT ``served.stopping`` is set;
     the transport gets ``grace`` seconds to stop by itself, then is cancelled. False when it did not end even then
     (a thread blocked on stdin)."""
     loop = asyncio.get_running_loop()
@@ -184,14 +171,8 @@ async def _until_stopped(main: asyncio.Future[None], side: asyncio.Future[None] 
     waiter = asyncio.ensure_future(served.stopping.wait())
     try:
         pending: set[asyncio.Future[Any]] = {main, waiter}
-        if side is not None:
-            pending.add(side)
         while not main.done():
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            if side is not None and side in done and side.exception() is not None:
-                main.cancel()  # the listener failed (e.g. cannot bind): report it
-                await asyncio.wait({main}, timeout=STOP_GRACE_S)
-                side.result()
             if waiter in done:
                 finished: set[asyncio.Future[None]] = set()
                 if grace > 0:
@@ -209,12 +190,6 @@ async def _until_stopped(main: asyncio.Future[None], side: asyncio.Future[None] 
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
         waiter.cancel()
-        if side is not None and not side.done():
-            served.stopping.set()  # the listener answers what is in flight, then stops
-            await asyncio.wait({side}, timeout=STOP_GRACE_S)
-            side.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await side
 
 
 def _configure_logging(level: str) -> None:

@@ -37,19 +37,6 @@ def content_terms(text: str) -> list[str]:
     return out
 
 
-def fts5_query(text: str, *, prefix: bool = False) -> str | None:
-    """An FTS5 MATCH expression (OR of quoted terms) that never errors on user punctuation.
-
-    Every term is double-quoted, so FTS5 operators (AND, NEAR, ``*``, ``:``, ``^``) in the user's
-    text are matched as words, not parsed. None when the text has no searchable term.
-    """
-    terms = content_terms(text)
-    if not terms:
-        return None
-    quoted = ['"' + t.replace('"', '""') + '"' + ("*" if prefix else "") for t in terms[:64]]
-    return " OR ".join(quoted)
-
-
 def lexical_scores(query: str, docs: dict[str, str]) -> list[float]:
     """BM25-like scores of small in-memory documents (crystals, word-photo fallbacks)."""
     return lexical_scores_tokens(query, [tokens(t) for t in docs.values()])

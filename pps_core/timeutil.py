@@ -70,10 +70,6 @@ def parse_timestamp(value: str | datetime, tz: ZoneInfo, param: str = "timestamp
     return utc
 
 
-def storage_or_none(value: str | None, tz: ZoneInfo, param: str) -> str | None:
-    return None if value is None else to_storage(parse_timestamp(value, tz, param))
-
-
 def local(value: str | datetime, tz: ZoneInfo) -> datetime:
     """In the entity's zone; a stored time the zone cannot render (an older version's edge-of-calendar row)
     stays in UTC rather than failing the read."""

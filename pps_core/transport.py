@@ -5,14 +5,16 @@ options and the transport's own (:meth:`Transport.add_arguments`), opens each en
 (:mod:`pps_core.reach`: the owner lock is taken there), then calls :meth:`Transport.serve` with what it
 reached. The transport lists and calls operations through each :class:`~pps_core.reach.Entity` as the
 :class:`~pps_core.reach.Caller` it sees on its wire; auth, tenancy, limits and the error mapping are the
-kernel's. SIGTERM or SIGINT cancel ``serve``; the kernel closes the stores after it returns.
+kernel's. Other processes (``pps call``, the hooks) reach an entity the process owns through the kernel's own
+local channel (:mod:`pps_core.channel`), not through the transport: a transport has nothing to do for them.
+SIGTERM or SIGINT cancel ``serve``; the kernel closes the stores after it returns.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -67,15 +69,9 @@ class Transport:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """Add the transport's own options (``--entity``, ``--home``, ``--log-level`` and, as the flags above
-        say, ``--entities``, ``--local``, ``--no-listen`` are the kernel's)."""
+        say, ``--entities`` and ``--local`` are the kernel's)."""
 
     async def serve(self, served: Served, options: argparse.Namespace) -> None:
         """Serve until stopped (return, or be cancelled by SIGTERM/SIGINT). Raise a PPSError to fail with its
         message (exit code 2)."""
         raise NotImplementedError
-
-    #: Set ``listen`` (an ``async def listen(served)``) when the transport answers the forwarding protocol of
-    #: :mod:`pps_core.forward` (``GET /tools``, ``POST /tools/<op>``, bearer token) on a free loopback port and
-    #: publishes its address (``entity.publish``): the kernel then runs it beside a transport that owns an entity
-    #: but has no address of its own (stdio MCP), so other processes reach the owner instead of its lock.
-    listen: Callable[[Served], Awaitable[None]] | None = None

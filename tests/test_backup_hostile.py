@@ -80,3 +80,16 @@ def test_a_restored_config_cannot_point_a_store_at_another_home(tmp_path):
                                            '{"query": "secret"}').stdout
     found = pps(tmp_path, "call", "--entity", "victim", "raw_search", '{"query": "secret"}').stdout
     assert "the victim's secret" in found
+
+
+def test_an_archive_never_restores_live_credentials(tmp_path):
+    """An archive that holds ``credentials/`` (an OAuth server's grants: pps_core.auth.CREDENTIALS_DIR, which no
+    backup writes) is restored without it: a grant revoked since cannot come back from an archive."""
+    target = tmp_path / "home"
+    crafted = archive(tmp_path / "old.tar.gz", [member("credentials/oauth.json", data=b'{"access": {}}'),
+                                                member("crystals/crystal_001.md", data=b"# kept")])
+    out = pps(tmp_path, "restore", str(crafted), "--home", str(target), check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert (target / "crystals" / "crystal_001.md").read_bytes() == b"# kept"
+    assert not (target / "credentials").exists()
+

@@ -5,10 +5,21 @@ import asyncio
 import json
 import subprocess
 import sys
+from typing import Protocol, runtime_checkable
 
 import pytest
 
-from pps_core import Layer, LayerHealth, Memory, NoParams, Operation, SearchResult, hookimpl
+from pps_core import (
+    EVERY_LAYER,
+    Layer,
+    LayerHealth,
+    Memory,
+    NoParams,
+    Operation,
+    SearchResult,
+    UndeclaredLayer,
+    hookimpl,
+)
 from pps_core.settings import load_settings
 from pps_core.testing.server import pps, pps_env
 
@@ -148,7 +159,21 @@ class Probe(Layer):
         return LayerHealth(layer=self.name, available=True)
 
 
-def _plugins(log):
+@runtime_checkable
+class Marked(Protocol):
+    """A contract a read may declare instead of a layer's name."""
+
+    def mark(self) -> str: ...
+
+
+class MarkedProbe(Probe):
+    def mark(self) -> str:
+        return self.name
+
+
+def _plugins(log, calls=None):
+    calls = calls if calls is not None else []
+
     class Own:
         __pps_name__ = "own"
 
@@ -161,14 +186,24 @@ def _plugins(log):
             async def peek(m, _p):
                 return {"layer": m.require_layer("mine").name}
 
-            async def reach(m, _p):  # a read that reaches another plugin's layer
+            async def reach(m, _p):  # a read that reaches another plugin's layer, undeclared
+                calls.append("reach")
                 return {"layers": sorted(m.layers)}
+
+            async def theirs(m, _p):
+                return {"layers": [m.require_layer("theirs").name]}
+
+            async def marked(m, _p):
+                return {"marks": [layer.mark() for layer in m.find(Marked)]}
 
             async def write(m, _p):
                 return {"ok": True}
 
             return [Operation("peek", NoParams, peek, "own layer", read_only=True),
-                    Operation("reach", NoParams, reach, "every layer", read_only=True),
+                    Operation("reach", NoParams, reach, "every layer, undeclared", read_only=True),
+                    Operation("survey", NoParams, theirs, "another plugin's layer", read_only=True, reads=("theirs",)),
+                    Operation("everything", NoParams, reach, "every layer", read_only=True, reads=EVERY_LAYER),
+                    Operation("marked", NoParams, marked, "a contract", read_only=True, reads=(Marked,)),
                     Operation("poke", NoParams, write, "a write")]
 
     class Other:
@@ -176,14 +211,14 @@ def _plugins(log):
 
         @hookimpl
         def pps_layers(self, memory):
-            return [Probe("theirs", log)]
+            return [MarkedProbe("theirs", log)]
 
     return [Own(), Other()]
 
 
-async def _lazy(tmp_path, log):
+async def _lazy(tmp_path, log, calls=None):
     settings = load_settings("lazy", tmp_path / "lazy", plugins=[], timezone="UTC")
-    return await Memory(settings, extra_plugins=_plugins(log), lazy=True).open()
+    return await Memory(settings, extra_plugins=_plugins(log, calls), lazy=True).open()
 
 
 async def test_a_lazy_memory_opens_the_reads_own_layers_only(tmp_path):
@@ -196,11 +231,25 @@ async def test_a_lazy_memory_opens_the_reads_own_layers_only(tmp_path):
     assert log == ["open mine", "close mine"]  # 'theirs' was never opened, so never closed
 
 
-async def test_a_read_that_reaches_further_runs_again_with_every_layer_open(tmp_path):
+async def test_a_lazy_memory_opens_exactly_the_declared_layers(tmp_path):
+    """``Operation(reads=...)``: by name, by contract or every layer; nothing else opens."""
+    for op, opened, answer in (("survey", ["open theirs"], {"layers": ["theirs"]}),
+                               ("marked", ["open theirs"], {"marks": ["theirs"]}),
+                               ("everything", ["open mine", "open theirs"], {"layers": ["mine", "theirs"]})):
+        log: list[str] = []
+        m = await _lazy(tmp_path, log)
+        assert await m.call(op) == answer, op
+        assert sorted(log) == opened, op
+        await m.close()
+
+
+async def test_a_read_that_reaches_an_undeclared_layer_is_a_clear_error_not_a_second_run(tmp_path):
     log: list[str] = []
-    m = await _lazy(tmp_path, log)
-    assert await m.call("reach") == {"layers": ["mine", "theirs"]}
-    assert sorted(log) == ["open mine", "open theirs"]
+    calls: list[str] = []
+    m = await _lazy(tmp_path, log, calls)
+    with pytest.raises(UndeclaredLayer, match=r"operation 'reach' reached every layer, which it does not declare"):
+        await m.call("reach")
+    assert calls == ["reach"] and log == ["open mine"]  # run once, with what it declared (its plugin's layer)
     await m.close()
 
 

@@ -95,5 +95,5 @@ def test_the_transport_contract_is_documented():
         assert cls.__name__ in found, f"docs/plugin-hooks.md needs a section `### {cls.__name__}`"
         missing = [signature(f) for f in public_methods(cls) if signature(f) not in found]
         assert missing == [], f"{cls.__name__}: {missing}"
-    for attr in ("name", "help", "forwards", "multi_entity", "stop_grace_s", "listen"):
+    for attr in ("name", "help", "forwards", "multi_entity", "stop_grace_s"):
         assert hasattr(transport.Transport, attr) and f"- `{attr}`:" in text, attr

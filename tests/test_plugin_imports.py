@@ -64,3 +64,44 @@ def test_undeclared_distributions_and_private_names_are_breaks(tmp_path):
     write(tmp_path / "plugins/a/pyproject.toml",
           '[project]\nname = "pps-a"\ndependencies = ["pps-core"]\n[project.optional-dependencies]\ntest = ["pps-b"]\n')
     assert [p for p in lint.check(tmp_path) if "does not declare" in p] == []
+
+
+def test_package_code_imports_another_plugin_only_as_a_required_dependency(tmp_path):
+    """An extra naming another plugin (``graph = ["pps-b"]``) does not license reaching into it: the code of a
+    plugin's package meets another plugin only through the kernel's contracts, unless it requires it outright.
+    A guarded import inside a function (``try: from pps_b.settings import ... except ImportError``) is still one.
+    An extra's third-party library (``psycopg``) may be imported optionally; the tests may use a test extra."""
+    lint = load()
+    write(tmp_path / "pyproject.toml", '[project]\nname = "pps-core"\ndependencies = ["pydantic>=2"]\n')
+    write(tmp_path / "plugins/b/pyproject.toml", '[project]\nname = "pps-b"\ndependencies = ["pps-core"]\n')
+    write(tmp_path / "plugins/b/pps_b/__init__.py", "")
+    write(tmp_path / "plugins/b/pps_b/settings.py", "class BSettings: ...\n")
+    write(tmp_path / "plugins/a/pyproject.toml",
+          '[project]\nname = "pps-a"\ndependencies = ["pps-core"]\n[project.optional-dependencies]\n'
+          'graph = ["pps-b"]\npostgres = ["pydantic-core"]\ntest = ["pps-b"]\n')
+    write(tmp_path / "plugins/a/pps_a/__init__.py", "")
+    write(tmp_path / "plugins/a/pps_a/pages.py", """
+        def focal(settings):
+            try:
+                from pps_b.settings import BSettings
+            except ImportError:
+                return None
+            return BSettings
+
+
+        def optional_library():
+            try:
+                import pydantic_core
+            except ImportError:
+                return None
+            return pydantic_core
+    """)
+    write(tmp_path / "plugins/a/tests/test_a.py", "from pps_b.settings import BSettings\n")
+    found = lint.check(tmp_path)
+    assert found == ["plugins/a/pps_a/pages.py:4: imports pps_b.settings of pps-b, which pps-a names only in an "
+                     "extra (graph, test): a plugin's code meets another plugin through pps_core's contracts, or requires "
+                     "it in its dependencies"]
+    write(tmp_path / "plugins/a/pyproject.toml",
+          '[project]\nname = "pps-a"\ndependencies = ["pps-core", "pps-b"]\n[project.optional-dependencies]\n'
+          'postgres = ["pydantic-core"]\n')
+    assert lint.check(tmp_path) == []

@@ -1,3 +1,5 @@
+import json
+import re
 import subprocess
 import sys
 
@@ -60,7 +62,7 @@ def test_describe_lists_versions_and_hooks():
     pm = build_plugin_manager(["sqlite"])
     (info,) = describe(pm)
     assert info["name"] == "sqlite" and info["distribution"] == "pps-sqlite" and info["version"]
-    assert info["hooks"] == ["pps_layers", "pps_operations", "pps_prompts", "pps_resources", "pps_turn_copies"]
+    assert info["hooks"] == ["pps_entity_plugin", "pps_prompts", "pps_resources", "pps_turn_copies"]
 
 
 def test_trace_switch_prints_hook_calls(tmp_path):
@@ -97,3 +99,46 @@ async def test_second_owner_is_refused_with_the_owner_named(pps_home):
 def test_plugins_are_listed_in_the_configured_order():
     assert [p["name"] for p in describe(build_plugin_manager(["sqlite", "crystals"]))] == ["sqlite", "crystals"]
     assert [p["name"] for p in describe(build_plugin_manager(["crystals", "sqlite"]))] == ["crystals", "sqlite"]
+
+
+def test_trace_lists_every_hook_a_call_makes_events_included(tmp_path):
+    """``PPS_TRACE_PLUGINS=1 pps call`` prints every hook the call made, through pluggy: the events and the
+    forget lineage too (they were called past pluggy, so the trace left them out)."""
+    from pps_core.testing.server import init_entity, pps, pps_env
+
+    init_entity(tmp_path, "x", "sqlite")
+    out = pps(tmp_path, "call", "--entity", "x", "store_message",
+              json.dumps({"content": "hello", "author_name": "A", "channel": "terminal"}),
+              env=pps_env(tmp_path, PPS_TRACE_PLUGINS="1"))
+    called = set(re.findall(r"\b(pps_[a-z_]+)\b", out.stderr))
+    for hook in ("pps_operations", "pps_layers", "pps_turn_copies", "pps_rankers", "pps_memory_opened",
+                 "pps_message_stored", "pps_operation_called", "pps_memory_closing"):
+        assert hook in called, (hook, sorted(called))
+
+
+async def test_a_hook_wrapper_and_an_applications_own_manager_keep_every_answer(pps_home):
+    """Answers are attributed on any plugin manager (an application may build its own), and a plugin's hook
+    wrapper is left alone: it sees the layers, and is not taken for a plugin answering."""
+    from pps_core import hookspecs
+    from pps_core.plugins import register_builtins
+    from pps_core.settings import load_settings
+    from pps_core.testing import ScriptedLayer, layer_plugin
+
+    seen = []
+
+    class Wraps:
+        @hookimpl(wrapper=True)
+        def pps_layers(self, memory):
+            layers = yield
+            seen.append([layer.name for batch in layers for layer in batch])
+            return layers
+
+    pm = pluggy.PluginManager("pps")
+    pm.add_hookspecs(hookspecs)
+    register_builtins(pm)
+    pm.register(layer_plugin(ScriptedLayer("docs", ["a lighthouse"])), name="docs")
+    pm.register(Wraps(), name="wraps")
+    memory = Memory(load_settings("own", pps_home / "own", plugins=[], timezone="UTC"), plugin_manager=pm)
+    async with memory:
+        assert memory.layer_names() == ["docs"] and seen == [["docs"]]
+        assert (await memory.call("ambient_recall", {"context": "lighthouse"}))["results"]

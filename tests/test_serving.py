@@ -116,7 +116,8 @@ def test_forwarding_refuses_an_unusable_owner_address(address: str) -> None:
 
 
 def test_forwarding_reaches_a_real_server_over_ipv4_and_ipv6(tmp_path: Path) -> None:
-    """The hand-rolled client (no http.client) against a real HTTP server on loopback, both families."""
+    """The HTTP client (urllib: a server elsewhere, the fleet's server_url) against a real HTTP server on loopback, both
+    families."""
     import http.server
     import json
     import socket

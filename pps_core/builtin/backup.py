@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
+from ..auth import CREDENTIALS_DIR
 from ..catalog import Operation
 from ..errors import Conflict, InvalidParams
 
@@ -156,7 +157,8 @@ def snapshot(home: Path, dest: Path, *, include_token: bool = False, staged: Pat
             for root, dirs, names in os.walk(home):
                 rel_root = Path(root).relative_to(home)
                 dirs[:] = sorted(d for d in dirs if not _under(rel_root / d, set(derived))
-                                 and not d.startswith(WORK_PREFIXES))
+                                 and not d.startswith(WORK_PREFIXES)
+                                 and not (rel_root == Path(".") and d == CREDENTIALS_DIR))  # live credentials
                 for name in sorted(names):
                     src = Path(root) / name
                     rel = rel_root / name

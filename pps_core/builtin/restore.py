@@ -24,6 +24,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..auth import CREDENTIALS_DIR
 from ..errors import Conflict, InvalidParams, PPSError
 
 MANIFEST = "pps-backup.json"
@@ -50,6 +51,8 @@ def _checked_members(archive: Path, tar: tarfile.TarFile) -> tuple[dict[str, Any
         if key in seen:
             raise _refuse(archive, f"member {name[:100]!r} appears twice")
         seen.add(key)
+        if path.parts[0] == CREDENTIALS_DIR:  # live credentials are never restored (pps_core.auth)
+            continue
         if key == MANIFEST:
             reader = tar.extractfile(m)
             try:

@@ -230,6 +230,17 @@ class TransportContract:
         finally:
             await other.close()
 
+    async def test_other_processes_reach_the_served_entity(self, served: list[ServedEntity],
+                                                            client: ContractClient) -> None:
+        """Whatever the transport, ``pps call`` (the Claude Code hooks, any other process) reaches the entity it
+        serves through the kernel's local channel: the transport does nothing for it."""
+        alpha = served[0]
+        await client.call("ledger_append", {"text": "said on the transport"})
+        out = await asyncio.to_thread(pps, alpha.root, "call", "--entity", alpha.name, "ledger_append",
+                                      json.dumps({"text": "said from pps call"}), check=False)
+        assert out.returncode == 0, out.stderr
+        assert (await client.call("ledger_list", {}))["entries"] == ["said on the transport", "said from pps call"]
+
     async def test_the_request_limit_applies(self, client: ContractClient) -> None:
         with pytest.raises(errors.TooLarge):
             await client.call("ledger_append", {"text": "x" * (LIMIT * 3)})

@@ -13,17 +13,14 @@ from pps_core import Conflict, InvalidParams, NotFound, hookimpl
 from pps_core.textsearch import content_terms, tokens
 from pps_core.timeutil import now_utc, to_storage
 
-_HOMES: dict[str, dict[str, Any]] = {}  # a home's data lives as long as the process
+#: The stand-in for a database server: each home's data, as long as the process lives (a second memory on the
+#: same home, "another process" in the turn suites, finds it). A store, not plugin state: no memory is its key.
+_SERVER: dict[str, dict[str, Any]] = {}
 
 
 @hookimpl
-def pps_layers(memory):
-    return pps_turns.build(memory, MemStore(str(memory.home))).layers()
-
-
-@hookimpl
-def pps_operations(memory):
-    return pps_turns.operations_for_memory()
+def pps_entity_plugin(memory):
+    return pps_turns.TurnPlugin(memory, lambda memory: MemStore(str(memory.home)))
 
 
 @hookimpl
@@ -50,7 +47,7 @@ class MemStore:
 
     def __init__(self, home: str) -> None:
         self.detail = f"memory ({home})"
-        self.d = _HOMES.setdefault(home, {"turns": {}, "sums": {}, "cursors": {}, "log": [], "tv": {}, "sv": {},
+        self.d = _SERVER.setdefault(home, {"turns": {}, "sums": {}, "cursors": {}, "log": [], "tv": {}, "sv": {},
                                               "tombs": set(), "tokens": {}, "owed": {}})
 
     async def open(self) -> None: ...
@@ -221,7 +218,7 @@ class MemStore:
     async def forget_log(self, limit, offset=0):
         return len(self.d["log"]), copy.deepcopy(self.d["log"][::-1][offset:offset + limit])
 
-    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):
+    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type, created_at=None):
         turns = self.d["turns"]
         if message_ids:
             missing = sorted(set(message_ids) - set(turns))
@@ -243,7 +240,7 @@ class MemStore:
         s = {"id": max(self.d["sums"], default=0) + 1, "summary_text": text, "start_id": rows[0]["id"],
              "end_id": rows[-1]["id"], "message_count": len(rows),
              "channels": channels or sorted({t["channel"] for t in rows}), "time_span_start": times[0],
-             "time_span_end": times[-1], "summary_type": summary_type, "created_at": to_storage(now_utc()),
+             "time_span_end": times[-1], "summary_type": summary_type, "created_at": created_at or to_storage(now_utc()),
              "rewrite": None}
         self.d["sums"][s["id"]] = s
         for t in rows:

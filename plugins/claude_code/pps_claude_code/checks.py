@@ -55,28 +55,60 @@ def plugins_check(settings) -> Check:
     return "ok", "plugins", f"all {len(settings.plugins)} importable"
 
 
+def fleet_check(settings, url: str) -> tuple[Check, str | None]:
+    """``[claude_code] server_url``: every hook forwards there with this home's token, so that server is the one to
+    check (it answers, and takes the token); nothing is started here."""
+    from pps_core.auth import read_token
+    from pps_core.errors import Forbidden, PPSError, Unauthorized
+    from pps_core.forward import request
+
+    where = f"[claude_code] server_url {url}"
+    try:
+        token = read_token(Path(settings.home))
+    except OSError:
+        token = None
+    try:
+        started = time.perf_counter()
+        request(url, "GET", "/health", None)
+        ms = (time.perf_counter() - started) * 1000
+    except PPSError as exc:
+        return ("fail", "server", f"{where} does not answer: {exc.message}; the hooks forward there, so memory is "
+                                  "neither saved nor loaded"), None
+    try:
+        request(url, "GET", "/tools", token)
+    except (Unauthorized, Forbidden) as exc:
+        return ("fail", "server", f"{where} answers but refuses this home's token ({Path(settings.home) / 'token'}): "
+                                  f"{exc.message}; copy the entity's token from the server's home"), None
+    except PPSError as exc:
+        return ("warn", "server", f"{where} answers /health ({ms:.0f} ms) but not /tools: {exc.message}"), None
+    return ("ok", "server", f"{where} answers ({ms:.0f} ms) and takes this home's token; every hook forwards "
+                            "there, nothing is started here"), url
+
+
 def server_check(settings) -> tuple[Check, str | None]:
     from pps_core.errors import PPSError
-    from pps_core.forward import request
+    from pps_core.forward import address_of, health
     from pps_core.owner import read_owner
 
+    from .config import cc_settings
+
+    fleet = cc_settings(settings).server_url
+    if fleet:
+        return fleet_check(settings, fleet)
     owner = read_owner(Path(settings.home))
     if owner is None:
         return ("ok", "server", "none running (the next hook starts one)"), None
-    address = owner.get("address")
+    address = address_of(owner)
     from .server import _spawned_pid
 
     if not address and owner.get("pid") == _spawned_pid(Path(settings.home)):
         return ("warn", "server", f"pid {owner.get('pid')} (started by the hooks) is still opening the stores"), None
     if not address:
-        return ("warn", "server", f"pid {owner.get('pid')} owns the stores but serves no address: hooks cannot "
-                                  "reach it (serve with `pps serve http`, or let the hooks start one)"), None
+        return ("warn", "server", f"pid {owner.get('pid')} owns the stores but serves nothing: hooks cannot "
+                                  "reach it (serve it with `pps serve`, or let the hooks start one)"), None
     try:
         started = time.perf_counter()
-        from urllib.parse import urlsplit
-
-        base = urlsplit(address)
-        request(f"{base.scheme}://{base.netloc}", "GET", "/health", None)
+        health(address)
         ms = (time.perf_counter() - started) * 1000
     except PPSError as exc:
         return ("fail", "server", f"pid {owner.get('pid')} at {address} does not answer: {exc.message}"), None
@@ -172,7 +204,7 @@ def mcp_check(settings, settings_file: Path) -> Check:
 
 
 def activity_checks(settings) -> list[Check]:
-    from .logbook import log_path, read_status
+    from pps_hooks.logbook import log_path, read_status
 
     status = read_status(settings.home)
     cap, inj, err = status.get("capture") or {}, status.get("injection") or {}, status.get("error") or {}

@@ -7,8 +7,18 @@ import sys
 from pathlib import Path
 
 
+def other_hosts() -> list[str]:
+    """The hosts of the hook core installed beside Claude Code (pps-codex, pps-gemini, pps-copilot, ...)."""
+    try:
+        from pps_hooks.hosts import host_names
+    except ImportError:
+        return []
+    return [name for name in host_names() if name != "claude-code"]
+
+
 def add_commands(cli) -> None:
-    p = cli.add("hooks", cmd_hooks, help="Claude Code hooks: install, uninstall, status")
+    hosts = other_hosts()
+    p = cli.add("hooks", cmd_hooks, help="agent hosts' hooks (Claude Code by default): install, uninstall, status")
     p.add_argument("action", choices=["install", "uninstall", "status", "stop"],
                    help="install: merge the hooks into Claude Code's settings.json; uninstall: remove them; "
                         "status: what is installed and what the hooks did last; stop: stop the server the "
@@ -18,6 +28,11 @@ def add_commands(cli) -> None:
     p.add_argument("--settings", help="Claude Code settings file (default: ~/.claude/settings.json; a project's "
                                       ".claude/settings.json works too)")
     p.add_argument("--prompt-recall", action="store_true", help="install: inject relevant memories on every prompt")
+    p.add_argument("--host", default="claude-code", choices=["claude-code", *hosts],
+                   help="install/uninstall: the host whose hooks to change (default claude-code); status shows "
+                        "every host")
+    p.add_argument("--config", help="install/uninstall with --host: the host's hook config file (default: the "
+                                    "host's user-level file)")
 
     p = cli.add("hook", cmd_hook, help="run one Claude Code hook (reads the event JSON on stdin; always exits 0)")
     p.add_argument("event", help="SessionStart, UserPromptSubmit, Stop, PreCompact or SessionEnd")
@@ -32,6 +47,14 @@ def add_commands(cli) -> None:
     p.add_argument("--user-name", help="author of the human's prompts (default: the configured name)")
     p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
     p.set_defaults(format="claude-code")
+    for name in hosts:
+        p = imports.add(name, cmd_import, help=f"{name} transcripts: one file or a directory of them (default: where "
+                                                "the host keeps them)")
+        p.add_argument("path", nargs="?", help="a transcript or a directory of them")
+        cli.entity_args(p)
+        p.add_argument("--user-name", help="author of the human's prompts (default: the configured name)")
+        p.add_argument("--local", action="store_true", help="open the stores here even if a server runs")
+        p.set_defaults(format=name)
     p = imports.add("jsonl", cmd_import, help="one JSON turn per line (content, author_name, channel, created_at, ...)")
     p.add_argument("path", help="a .jsonl file")
     cli.entity_args(p)
@@ -44,7 +67,7 @@ def add_commands(cli) -> None:
     p.add_argument("--settings", help="Claude Code settings file to check (default: ~/.claude/settings.json)")
 
     p = cli.add("setup", cmd_setup, help="set PPS up for a host in one step: pps setup claude-code --entity NAME")
-    p.add_argument("host", choices=["claude-code"])
+    p.add_argument("host", choices=["claude-code", *hosts])
     cli.entity_args(p)
     p.add_argument("--user-name", help="your name, as your prompts are stored (default: $USER)")
     p.add_argument("--settings", help="Claude Code settings file (default: ~/.claude/settings.json)")
@@ -52,6 +75,7 @@ def add_commands(cli) -> None:
     p.add_argument("--tools", default=None, help="MCP tool profile: essential, all, or a comma list "
                                                  "(default: [mcp] tools of pps.toml, itself essential by default)")
     p.add_argument("--prompt-recall", action="store_true", help="inject relevant memories on every prompt")
+    p.add_argument("--config", help="another host's hook config file (default: the host's user-level file)")
 
 
 def _settings(args):
@@ -82,6 +106,12 @@ def cmd_hooks(args) -> int:
     from . import install
 
     chosen_entity(args)
+    if getattr(args, "host", "claude-code") != "claude-code" and args.action in ("install", "uninstall"):
+        from pps_hooks import commands
+        from pps_hooks.hosts import get_host
+
+        host = get_host(args.host)
+        return commands.uninstall(host, args) if args.action == "uninstall" else commands.setup(host, args)
 
     if args.action == "uninstall":
         path = _settings_file(args)
@@ -112,7 +142,7 @@ def cmd_hooks(args) -> int:
         print(json.dumps({"hooks": config}, indent=2))
         return 0
     path = install.install(_settings_file(args), config)
-    from .logbook import log_path
+    from pps_hooks.logbook import log_path
 
     print(f"installed PPS hooks for entity {settings.entity!r} in {path}")
     print(f"  events: {', '.join(config)}; see what they do with `pps hooks status`; log: {log_path(settings.home)}")
@@ -140,12 +170,18 @@ def cmd_import(args) -> int:
     from .config import assistant_name, user_name
 
     settings = _settings(args)
-    path = Path(args.path).expanduser()
-    if not path.exists():
+    path = Path(args.path or ".").expanduser()
+    if args.path and not path.exists():
         print(f"pps: error: {path}: no such file or directory", file=sys.stderr)
         return 2
     try:
-        if args.format == "jsonl":
+        if args.format not in ("jsonl", "claude-code"):
+            from pps_hooks.commands import transcript_turns
+            from pps_hooks.hosts import get_host
+
+            turns, files, path = transcript_turns(get_host(args.format), settings, args.path,
+                                                  getattr(args, "user_name", None))
+        elif args.format == "jsonl":
             turns = list(importer.read_jsonl(path, getattr(args, "channel", None)))
         else:
             turns = list(importer.claude_code_turns(path, assistant_name(settings),
@@ -174,4 +210,9 @@ def cmd_doctor(args) -> int:
 def cmd_setup(args) -> int:
     from .setup import setup_claude_code
 
+    if args.host != "claude-code":
+        from pps_hooks import commands
+        from pps_hooks.hosts import get_host
+
+        return commands.setup(get_host(args.host), args)
     return setup_claude_code(args)

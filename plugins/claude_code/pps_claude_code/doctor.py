@@ -19,13 +19,24 @@ from .checks import (
 
 
 def stores_check(settings) -> Check:
-    """Every layer's health, through the server when one owns the stores, else opened here."""
+    """Every layer's health, through the server when one owns the stores, else opened here; with ``[claude_code]
+    server_url``, through that server (the hooks' stores are there: nothing is opened here)."""
     from pps_core.client import EntityClient
 
+    from .config import cc_settings
+
+    fleet = cc_settings(settings).server_url
     try:
-        with EntityClient(settings) as client:
-            health = client.call("pps_health", {})
-            via = client.mode
+        if fleet:
+            from pps_core.auth import read_token
+            from pps_core.forward import request
+
+            health = request(fleet, "POST", "/tools/pps_health", read_token(Path(settings.home)), {})
+            via = "fleet"
+        else:
+            with EntityClient(settings) as client:
+                health = client.call("pps_health", {})
+                via = client.mode
     except Exception as exc:  # noqa: BLE001 - reported, not raised
         return "fail", "stores", f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
     layers = health.get("layers") or {}
@@ -43,29 +54,25 @@ def stores_check(settings) -> Check:
     return "ok", "stores", f"{len(layers)} layers available via {via} ({counts})"
 
 
-def model_check(settings) -> Check | None:
-    if "embeddings" not in settings.plugins:
-        return None
-    try:
-        from pps_embeddings.settings import EmbeddingSettings
-    except ImportError:
-        EmbeddingSettings = None  # noqa: N806
-    provider = "onnx"
-    model_path = None
-    if EmbeddingSettings is not None:
-        es = settings.plugin_settings(EmbeddingSettings, "embeddings")
-        provider, model_path = es.provider, es.model_path
-    if provider != "onnx":
-        return "ok", "model", f"embeddings from an endpoint ({provider})"
-    try:
-        from pps_embeddings.onnx import installed_model_path
+#: Entry points of this group add lines to ``pps doctor``: each a callable taking the entity's settings and
+#: answering ``(status, name, detail)`` ("ok" / "warn" / "fail") or None when it has nothing to say (the embeddings
+#: plugin's model file, for one). A plugin adds a check without this plugin naming it.
+CHECKS_GROUP = "pps.checks"
 
-        path = Path(model_path) if model_path else installed_model_path()
-    except Exception as exc:  # noqa: BLE001
-        return "fail", "model", f"cannot locate the embedding model: {type(exc).__name__}: {exc}"
-    if not path.is_file():
-        return "fail", "model", f"{path} is missing (reinstall pps-embeddings)"
-    return "ok", "model", f"{path} ({path.stat().st_size / 1e6:.1f} MB)"
+
+def plugin_checks(settings) -> list[Check]:
+    """The lines installed plugins add (:data:`CHECKS_GROUP`), in name order; a check that raises is its own fail."""
+    from importlib.metadata import entry_points
+
+    lines: list[Check] = []
+    for ep in sorted(entry_points(group=CHECKS_GROUP), key=lambda e: e.name):
+        try:
+            found = ep.load()(settings)
+        except Exception as exc:  # noqa: BLE001 - a broken check is reported, doctor goes on
+            found = ("fail", ep.name, f"the check of {ep.value} failed: {type(exc).__name__}: {exc}")
+        if found:
+            lines.append(found)
+    return lines
 
 
 def token_check(settings) -> Check:
@@ -89,9 +96,11 @@ def run_doctor(args) -> int:
         checks += [token_check(settings), plugins_check(settings)]
         if checks[-1][0] != "fail":
             checks.append(stores_check(settings))
-        model = model_check(settings)
-        if model:
-            checks.append(model)
-        checks += [server_check(settings)[0], hooks_check(settings, settings_file), mcp_check(settings, settings_file)]
-        checks += activity_checks(settings)
+        checks += plugin_checks(settings)
+        claude_code = [hooks_check(settings, settings_file), mcp_check(settings, settings_file),
+                       *activity_checks(settings)]
+        checks += [server_check(settings)[0], *claude_code]
+        from .status import with_other_hosts
+
+        checks = with_other_hosts(checks, settings, settings_file, claude_code_only=claude_code)
     return print_checks(checks)

@@ -2,7 +2,8 @@
 
 Importing the PPS kernel's ``Memory`` (pydantic models, pluggy, the plugin list) costs more than the whole
 hook should; with a server running the hook only has to read its settings (``pps.toml`` with tomllib, the
-``PPS_CLAUDE_CODE_*`` environment), read the new lines of the transcript and make two HTTP calls. It reaches
+``PPS_CLAUDE_CODE_*`` environment), read the new lines of the transcript and make two calls on the owner's local
+channel (whatever transport the owner serves). It reaches
 the owner through the kernel's light modules (``pps_core.owner``, ``pps_core.auth``, ``pps_core.forward``:
 standard library only, ``pps_core`` imports nothing until asked). When
 anything is unusual (no server, no ``pps.toml``, settings only the full loader can resolve, input that
@@ -17,12 +18,20 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from .logbook import failure_notice, log, log_path, private_append, private_dirs, record, replace_private
+from pps_hooks.logbook import (
+    failure_notice,
+    log,
+    log_path,
+    private_append,
+    private_dirs,
+    record,
+    replace_private,
+)
+
 from .recall_view import relevant_memories
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd")
@@ -145,8 +154,8 @@ HUNG_MEMORY_S = 60.0
 
 
 class Remote:
-    """The entity's owner, reached through the kernel's forwarding (:func:`pps_core.forward.request`, a plain
-    socket: no ``http.client``), each wait on it bounded by the hook's ``timeout_s``."""
+    """The entity's owner, reached through the kernel's forwarding (:func:`pps_core.forward.request`: its local
+    channel, a Unix socket; a fleet's server_url over HTTPS), each wait on it bounded by the hook's ``timeout_s``."""
 
     def __init__(self, address: str, token: str | None, timeout: float) -> None:
         self.address, self.token, self.timeout = address, token, timeout
@@ -157,13 +166,16 @@ class Remote:
         return request(self.address, "POST", f"/tools/{operation}", self.token, params, timeout=self.timeout)
 
 
-def _state_path(home: Path, session: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session)[:120] or "unknown"
-    return home / "hooks" / "claude-code" / f"{safe}.json"
+def sync(remote, light: Light, payload: dict[str, Any]) -> int:
+    """Send the turns the transcript gained since the last hook of this session (:func:`sync_turns`)."""
+    return sync_turns(remote, light.home, light.assistant_name, light.user_name, payload)
 
 
-def sync(remote: Remote, light: Light, payload: dict[str, Any]) -> int:
-    """Send the turns the transcript gained since the last hook of this session (as hooks.sync_transcript)."""
+def sync_turns(client, home: Path, assistant: str, user: str, payload: dict[str, Any]) -> int:
+    """Store the turns the transcript gained since the last hook of this session through ``client`` (the server,
+    or the stores opened here: anything with ``call``); returns how many. Under a per-session lock, so
+    overlapping hooks never send a turn twice; the cursor is the transcript's byte offset."""
+    from .cursor import state_path
     from .transcripts import transcript_turns
 
     transcript = payload.get("transcript_path")
@@ -171,23 +183,23 @@ def sync(remote: Remote, light: Light, payload: dict[str, Any]) -> int:
     if not transcript or not Path(transcript).expanduser().is_file():
         return 0
     transcript = str(Path(transcript).expanduser())
-    state_file = _state_path(light.home, session)
+    state_file = state_path(home, session)
     private_dirs(state_file.parent)
     lock = os.open(state_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one hook of a session reads and sends at a time
         try:
             state = json.loads(state_file.read_text())
             state = state if isinstance(state, dict) else {}
         except (OSError, ValueError):
             state = {}
         offset = state.get("offset", 0) if state.get("transcript") == transcript else 0
-        if offset > Path(transcript).stat().st_size:
+        if offset > Path(transcript).stat().st_size:  # rewritten transcript: start over (ids dedupe)
             offset = 0
-        turns, end = transcript_turns(Path(transcript), entity=light.assistant_name, user_name=light.user_name,
-                                      offset=offset, session_id=session)
+        turns, end = transcript_turns(Path(transcript), entity=assistant, user_name=user, offset=offset,
+                                      session_id=session)
         for i in range(0, len(turns), BATCH):
-            remote.call("store_messages", {"messages": turns[i:i + BATCH]})
+            client.call("store_messages", {"messages": turns[i:i + BATCH]})
         if end != offset or not state_file.exists():
             replace_private(state_file, json.dumps({**state, "transcript": transcript, "offset": end,
                                                     "session_id": session, "updated": time.time()}))
@@ -260,11 +272,11 @@ def _spawn_recap(light: Light, transcript: str) -> None:
         site.main()
     if "recap" not in light.plugins or importlib.util.find_spec("pps_recap") is None:
         return
-    from .isolated import python
+    from pps_hooks.isolated import python
 
     private_append(log_path(light.home), "")
     err = os.open(log_path(light.home), os.O_WRONLY | os.O_APPEND)
-    try:  # isolated from the project the hook runs in (see .isolated): -I, in the entity's home
+    try:  # isolated from the project the hook runs in (see pps_hooks.isolated): -I, in the entity's home
         subprocess.Popen(python("-m", "pps_core.cli", "recap", os.path.abspath(os.path.expanduser(transcript)),
                                 "--entity", light.entity, "--home", str(light.home), "--save", "--quiet"),
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
@@ -324,6 +336,7 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
         return False
     try:  # the kernel's own light modules (no Memory, pydantic or pluggy): the owner lock and the token
         from pps_core.auth import read_token
+        from pps_core.forward import address_of
         from pps_core.owner import read_owner
     except ImportError:  # pps-core is not beside this package on sys.path (an editable install): full path
         return False
@@ -335,8 +348,8 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
         owner: dict[str, Any] = {"pid": address}  # what the hung-server memory keys on
     else:
         owner = read_owner(light.home) or {}
-        address = owner.get("address")
-        if not address or not str(address).startswith("http://"):
+        address = address_of(owner)  # the owner's local channel, whatever transport it serves
+        if not address:
             return False
     try:
         token = read_token(light.home)
@@ -346,21 +359,10 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
     remote = Remote(address, token, timeout)
     session = str(payload.get("session_id") or "unknown")
     injecting = event in INJECTING or (event == "UserPromptSubmit" and (recall or light.cc["prompt_recall"]))
-    result: dict[str, Any] = {}
+    from pps_hooks.logbook import read_status
+    from pps_hooks.runner import emitter, guarded
 
-    def work() -> None:
-        try:
-            result["out"] = _handle(remote, light, event, payload, recall, via="fleet" if fleet else "server")
-        except BaseException as exc:  # noqa: BLE001 - logged, recorded, shown where it matters
-            result["error"] = f"{type(exc).__name__}: {exc}"
-            result["reason"] = str(exc)
-
-    def emit(obj: dict[str, Any] | None) -> None:
-        if obj:
-            stdout.write(json.dumps(obj) + "\n")
-            stdout.flush()
-
-    from .logbook import read_status
+    emit = emitter(stdout)
 
     hung = read_status(light.home).get("hung") or {}
     if hung.get("pid") == owner.get("pid") and time.time() - float(hung.get("at") or 0) < HUNG_MEMORY_S:
@@ -372,21 +374,7 @@ def try_run(event_name: str, entity: str | None, home: str | None, raw: str, *, 
         record(light.home, "error", event=event, message=reason)
         emit(failure_notice(light.home, event, session, reason, injecting=injecting))
         return True
-    worker = threading.Thread(target=work, name="pps-hook", daemon=True)
-    worker.start()
-    worker.join(max(0.0, started + timeout - time.monotonic()))
-    if worker.is_alive():
-        reason = f"PPS did not answer within {timeout:g}s"
-        log(light.home, f"{event}: gave up after {timeout:g}s (PPS slow or stuck); nothing injected")
-        record(light.home, "error", event=event, message=reason)
-        record(light.home, "hung", pid=owner.get("pid"))
-        emit(failure_notice(light.home, event, session, reason, injecting=injecting))
-        stdout.flush()
-        os._exit(0)
-    if "error" in result:
-        log(light.home, f"{event}: failed: {result['error']}")
-        record(light.home, "error", event=event, message=result["reason"])
-        emit(failure_notice(light.home, event, session, result["reason"], injecting=injecting))
-    else:
-        emit(result.get("out"))
+    guarded(lambda: _handle(remote, light, event, payload, recall, via="fleet" if fleet else "server"),
+            home=light.home, event=event, session=session, started=started, timeout=timeout, injecting=injecting,
+            stdout=stdout, on_hang=lambda: record(light.home, "hung", pid=owner.get("pid")))
     return True

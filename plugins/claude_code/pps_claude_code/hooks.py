@@ -17,67 +17,30 @@ injected, tells the user in one line (the hook output's ``systemMessage``).
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from pps_hooks.logbook import failure_notice, log, log_path, record
+
 from .config import ClaudeCodeSettings, assistant_name, cc_settings, user_name
 from .install import normalize_event
-from .logbook import failure_notice, log, log_path, private_dirs, record
 from .recall_view import relevant_memories
-from .sessions import state_path as _state_path
 
-_BATCH = 200
 #: Events whose job is to put memory into the conversation: a failure there is shown to the user.
 INJECTING = ("SessionStart", "PreCompact")
 #: Events the user waits on: when no server answers yet they answer from a glance (``[claude_code] glance``).
 GLANCING = ("SessionStart", "UserPromptSubmit")
 
 
-def _read_state(path: Path) -> dict[str, Any]:
-    try:
-        state = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return state if isinstance(state, dict) else {}
-
-
 def sync_transcript(client, settings, cc: ClaudeCodeSettings, payload: dict[str, Any]) -> int:
     """Store the turns the transcript gained since the last hook of this session; returns how many."""
-    from pps_core.atomic import atomic_write
+    from .fastpath import sync_turns
 
-    from .transcripts import transcript_turns
-
-    transcript = payload.get("transcript_path")
-    session = str(payload.get("session_id") or "unknown")
-    if not transcript or not Path(transcript).expanduser().is_file():
-        return 0
-    transcript = str(Path(transcript).expanduser())
-    state_file = _state_path(settings.home, session)
-    private_dirs(state_file.parent)
-    lock = os.open(state_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one hook of a session reads and sends at a time
-        state = _read_state(state_file)
-        offset = state.get("offset", 0) if state.get("transcript") == transcript else 0
-        if offset > Path(transcript).stat().st_size:  # rewritten transcript: start over (ids dedupe)
-            offset = 0
-        turns, end = transcript_turns(Path(transcript), entity=assistant_name(settings, cc),
-                                      user_name=user_name(settings, cc), offset=offset, session_id=session)
-        for i in range(0, len(turns), _BATCH):
-            client.call("store_messages", {"messages": turns[i:i + _BATCH]})
-        if end != offset or not state_file.exists():
-            atomic_write(state_file, json.dumps({**state, "transcript": transcript, "offset": end,
-                                                 "session_id": session, "updated": time.time()}))
-        return len(turns)
-    finally:
-        fcntl.flock(lock, fcntl.LOCK_UN)
-        os.close(lock)
+    return sync_turns(client, Path(settings.home), assistant_name(settings, cc), user_name(settings, cc), payload)
 
 
 def _refresh_recap(client, settings, session: str) -> None:
@@ -95,11 +58,6 @@ def _refresh_recap(client, settings, session: str) -> None:
 
 def context_output(event: str, text: str) -> dict[str, Any]:
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-
-
-def notice(message: str) -> dict[str, Any]:
-    """The one line Claude Code shows the user (never the model): ``systemMessage``."""
-    return {"systemMessage": f"PPS: {message}"}
 
 
 def handle(event: str, payload: dict[str, Any], settings, cc: ClaudeCodeSettings, *, recall: bool = False,
@@ -231,14 +189,14 @@ _START_AFTER: list[Any] = []
 def _spawn_recap(settings, transcript: str) -> None:
     """Write the session's recap in a detached process (summarizing may outlive the hook) that opens no store,
     so the next session's first hook never waits for it. Isolated from the project the hook runs in
-    (:mod:`.isolated`): ``-I``, in the entity's home."""
+    (:mod:`pps_hooks.isolated`): ``-I``, in the entity's home."""
     import importlib.util
     import subprocess
 
     if "recap" not in settings.plugins or importlib.util.find_spec("pps_recap") is None:
         return
-    from .isolated import python
-    from .logbook import private_append
+    from pps_hooks.isolated import python
+    from pps_hooks.logbook import private_append
 
     cmd = python("-m", "pps_core.cli", "recap", os.path.abspath(os.path.expanduser(transcript)),
                  "--entity", settings.entity, "--home", str(settings.home), "--save", "--quiet", "--no-stores")
@@ -273,11 +231,9 @@ def run(event_name: str, entity: str | None, home: str | None, *, recall: bool =
     event = event_name
     session = "unknown"
 
-    def emit(obj: dict[str, Any] | None) -> None:
-        if obj:
-            stdout.write(json.dumps(obj) + "\n")
-            stdout.flush()
+    from pps_hooks.runner import emitter
 
+    emit = emitter(stdout)
     try:
         raw = stdin.read()
         try:
@@ -308,37 +264,16 @@ def run(event_name: str, entity: str | None, home: str | None, *, recall: bool =
             record(settings.home, "error", event=event, message=reason)
         emit(_failure_notice(event, settings, session, reason, injecting=event in INJECTING or recall))
         return 0
-    result: dict[str, Any] = {}
     # SessionStart may have to start the server cold (models, graph): it may wait longer, within the host's 20 s
-    deadline = started + (max(cc.timeout_s, cc.server_start_s) if event == "SessionStart" and not cc.server_url
-                          else cc.timeout_s)
+    timeout = (max(cc.timeout_s, cc.server_start_s) if event == "SessionStart" and not cc.server_url
+               else cc.timeout_s)
     injecting = event in INJECTING or (event == "UserPromptSubmit" and (recall or cc.prompt_recall))
+    from pps_hooks.runner import guarded
 
-    def work() -> None:
-        try:
-            result["out"] = handle(event, payload, settings, cc, recall=recall, deadline=deadline)
-        except BaseException as exc:  # noqa: BLE001 - everything is logged, nothing reaches the host
-            result["error"] = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
-            result["reason"] = str(getattr(exc, "message", None) or exc)
-
-    worker = threading.Thread(target=work, name="pps-hook", daemon=True)
-    worker.start()
-    worker.join(max(0.0, deadline - time.monotonic()))
-    if worker.is_alive():
-        waited = deadline - started
-        reason = f"PPS did not answer within {waited:g}s"
-        log(settings.home, f"{event}: gave up after {waited:g}s (PPS slow or stuck); nothing injected")
-        record(settings.home, "error", event=event, message=reason)
-        emit(_failure_notice(event, settings, session, reason, injecting=injecting))
-        _start_queued(event, cc)  # a stuck glance must not keep the server from starting
-        os._exit(0)  # the stuck worker must not hold the host
-    if "error" in result:
-        log(settings.home, f"{event}: failed: {result['error']}")
-        record(settings.home, "error", event=event, message=result["reason"])
-        emit(_failure_notice(event, settings, session, result["reason"], injecting=injecting))
-    else:
-        emit(result.get("out"))
-    _start_queued(event, cc)  # a glance answered: the server starts now, not competing with it for the CPU
+    guarded(lambda: handle(event, payload, settings, cc, recall=recall, deadline=started + timeout),
+            home=Path(settings.home), event=event, session=session, started=started, timeout=timeout,
+            injecting=injecting, stdout=stdout,
+            after=lambda: _start_queued(event, cc))  # a glance answered (or stuck): the server starts now
     return 0
 
 

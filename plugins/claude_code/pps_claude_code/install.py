@@ -20,7 +20,6 @@ EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"
 #: Seconds Claude Code waits for each hook before it kills it (the hook's own deadline is shorter).
 HOST_TIMEOUTS = {"SessionStart": 20, "UserPromptSubmit": 10, "Stop": 15, "PreCompact": 20, "SessionEnd": 15}
 _OURS = re.compile(r"pps_claude_code\.hook\b|pps_core\.cli\s+hook\b|(^|[/\s])pps\s+hook\b|pps-hook\b")
-DEFAULT_SETTINGS = "~/.claude/settings.json"
 
 
 def settings_file(given: str | None = None) -> Path:
@@ -44,15 +43,18 @@ def normalize_event(name: str) -> str:
 
 def hook_command(event: str, entity: str, home: Path, *, prompt_recall: bool = False) -> str:
     """``python -I -S -c <run pps_claude_code.hook> EVENT --entity NAME --home DIR``: isolated (Claude Code runs
-    it in the user's project: nothing there is importable, see :mod:`.isolated`) and without ``site`` (its
+    it in the user's project: nothing there is importable, see :mod:`pps_hooks.isolated`) and without ``site`` (its
     .pth processing costs more than the hook's own work when a server runs); the hook loads ``site`` itself
     when it needs the full path."""
+    import pps_hooks
+    from pps_hooks.isolated import flags
+
     import pps_core
 
-    from .isolated import flags
-
-    # this package's folder and pps-core's (one site-packages when installed, two folders when editable)
+    # this package's folder, the hook core's and pps-core's (one site-packages when installed, three folders when
+    # editable)
     parents = list(dict.fromkeys([str(Path(__file__).resolve().parent.parent),
+                                  str(Path(pps_hooks.__file__).resolve().parent.parent),
                                   str(Path(pps_core.__file__).resolve().parent.parent)]))
     code = (f"import sys; sys.path[:0] = {parents!r}; "
             "from pps_claude_code.hook import main; sys.exit(main())")

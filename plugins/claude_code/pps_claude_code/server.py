@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from .logbook import private_dirs, replace_private
+from pps_hooks.logbook import private_dirs, replace_private
 
 POLL_S = 0.02
 
@@ -160,7 +160,7 @@ def _running(home: Path, deadline: float) -> tuple[str | None, str] | None:
         return None
     if owner.get("pid") in (None, _spawned_pid(home)):  # ours, still opening its stores (or mid-write)
         return _wait_for_address(home, deadline, owner.get("pid"))
-    return None, "owned by a process that serves no address (e.g. `pps serve mcp --no-listen`)"
+    return None, "owned by a process that serves nothing (a command working on the stores)"
 
 
 def _pid_file(home: Path) -> Path:
@@ -262,9 +262,9 @@ def stop_server(settings, wait_s: float = 30.0) -> str:
 
 def spawn(settings) -> subprocess.Popen:
     """Start the entity's server detached from the hook (its own session; stdio to the server log), isolated
-    from the project the hook runs in (:mod:`.isolated`): ``-I``, in the entity's home."""
-    from .isolated import python
-    from .logbook import private_append
+    from the project the hook runs in (:mod:`pps_hooks.isolated`): ``-I``, in the entity's home."""
+    from pps_hooks.isolated import python
+    from pps_hooks.logbook import private_append
 
     log = server_log(settings.home)
     private_append(log, f"{time.strftime('%Y-%m-%dT%H:%M:%S%z')} starting for entity {settings.entity}\n")
@@ -297,7 +297,7 @@ def serve(settings, idle_s: float) -> int:
               file=sys.stderr, flush=True)
         return True
 
-    # REST only: hooks forward over the forwarding protocol, and the MCP SDK costs a cold start ~15%
+    # REST only: hooks reach it on the kernel's local channel, and the MCP SDK costs a cold start ~15%
     return run("http", settings, ["--host", "127.0.0.1", "--port", "0", "--no-mcp"], on_served=owned,
                idle_s=idle_s)
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from pathlib import Path
+
+from .cursor import state_dir, state_path
 
 __all__ = ["CapturedSession", "captured_sessions", "state_path"]
 
@@ -21,16 +22,6 @@ class CapturedSession:
 
     session_id: str
     transcript: Path
-
-
-def state_dir(home: Path) -> Path:
-    return Path(home) / "hooks" / "claude-code"
-
-
-def state_path(home: Path, session: str) -> Path:
-    """The hooks' state file of one session (private to this plugin: read it through :func:`captured_sessions`)."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", session)[:120] or "unknown"
-    return state_dir(home) / f"{safe}.json"
 
 
 def captured_sessions(home: Path) -> list[CapturedSession]:

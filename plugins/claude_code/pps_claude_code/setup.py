@@ -24,9 +24,9 @@ from .checks import MCP_NAME, claude_json, hooks_check, mcp_check, print_checks,
 
 def mcp_entry(entity: str, home: Path, tools: str | None) -> dict[str, Any]:
     """Claude Code starts it in the user's project (an entry names no working directory): isolated, so nothing
-    there is importable (:mod:`.isolated`). ``tools``: a profile named on the command line; None leaves it to
+    there is importable (:mod:`pps_hooks.isolated`). ``tools``: a profile named on the command line; None leaves it to
     ``[mcp] tools`` of pps.toml (default ``essential``), as every other registration does."""
-    from .isolated import flags
+    from pps_hooks.isolated import flags
 
     return {"type": "stdio", "command": sys.executable,
             "args": [*flags(), "-m", "pps_core.cli", "serve", "mcp", "--entity", entity, "--home", str(home),

@@ -10,6 +10,7 @@ import socket
 from pathlib import Path
 
 from pps_core.testing.server import init_entity, start_server
+from pps_core.testing.server import pps as run_pps
 
 from .test_claude_code_hooks_server import SESSION, env_for, payload, run_hook, transcript_of
 
@@ -101,3 +102,34 @@ def test_a_fleet_server_that_never_answers_does_not_hold_the_host(tmp_path):
         assert not (home / "hooks" / "claude-code" / f"{SESSION}.json").exists()  # no cursor moved: the turns wait
     finally:
         silent.close()
+
+
+def test_status_and_doctor_check_the_fleet_server_the_hooks_use(tmp_path):
+    """Issue 37: with ``[claude_code] server_url`` the hooks forward there, so `pps hooks status` and `pps doctor`
+    check that server (with this home's token), not a local one the hooks will never start."""
+    fleet_root, laptop_root = tmp_path / "fleet", tmp_path / "laptop"
+    fleet_root.mkdir()
+    fleet_home = init_entity(fleet_root, "lyra", "sqlite,crystals,http")
+    dead = f"http://127.0.0.1:{_closed_port()}"
+    home = _laptop(laptop_root, dead, fleet_home)
+    for command in (("hooks", "status"), ("doctor",)):
+        out = run_pps(laptop_root, *command, "--entity", "lyra", check=False, env=env_for(laptop_root))
+        line = next(ln for ln in out.stdout.splitlines() if "] server:" in ln)
+        assert line.startswith("[FAIL]") and dead in line and "server_url" in line, out.stdout
+        assert "next hook starts one" not in out.stdout
+    server = start_server(fleet_root, "--entity", "lyra", env=env_for(fleet_root))
+    try:
+        (home / "pps.toml").write_text((home / "pps.toml").read_text().replace(dead, server.url))
+        out = run_pps(laptop_root, "hooks", "status", "--entity", "lyra", check=False, env=env_for(laptop_root))
+        line = next(ln for ln in out.stdout.splitlines() if "] server:" in ln)
+        assert line.startswith("[ok  ]") and server.url in line and "server_url" in line, out.stdout
+        doctor = run_pps(laptop_root, "doctor", "--entity", "lyra", check=False, env=env_for(laptop_root)).stdout
+        stores = next(ln for ln in doctor.splitlines() if "] stores:" in ln)
+        assert stores.startswith("[ok  ]") and "via fleet" in stores, doctor
+        assert _stores_opened(home) == []  # the doctor of a fleet laptop opens no store here either
+        (home / "token").write_text("not-the-token")
+        out = run_pps(laptop_root, "hooks", "status", "--entity", "lyra", check=False, env=env_for(laptop_root))
+        line = next(ln for ln in out.stdout.splitlines() if "] server:" in ln)
+        assert line.startswith("[FAIL]") and "token" in line, out.stdout
+    finally:
+        server.stop()

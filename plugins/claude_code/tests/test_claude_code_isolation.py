@@ -230,11 +230,11 @@ def test_pps_installed_in_the_user_site_is_isolated_with_E_P(tmp_path, monkeypat
     sys.path (and ignores PYTHONPATH)."""
     import site
 
-    import pps_claude_code
-    from pps_claude_code import isolated
+    import pps_hooks
+    from pps_hooks import isolated
 
     assert isolated.flags() == ["-I"]
-    monkeypatch.setattr(site, "getusersitepackages", lambda: str(Path(pps_claude_code.__file__).parents[1]))
+    monkeypatch.setattr(site, "getusersitepackages", lambda: str(Path(pps_hooks.__file__).parents[1]))
     assert isolated.flags() == ["-E", "-P"]
     project, markers = hostile_project(tmp_path)
     done = subprocess.run([*isolated.python("-c", "import json, numpy")], cwd=project, capture_output=True,

@@ -10,7 +10,6 @@ from datetime import date, timedelta
 from typing import Any
 
 from . import svg
-from .plugin import recall_latencies
 from .web import Ctx
 
 PAGE = 50
@@ -36,7 +35,7 @@ async def home(ctx: Ctx):
         if svg.family(turn["channel"]) not in seen:
             seen.add(svg.family(turn["channel"]))
             last.append({"channel": svg.family(turn["channel"]), "turn": turn})
-    samples = recall_latencies(ctx.memory)
+    samples = ctx.recall_latencies()
     recall_ms = sorted(ms for _t, ms in samples)
     return "home.html", {"health": health, "health_err": health_err, "stats": stats, "last": last,
                          "recall": {"n": len(recall_ms), "median": recall_ms[len(recall_ms) // 2] if recall_ms else None,
@@ -154,7 +153,7 @@ async def plots(ctx: Ctx):
     if activity:
         values["turns_svg"], values["legend"] = svg.turns_per_day(activity)
         values["backlog_svg"] = svg.backlog(activity)
-    samples = recall_latencies(ctx.memory)
+    samples = ctx.recall_latencies()
     values["latency_svg"] = svg.latencies(samples) if samples else None
     values["samples"] = len(samples)
     return "plots.html", values

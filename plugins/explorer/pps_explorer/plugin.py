@@ -2,26 +2,47 @@
 
 from __future__ import annotations
 
-import weakref
 from collections import deque
 from typing import Any
 
 from pps_core import hookimpl
 
-#: The newest ambient_recall latencies per open memory (this process only): (UTC time, ms).
-_RECALLS: weakref.WeakKeyDictionary[Any, deque] = weakref.WeakKeyDictionary()
 KEEP = 240
 
 
-@hookimpl(optionalhook=True)
-def pps_http_mount(app, memory, auth):
-    from starlette.routing import Mount
+class ExplorerEntity:
+    """The explorer's object for one entity (``pps_entity_plugin``): its pages, and the newest ambient_recall
+    latencies of this process for its plots."""
 
-    from .web import Explorer
+    def __init__(self, memory) -> None:
+        self.memory = memory
+        #: (UTC time, ms) of the newest ambient_recall calls in this process.
+        self.recalls: deque[tuple[str, float]] = deque(maxlen=KEEP)
 
-    explorer = Explorer(memory, auth, app)
-    app.router.routes.append(Mount(explorer.base, app=explorer.app))
-    _announce(memory, explorer.base)
+    @hookimpl(optionalhook=True)
+    def pps_http_mount(self, app, auth, oauth):
+        from starlette.routing import Mount
+
+        from .web import Explorer
+
+        explorer = Explorer(self.memory, auth, app, oauth, plugin=self)
+        app.router.routes.append(Mount(explorer.base, app=explorer.app))
+        _announce(self.memory, explorer.base)
+
+    @hookimpl
+    def pps_operation_called(self, name, ok, ms):
+        if name == "ambient_recall" and ok:
+            from pps_core.timeutil import now_utc, to_storage
+
+            self.recalls.append((to_storage(now_utc()), ms))
+
+    def recall_latencies(self) -> list[tuple[str, float]]:
+        return list(self.recalls)
+
+
+@hookimpl
+def pps_entity_plugin(memory):
+    return ExplorerEntity(memory)
 
 
 def _announce(memory, base: str) -> None:
@@ -69,14 +90,3 @@ def _print_url(memory, base: str) -> None:
     where = f"{root}{base}/" if root else f"{base}/ on this server"
     print(f"pps: memory explorer for {memory.settings.entity!r} at {where}", file=sys.stderr, flush=True)
 
-
-@hookimpl
-def pps_operation_called(memory, name, params, ok, ms):
-    if name == "ambient_recall" and ok:
-        from pps_core.timeutil import now_utc, to_storage
-
-        _RECALLS.setdefault(memory, deque(maxlen=KEEP)).append((to_storage(now_utc()), ms))
-
-
-def recall_latencies(memory) -> list[tuple[str, float]]:
-    return list(_RECALLS.get(memory, ()))

@@ -74,11 +74,16 @@ class Sessions:
             self._by_id[sid] = Session(csrf=str(record["csrf"]), token_sha=record.get("token_sha"))
 
     async def publish(self, sid: str) -> None:
-        """A login made here, for every server (where logins are shared)."""
+        """A login made here, for every server (where logins are shared); the logins that ended or expired are
+        removed from the store then (where it can forget values), so they do not pile up."""
+        from pps_core.contracts import PrunableSharedValues
+
         session = self._by_id.get(sid)
         if self.shared is not None and session is not None:
             await self.shared.shared_put(self._key(sid), json.dumps(
                 {"csrf": session.csrf, "token_sha": session.token_sha, "until": time.time() + IDLE_S}))
+            if isinstance(self.shared, PrunableSharedValues):
+                await self.shared.shared_prune(SHARED_PREFIX, IDLE_S)
 
     async def end(self, sid: str | None) -> None:
         """Log out, here and (where logins are shared) on every server."""

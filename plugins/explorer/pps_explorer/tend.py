@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from starlette.responses import RedirectResponse
 
+from pps_core.contracts import FocalGraph
 from pps_core.errors import InvalidParams, NotFound, PPSError
 
 from . import svg
@@ -92,17 +93,15 @@ async def photo_delete(ctx: Ctx):
 ENTITIES = 30
 
 
-def _focal(settings) -> str:
-    """The graph's focal entity (the graph plugin's ``[graphiti] focal_entity``), else the entity's name."""
-    try:
-        from pps_graphiti.settings import GraphitiSettings
-    except ImportError:  # the graph pages need the graph plugin; the rest of the explorer does not
-        return settings.entity
-    return settings.plugin_settings(GraphitiSettings, "graphiti").focal(settings)
+def _focal(memory) -> str:
+    """The graph's focal entity, as the entity's graph layer has it (:class:`pps_core.contracts.FocalGraph`, e.g.
+    ``[graphiti] focal_entity``), else the entity's name (no graph layer: the graph pages say so)."""
+    graphs = memory.find(FocalGraph)
+    return graphs[0].focal_name if graphs else memory.settings.entity
 
 
 async def graph(ctx: Ctx):
-    focal = _focal(ctx.memory.settings)
+    focal = _focal(ctx.memory)
     depth = ctx.int_arg("depth", 1, 1, 2)
     q, offset = ctx.arg("q"), ctx.int_arg("offset", 0, 0, 10_000)
     listed, _ = await ctx.part("texture_entities", {"limit": ENTITIES}) if ctx.has("texture_entities") \

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -36,6 +36,12 @@ class Ctx:
     base: str
     session: sec.Session | None
     notes: list[str] = field(default_factory=list)
+    #: The explorer's object for this entity (:class:`~pps_explorer.plugin.ExplorerEntity`): what it recorded.
+    plugin: Any = None
+
+    def recall_latencies(self) -> list[tuple[str, float]]:
+        """(UTC time, ms) of the newest ambient_recall calls in this process."""
+        return self.plugin.recall_latencies() if self.plugin is not None else []
 
     def has(self, op: str) -> bool:
         return self.memory.catalog.get(op) is not None
@@ -97,14 +103,31 @@ def _shared_store(memory):
     return found[0] if found else None
 
 
+def _source(uri: str) -> list[str]:
+    """The CSP source of a redirect URI's origin (``http://127.0.0.1:33418``, ``cursor:``), or none when it would
+    not be a plain one."""
+    import re
+
+    parts = urlsplit(uri)
+    if parts.scheme in ("http", "https") and re.fullmatch(r"[A-Za-z0-9.\-:\[\]]+", parts.netloc or ""):
+        return [f"{parts.scheme}://{parts.netloc}"]
+    if parts.scheme not in ("http", "https") and re.fullmatch(r"[a-z][a-z0-9+.\-]*", parts.scheme or ""):
+        return [f"{parts.scheme}:"]
+    return []
+
+
 class Explorer:
     """Routes of ``/ui/<entity>``; ``pages`` maps a path to an async handler ``(ctx) -> (template, values)``."""
 
-    def __init__(self, memory, auth, app=None) -> None:
+    def __init__(self, memory, auth, app=None, oauth=None, plugin=None) -> None:
         from . import pages
 
         self.memory = memory
+        self.plugin = plugin
         self.auth = auth
+        #: The entity's OAuth authorization server (``pps_http.oauth.EntityOAuth``), None without one: a logged-in
+        #: owner approves MCP clients on ``/connect`` instead of pasting the token into its page.
+        self.oauth = oauth
         #: The HTTP transport's app (its OpenAPI document): ``/api`` shows this entity's operations.
         self.http_app = app
         self.entity = memory.settings.entity
@@ -114,12 +137,15 @@ class Explorer:
         routes = [Route("/", self.wrap(pages.home), methods=["GET"]),
                   Route("/login", self.login, methods=["GET", "POST"]),
                   Route("/logout", self.logout, methods=["POST"]),
+                  Route("/connect", self.wrap(self.connect, come_back=True), methods=["GET", "POST"]),
                   Route("/static/{name}", self.static, methods=["GET"]),
                   Route("/api", self.wrap(self.api_page), methods=["GET"]),
                   Route("/openapi.json", self.wrap(self.openapi), methods=["GET"])]
         for path, handler, methods in pages.routes():
             routes.append(Route(path, self.wrap(handler), methods=methods))
         self.app = Starlette(routes=routes, exception_handlers={404: self.not_found, 405: self.not_found})
+        if oauth is not None:
+            oauth.offer_approval("memory explorer", f"{self.base}/connect?request={{request}}")
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -168,7 +194,9 @@ class Explorer:
             raise Unauthorized("log in with the entity's token")
         return session, False
 
-    def wrap(self, handler):
+    def wrap(self, handler, *, come_back: bool = False):
+        """``come_back``: a GET that must log in first returns to this page after the login (``?next=``)."""
+
         async def endpoint(request: Request) -> Response:
             new_cookie = None
             try:
@@ -178,14 +206,16 @@ class Explorer:
                 if request.headers.get("authorization"):  # a script's wrong bearer token: 401, said plainly
                     return self.error(None, 401, exc.message)
                 if request.method == "GET":
-                    return self.headers(RedirectResponse(f"{self.base}/login", status_code=303))
+                    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+                    back = f"?next={quote(here, safe='')}" if come_back and self._back(here) == here else ""
+                    return self.headers(RedirectResponse(f"{self.base}/login{back}", status_code=303))
                 return self.error(None, 401, "log in first (your session ended)")
             except PPSError as exc:
                 return self.error(None, exc.status, exc.message)
             if session is None and not by_bearer:  # an entity without a token: a session for CSRF only
                 sid, session = self.sessions.create(None)
                 new_cookie = self.sessions.cookie(sec.COOKIE, sid, secure=request.url.scheme == "https")
-            ctx = Ctx(request, self.memory, self.base, session)
+            ctx = Ctx(request, self.memory, self.base, session, plugin=self.plugin)
             try:
                 if request.method == "POST" and not by_bearer:
                     form = await request.form()
@@ -224,12 +254,15 @@ class Explorer:
             return self.headers(RedirectResponse(f"{self.base}/", status_code=303))
         if request.method == "GET":
             nonce = secrets.token_urlsafe(32)
-            response = self.render(None, "login.html", {"nonce": nonce, "message": ""})
+            back = self._back(request.query_params.get("next"))
+            response = self.render(None, "login.html", {"nonce": nonce, "message": "",
+                                                        "next": back if back != f"{self.base}/" else ""})
             response.headers.append("set-cookie", self.sessions.cookie(sec.LOGIN_COOKIE, nonce, secure=secure,
                                                                        max_age=3600))
             return response
         form = await request.form()
         nonce = request.cookies.get(sec.LOGIN_COOKIE)
+        back = self._back(form.get("next"))
         try:
             if not nonce or not form.get("nonce"):
                 raise Unauthorized("the login form is stale; reload it")
@@ -237,12 +270,54 @@ class Explorer:
             sid, _session = self.sessions.login(str(form.get("token") or ""), request.headers.get("origin"))
             await self.sessions.publish(sid)
         except PPSError as exc:
-            response = self.render(None, "login.html", {"nonce": nonce or "", "message": exc.message},
+            response = self.render(None, "login.html", {"nonce": nonce or "", "message": exc.message,
+                                                        "next": back if back != f"{self.base}/" else ""},
                                    status=exc.status)
             return response
-        response = self.headers(RedirectResponse(f"{self.base}/", status_code=303))
+        response = self.headers(RedirectResponse(back, status_code=303))
         response.headers.append("set-cookie", self.sessions.cookie(sec.COOKIE, sid, secure=secure))
         response.headers.append("set-cookie", self.sessions.cookie(sec.LOGIN_COOKIE, "", secure=secure, max_age=0))
+        return response
+
+    def _back(self, value: Any) -> str:
+        """Where a login returns: ``value`` when it is a path of these pages (no other site, entity or folder:
+        no scheme, no ``//``, ``\\``, ``..`` or encoded dot or slash), else the home page."""
+        home = f"{self.base}/"
+        text = value if isinstance(value, str) else ""
+        path = urlsplit(text).path.lower()
+        if (not text.startswith(home) or "//" in text or "\\" in text or ".." in path
+                or any(code in path for code in ("%2e", "%2f", "%5c")) or any(c < " " for c in text)):
+            return home
+        return text
+
+    # -- OAuth: a client approved with this login (issue 41) ---------------------------------------------
+
+    async def connect(self, ctx: Ctx) -> Response | tuple[str, dict[str, Any]]:
+        """The owner, logged in here, approves (or denies) an MCP client waiting at the entity's authorization
+        server: the client's name is its own registration (shown as text), the answer sends the browser back."""
+        from starlette.responses import RedirectResponse as Redirect
+
+        if self.oauth is None:
+            return self.error(ctx, 404, "this entity has no OAuth authorization server (no token, or the server "
+                                        "was started with --no-oauth)")
+        expired = "this approval request is unknown or expired; start connecting again from your client"
+        if ctx.request.method == "POST":
+            form = await ctx.request.form()
+            request_id = str(form.get("request") or "")
+            try:
+                url = (self.oauth.deny(request_id) if form.get("decision") == "deny"
+                       else self.oauth.approve(request_id))
+            except LookupError:
+                return self.error(ctx, 400, expired)
+            return Redirect(url, status_code=303, headers={"Cache-Control": "no-store"})
+        request_id = ctx.arg("request")
+        waiting = self.oauth.waiting(request_id)
+        if waiting is None:
+            return self.error(ctx, 400, expired)
+        response = self.render(ctx, "connect.html", {"waiting": waiting, "request_id": request_id})
+        # the form's answer is a redirect to the client: the policy lets the form go there (and nowhere else)
+        response.headers["content-security-policy"] = sec.CSP.replace(
+            "form-action 'self'", " ".join(["form-action 'self'", *_source(waiting["redirect_uri"])]))
         return response
 
     async def logout(self, request: Request) -> Response:

@@ -356,13 +356,61 @@ def test_forget_what_a_search_finds_after_confirming(page, explorer_server):
     assert gone["turns"] == []
 
 
+def test_an_oauth_client_is_approved_with_the_explorer_login(page, explorer_server):
+    """Issue 41: the owner logged into the explorer approves an MCP connector from the OAuth page without pasting
+    the token: the token page links to the explorer's, which names the client (escaped) and sends the browser
+    back with a code; the code gets an access token that lists lyra's tools."""
+    import base64
+    import hashlib
+    import secrets
+    from urllib.parse import parse_qs, urlsplit
+
+    base, redirect = explorer_server.url, "http://127.0.0.1:1/callback"
+    hostile = '<img src=x onerror="window.__pwned=3">Connector'
+    client = httpx.post(f"{base}/entities/lyra/oauth/register",
+                        json={"redirect_uris": [redirect], "client_name": hostile}).json()
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
+    query = {"response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect, "state": "s9",
+             "code_challenge": challenge, "code_challenge_method": "S256", "resource": f"{base}/entities/lyra/mcp"}
+    back: list[str] = []
+    page.route(f"{redirect}**", lambda route: (back.append(route.request.url),
+                                               route.fulfill(status=200, body="connected")))
+    page.problems.clear()
+    page.goto(str(httpx.URL(f"{base}/entities/lyra/oauth/authorize", params=query)))
+    page.click("a:has-text('memory explorer')")  # the token page: "logged into the memory explorer? approve there"
+    page.wait_for_url(f"{page.base}/connect?request=*")
+    main = page.inner_text("main")
+    assert hostile in main and "lyra" in main and redirect in main  # the client's own name, as text
+    assert page.evaluate("window.__pwned") is None
+    page.screenshot(path=str(ARTEFACTS / "connect.png"), full_page=True)
+    page.click("button[value=approve]")
+    page.wait_for_url(f"{redirect}**")
+    assert page.problems == [], page.problems  # the redirect after the form is allowed by the page's policy
+    answer = parse_qs(urlsplit(back[0]).query)
+    assert answer["state"] == ["s9"]
+    token = httpx.post(f"{base}/entities/lyra/oauth/token", data={
+        "grant_type": "authorization_code", "code": answer["code"][0], "redirect_uri": redirect,
+        "code_verifier": verifier, "client_id": client["client_id"], "client_secret": client["client_secret"]})
+    assert token.status_code == 200, token.text
+    access = token.json()["access_token"]
+    listed = httpx.post(f"{base}/entities/lyra/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                                            "params": {"protocolVersion": "2025-06-18",
+                                                                       "capabilities": {},
+                                                                       "clientInfo": {"name": "t", "version": "0"}}},
+                        headers={"Authorization": f"Bearer {access}", "Accept": "application/json, text/event-stream"})
+    assert listed.status_code == 200, listed.text
+    assert httpx.post(f"{base}/entities/orion/mcp", json={}, headers={"Authorization": f"Bearer {access}"}
+                      ).status_code == 401  # lyra's grant, not orion's
+
+
 def test_the_start_line_prints_the_explorers_url(explorer_server):
     log = explorer_server.log.read_text()
     assert f"pps: memory explorer for 'lyra' at {explorer_server.url}/ui/lyra/" in log, log[-2000:]
 
 
 #: Pages photographed where a test reaches them (a login form, the answers of a POST): path -> screenshot.
-ELSEWHERE = {"/login": "login.png", "/forget/confirm": "forget-confirm.png", "/forget/do": "forget-done.png"}
+ELSEWHERE = {"/login": "login.png", "/connect": "connect.png", "/forget/confirm": "forget-confirm.png", "/forget/do": "forget-done.png"}
 
 
 def test_every_page_is_photographed():

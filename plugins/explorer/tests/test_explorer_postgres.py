@@ -51,3 +51,37 @@ def test_timeline_forget_and_plots_on_postgres(tmp_path, postgres_section):
         srv.stop()
     log = srv.log.read_text()
     assert "Traceback" not in log, log[-3000:]
+
+
+
+async def test_ended_and_expired_shared_logins_are_pruned(make_memory, postgres_section, pg_dsn):
+    """Logins a fleet shares (``explorer-session:*`` in the store's shared values) do not pile up: a login removes
+    those that ended (logged out) or expired (put longer ago than a session lives, 12 hours), and nothing else."""
+    import psycopg
+    from pps_explorer.session import IDLE_S, Sessions
+
+    from pps_core.contracts import SharedValues
+
+    section = postgres_section("sess")
+    memory = await make_memory("sess", plugins=["postgres"], postgres=section)
+    store = memory.find(SharedValues)[0]
+    sessions = Sessions(None, "/ui/sess", store)
+    sids = {}
+    for name in ("expired", "ended", "live"):
+        sids[name], _session = sessions.create("the-token")
+        await sessions.publish(sids[name])
+    await sessions.end(sids["ended"])
+    await store.shared_put("another-value", "kept")  # the store's other values (the fleet's token): never pruned
+    table = f'"{section["schema"]}".shared_values'
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # as if put 12 hours and a minute ago
+        conn.execute(f"UPDATE {table} SET updated_at = now() - make_interval(secs => %s) WHERE key = %s "
+                     "OR key = 'another-value'", (IDLE_S + 60, Sessions._key(sids["expired"])))
+
+    def keys() -> set[str]:
+        with psycopg.connect(pg_dsn) as conn:
+            return {key for (key,) in conn.execute(f"SELECT key FROM {table}")}
+
+    assert {Sessions._key(s) for s in sids.values()} <= keys()
+    fresh, _session = sessions.create("the-token")
+    await sessions.publish(fresh)  # a login
+    assert keys() == {Sessions._key(sids["live"]), Sessions._key(fresh), "another-value"}

@@ -66,6 +66,58 @@ def test_every_form_needs_the_sessions_csrf_token(explorer_server):
     assert out.status_code == 303 and client.get("/").status_code == 303  # the session is gone
 
 
+def _authorize(srv, entity="lyra", name="a connector") -> tuple[str, str]:
+    """An OAuth client registered and sent to the entity's authorization endpoint: (the waiting request's id, the
+    client's redirect URI)."""
+    redirect = "http://127.0.0.1:1/callback"
+    client = httpx.post(f"{srv.url}/entities/{entity}/oauth/register",
+                        json={"redirect_uris": [redirect], "client_name": name}).json()
+    answer = httpx.get(f"{srv.url}/entities/{entity}/oauth/authorize", params={
+        "response_type": "code", "client_id": client["client_id"], "redirect_uri": redirect, "state": "s",
+        "code_challenge": "x" * 43, "code_challenge_method": "S256"})
+    assert answer.status_code == 302, answer.text
+    token_page = httpx.get(answer.headers["location"])
+    link = re.search(r'href="(/ui/[^"]+/connect\?request=[^"]+)"', token_page.text)
+    assert link, token_page.text  # the token page offers the explorer's login
+    return link.group(1).split("=", 1)[1], redirect
+
+
+def test_oauth_approval_with_the_explorer_login_needs_the_session_and_its_csrf(explorer_server):
+    request, redirect = _authorize(explorer_server)
+    base = f"{explorer_server.url}/ui/lyra"
+    anonymous = httpx.get(f"{base}/connect", params={"request": request})
+    assert anonymous.status_code == 303  # to the login, which comes back here
+    assert anonymous.headers["location"] == f"/ui/lyra/login?next=%2Fui%2Flyra%2Fconnect%3Frequest%3D{request}"
+    assert httpx.post(f"{base}/connect", data={"request": request, "decision": "approve"}).status_code == 401
+    client = httpx.Client(base_url=base, timeout=30)
+    login = client.get(anonymous.headers["location"].removeprefix("/ui/lyra"))
+    nonce = re.search(r'name="nonce" value="([^"]+)"', login.text).group(1)
+    assert f'name="next" value="/ui/lyra/connect?request={request}"' in login.text
+    back = client.post("/login", data={"nonce": nonce, "token": explorer_server.token("lyra"),
+                                       "next": f"/ui/lyra/connect?request={request}"})
+    assert back.status_code == 303 and back.headers["location"] == f"/ui/lyra/connect?request={request}"
+    shown = client.get(back.headers["location"].removeprefix("/ui/lyra"))
+    assert shown.status_code == 200 and "a connector" in shown.text and redirect in shown.text
+    csp = shown.headers["content-security-policy"]
+    assert "form-action 'self' http://127.0.0.1:1" in csp and "script-src 'self'" in csp
+    for forged in ({}, {"csrf": _csrf(shown.text)[:-2] + "xx"}):  # another site's form: refused, nothing granted
+        refused = client.post("/connect", data={"request": request, "decision": "approve", **forged})
+        assert refused.status_code == 403 and "location" not in refused.headers
+    denied = client.post("/connect", data={"request": request, "decision": "deny", "csrf": _csrf(shown.text)})
+    assert denied.status_code == 303 and denied.headers["location"].startswith(f"{redirect}?error=access_denied")
+    gone = client.post("/connect", data={"request": request, "decision": "approve", "csrf": _csrf(shown.text)})
+    assert gone.status_code == 400 and "unknown or expired" in gone.text  # a request is answered once
+
+
+def test_the_login_goes_back_only_to_the_explorers_own_pages(explorer_server):
+    client = httpx.Client(base_url=f"{explorer_server.url}/ui/lyra", timeout=30)
+    for next_ in ("https://evil.example/", "//evil.example/ui/lyra/", "/ui/lyra/../../entities/lyra/oauth",
+                  "/ui/orion/", "/ui/lyra\\@evil.example"):
+        nonce = re.search(r'name="nonce" value="([^"]+)"', client.get("/login").text).group(1)
+        answer = client.post("/login", data={"nonce": nonce, "token": explorer_server.token("lyra"), "next": next_})
+        assert answer.status_code == 303 and answer.headers["location"] == "/ui/lyra/", next_
+
+
 def test_a_rotated_token_ends_the_session(explorer_server, tmp_path):
     client = _login(explorer_server, "orion")
     assert client.get("/").status_code == 200

@@ -168,8 +168,9 @@ def restore_entity(client, src: Path) -> dict[str, Any]:
                     params = {"summary_text": drop_private(s["summary_text"]), "message_ids": covered}
                     if s.get("channels"):
                         params["channels"] = s["channels"]
-                    if s.get("summary_type"):
-                        params["summary_type"] = s["summary_type"]
+                    for key in ("summary_type", "created_at"):  # written then, not now
+                        if s.get(key):
+                            params[key] = s[key]
                     client.call("store_summary", params)
                 bar.update(1)
         report["summaries"] = {"exported": exported["summaries"], "expected": len(summaries) - lost}

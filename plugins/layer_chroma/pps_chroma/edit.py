@@ -6,11 +6,11 @@ import os
 from datetime import datetime
 from typing import Any
 
-from pps_core.atomic import atomic_write
+from pps_core.atomic import atomic_write, link_problem
 from pps_core.errors import InvalidParams, NotFound
 from pps_core.timeutil import now_utc
 
-from .files import Unreadable, check_filename, check_title, link_problem, read_photo, render
+from .files import Unreadable, check_filename, check_title, read_photo, render
 
 
 def _path(layer, filename: str, op: str):

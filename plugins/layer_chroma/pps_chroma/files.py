@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import errno
 import hashlib
-import os
 import re
-import stat
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from pps_core.atomic import NotPlainFile, read_plain
 from pps_core.errors import InvalidParams
 from pps_core.timeutil import to_storage
 
@@ -87,36 +85,15 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def link_problem(st: os.stat_result) -> str | None:
-    """Why a file (its ``lstat``) is not read as a word-photo: a link could make a read return a file outside
-    the folder (``ln -s ../token word_photos/t.md``; a hard link is another name of another file)."""
-    if stat.S_ISLNK(st.st_mode):
-        return "a symbolic link: word-photos are plain files in the folder, links are not followed"
-    if not stat.S_ISREG(st.st_mode):
-        return "not a regular file"
-    if st.st_nlink > 1:
-        return "a hard link (the file has other names, maybe outside the folder): copy it in instead"
-    return None
-
-
 def read_bytes(path: Path) -> bytes:
-    """The bytes of a plain file in the folder, never through a link (``O_NOFOLLOW``, then checked on the open
-    file itself, so a link swapped in between is refused too)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    """The bytes of a plain file in the folder, never through a link (:func:`pps_core.atomic.read_plain`: a link
+    could make a read return a file outside the folder, ``ln -s ../token word_photos/t.md``)."""
     try:
-        fd = os.open(path, flags)
+        return read_plain(path)
+    except NotPlainFile as exc:
+        raise Unreadable(str(exc).split(": ", 1)[-1]) from None
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise Unreadable(link_problem(os.lstat(path)) or "a symbolic link") from None
         raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as f:
-        problem = link_problem(os.fstat(f.fileno()))
-        if problem:
-            raise Unreadable(problem)
-        try:
-            return f.read()
-        except OSError as exc:
-            raise Unreadable(f"cannot read: {exc.strerror or exc}") from None
 
 
 def read_photo(path: Path, tz: ZoneInfo) -> Photo:

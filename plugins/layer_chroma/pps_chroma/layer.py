@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
+from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig, StartupItems
 from pps_core.atomic import atomic_create, clean_stale_tmp
 from pps_core.errors import Conflict, NotFound, Unavailable
 from pps_core.timeutil import now_utc, to_storage
@@ -400,17 +400,20 @@ class AnchorLayer(Layer):
             return [r for r in (self._result(name, s) for name, s in ranked) if r is not None]
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        started = time.perf_counter()
-        try:
-            return await asyncio.to_thread(self.search_sync, query, limit, offset)
-        finally:
-            self.record_latency(started)
+        return await asyncio.to_thread(self.search_sync, query, limit, offset)
 
     def newest(self, count: int) -> list[str]:
         with self._lock:
             self.maybe_sync()
             ordered = sorted(self._entries.items(), key=lambda kv: (kv[1].when, kv[1].fp[0], kv[0]))
             return [name for name, _e in ordered[-count:]] if count > 0 else []
+
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count`` word-photos, and how many there are (the index's entries, not read)."""
+        items = await self.recent(count if count is not None else 1_000_000)
+        with self._lock:
+            total = len(self._entries)
+        return StartupItems(items=items, total=max(total, len(items)))
 
     async def recent(self, limit: int) -> list[SearchResult]:
         def run():

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -107,14 +109,18 @@ class NoParams(BaseModel):
     model_config = {"extra": "forbid"}
 
 
-def _layer(memory):
-    layer = memory.require_layer(LAYER)
+def _indexed(layer_of: Callable[[], Any]) -> Any:
+    """The entity's open word-photo layer with its index open, else Unavailable saying why."""
+    try:
+        layer = layer_of()
+    except Unavailable as exc:
+        raise Unavailable(f"word-photos are unavailable: {exc}") from None
     if getattr(layer, "index", None) is None:
-        raise Unavailable(f"word-photos are unavailable: {getattr(layer, 'reason', 'index is closed')}")
+        raise Unavailable("word-photos are unavailable: index is closed")
     return layer
 
 
-async def anchor_save(memory, p: AnchorSaveParams):
+async def anchor_save(layer_of, memory, p: AnchorSaveParams):
     limit = memory.settings.limits.max_content_chars
     if len(p.content) > limit:
         raise InvalidParams(f"anchor_save: content is {len(p.content)} characters; the limit is {limit}",
@@ -124,7 +130,7 @@ async def anchor_save(memory, p: AnchorSaveParams):
         from pps_core.timeutil import parse_timestamp
 
         when = parse_timestamp(p.date, memory.tz, "date")
-    photo, not_indexed = await asyncio.to_thread(_layer(memory).save, p.content, p.title, p.location, p.tags, when)
+    photo, not_indexed = await asyncio.to_thread(_indexed(layer_of).save, p.content, p.title, p.location, p.tags, when)
     out = {"saved": photo.filename, "title": photo.title, "date": photo.date, "chars": len(photo.body),
            "indexed": not_indexed is None}
     if not_indexed:
@@ -132,35 +138,35 @@ async def anchor_save(memory, p: AnchorSaveParams):
     return out
 
 
-async def anchor_search(memory, p: AnchorSearchParams):
-    _layer(memory)
+async def anchor_search(layer_of, memory, p: AnchorSearchParams):
+    _indexed(layer_of)
     results = await memory.search_layer(LAYER, p.query, p.limit, p.offset)
     return {"query": p.query, "offset": p.offset, "count": len(results), "results": results}
 
 
-async def anchor_list(memory, p: AnchorListParams):
-    photos, unreadable = await asyncio.to_thread(_layer(memory).listing)
+async def anchor_list(layer_of, memory, p: AnchorListParams):
+    photos, unreadable = await asyncio.to_thread(_indexed(layer_of).listing)
     return {"total": len(photos), "offset": p.offset, "word_photos": photos[p.offset:p.offset + p.limit],
             "unreadable": unreadable}
 
 
-async def anchor_get(memory, p: AnchorGetParams):
+async def anchor_get(layer_of, memory, p: AnchorGetParams):
     from . import edit
 
-    layer = _layer(memory)
+    layer = _indexed(layer_of)
     if getattr(layer, "in_postgres", False):
         return await asyncio.to_thread(layer.get, p.filename)
     return await asyncio.to_thread(edit.read, layer, p.filename)
 
 
-async def anchor_edit(memory, p: AnchorEditParams):
+async def anchor_edit(layer_of, memory, p: AnchorEditParams):
     from . import edit
 
     limit = memory.settings.limits.max_content_chars
     if len(p.content) > limit:
         raise InvalidParams(f"anchor_edit: content is {len(p.content)} characters; the limit is {limit}",
                             param="content")
-    layer = _layer(memory)
+    layer = _indexed(layer_of)
     out, not_indexed = await asyncio.to_thread(layer.edit if getattr(layer, "in_postgres", False) else partial(edit.edit, layer),
                                                p.filename, p.content, p.title,
                                                p.tags, p.location)
@@ -170,42 +176,47 @@ async def anchor_edit(memory, p: AnchorEditParams):
     return out
 
 
-async def anchor_delete(memory, p: AnchorDeleteParams):
-    kept = await asyncio.to_thread(_layer(memory).delete, p.filename, p.forget)
+async def anchor_delete(layer_of, memory, p: AnchorDeleteParams):
+    kept = await asyncio.to_thread(_indexed(layer_of).delete, p.filename, p.forget)
     if kept is None:
         return {"deleted": p.filename, "forgotten": True, "kept_at": None}
-    layer = _layer(memory)
+    layer = _indexed(layer_of)
     return {"deleted": p.filename,
             "kept_at": kept if getattr(layer, "in_postgres", False) else f"{layer.settings.directory}/{kept}"}
 
 
-async def anchor_resync(memory, _p: NoParams):
-    layer = _layer(memory)
+async def anchor_resync(layer_of, memory, _p: NoParams):
+    layer = _indexed(layer_of)
     changes = await asyncio.to_thread(layer.sync, True)
     photos, unreadable = await asyncio.to_thread(layer.listing)
     return {**changes, "unreadable": unreadable, "total": len(photos)}
 
 
-def operations() -> list[Operation]:
+def operations(layer_of: Callable[[], Any]) -> list[Operation]:
+    """The word-photo operations, each run on ``layer_of()`` (the entity's open core_anchors layer)."""
+
+    def h(handler):
+        return partial(handler, layer_of)
+
     return [
-        Operation("anchor_save", AnchorSaveParams, anchor_save, group="anchors", essential=True,
+        Operation("anchor_save", AnchorSaveParams, h(anchor_save), group="anchors", essential=True,
                   description="Save a word-photo: a markdown file in word_photos/ (named from the title, never "
                               "overwriting) with title, date, tags and location in its front matter; indexed at once."),
-        Operation("anchor_search", AnchorSearchParams, anchor_search, group="anchors", read_only=True,
+        Operation("anchor_search", AnchorSearchParams, h(anchor_search), group="anchors", read_only=True,
                   idempotent=True, description="Search the word-photos by meaning. Files edited by hand are "
                                                "re-indexed first."),
-        Operation("anchor_list", AnchorListParams, anchor_list, group="anchors", essential=True, read_only=True, idempotent=True,
+        Operation("anchor_list", AnchorListParams, h(anchor_list), group="anchors", essential=True, read_only=True, idempotent=True,
                   description="The word-photos, newest first (file name, title, date, tags), and any file that "
                               "could not be read."),
-        Operation("anchor_delete", AnchorDeleteParams, anchor_delete, group="anchors", destructive=True,
+        Operation("anchor_delete", AnchorDeleteParams, h(anchor_delete), group="anchors", destructive=True,
                   description="Delete a word-photo by file name: removed from the index and moved to "
                               "word_photos/.deleted/; with forget=true gone for good (earlier deleted copies too)."),
-        Operation("anchor_get", AnchorGetParams, anchor_get, group="anchors", essential=True, read_only=True, idempotent=True,
+        Operation("anchor_get", AnchorGetParams, h(anchor_get), group="anchors", essential=True, read_only=True, idempotent=True,
                   description="One word-photo by file name: title, date, tags, location and its markdown body."),
-        Operation("anchor_edit", AnchorEditParams, anchor_edit, group="anchors", idempotent=True,
+        Operation("anchor_edit", AnchorEditParams, h(anchor_edit), group="anchors", idempotent=True,
                   description="Rewrite a word-photo in place (same file name and date; title, tags and location "
                               "kept unless given), atomically; re-indexed at once."),
-        Operation("anchor_resync", NoParams, anchor_resync, group="anchors", idempotent=True,
+        Operation("anchor_resync", NoParams, h(anchor_resync), group="anchors", idempotent=True,
                   description="Re-read every word-photo and re-index the new, edited (by content hash) and "
                               "deleted ones; returns what changed."),
     ]

@@ -15,12 +15,11 @@ import asyncio
 import json
 import os
 import threading
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
+from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig, StartupItems
 from pps_core.errors import ConfigError, Conflict, NotFound, Unavailable
 from pps_core.timeutil import now_utc
 
@@ -377,11 +376,11 @@ class PgAnchorLayer(Layer):
         return [self._result(f, c, t, 1.0 - float(d)) for f, c, t, d in rows]
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        started = time.perf_counter()
-        try:
-            return await asyncio.to_thread(self.search_sync, query, limit, offset)
-        finally:
-            self.record_latency(started)
+        return await asyncio.to_thread(self.search_sync, query, limit, offset)
+
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count`` word-photos (their total is not counted: a query more per startup)."""
+        return StartupItems(items=await self.recent(count if count is not None else 1_000_000))
 
     async def recent(self, limit: int) -> list[SearchResult]:
         if limit <= 0:

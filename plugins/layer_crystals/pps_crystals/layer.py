@@ -16,7 +16,16 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import Field
 
-from pps_core import Layer, LayerHealth, PluginSettings, Pointer, SearchResult, SectionConfig, StorePath
+from pps_core import (
+    Layer,
+    LayerHealth,
+    PluginSettings,
+    Pointer,
+    SearchResult,
+    SectionConfig,
+    StartupItems,
+    StorePath,
+)
 from pps_core.atomic import NotPlainFile, atomic_create, plain_problem, read_plain
 from pps_core.errors import Conflict, NotFound
 from pps_core.textsearch import lexical_scores_tokens, tokens
@@ -264,13 +273,18 @@ class CrystalLayer(Layer):
         return out
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        started = time.perf_counter()
-        out = await self.run_locked(self._search, query, limit, offset)
-        self.record_latency(started)
-        return out
+        return await self.run_locked(self._search, query, limit, offset)
 
     async def recent(self, limit: int) -> list[SearchResult]:
         return await self.run_locked(lambda: self._results([(1.0, p) for p in self.newest(limit)]))
+
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count``, and how many crystals there are (window and archive), counted without reading."""
+        def run() -> StartupItems:
+            items = self._results([(1.0, p) for p in self.newest(count if count is not None else 1_000_000)])
+            return StartupItems(items=items, total=len(readable(self.current())) + len(readable(self.archived())))
+
+        return await self.run_locked(run)
 
     async def health(self) -> LayerHealth:
         if not self.dir.is_dir():

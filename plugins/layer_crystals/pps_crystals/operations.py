@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
 from pydantic import BaseModel, Field, field_validator
 
 from pps_core import Operation
@@ -23,26 +27,22 @@ class NoParams(BaseModel):
     model_config = {"extra": "forbid"}
 
 
-def _layer(memory):
-    return memory.require_layer("crystallization")
+async def crystallize(layer_of, memory, p: CrystallizeParams):
+    return await layer_of().crystallize(p.content)
 
 
-async def crystallize(memory, p: CrystallizeParams):
-    return await _layer(memory).crystallize(p.content)
-
-
-async def get_crystals(memory, p: GetCrystalsParams):
-    results = await _layer(memory).recent(p.count)
+async def get_crystals(layer_of, memory, p: GetCrystalsParams):
+    results = await layer_of().recent(p.count)
     return {"count": len(results), "crystals": [{"name": r.source, "content": r.content, "modified": r.timestamp}
                                                 for r in results]}
 
 
-async def crystal_list(memory, _p: NoParams):
-    return await _layer(memory).listing()
+async def crystal_list(layer_of, memory, _p: NoParams):
+    return await layer_of().listing()
 
 
-async def crystal_delete(memory, _p: NoParams):
-    return await _layer(memory).delete_newest_op()
+async def crystal_delete(layer_of, memory, _p: NoParams):
+    return await layer_of().delete_newest_op()
 
 
 class ForgetCrystalParams(BaseModel):
@@ -82,23 +82,28 @@ def _forget(layer, name: str) -> dict:
             "current": [q.name for _n, q in layer.current()]}
 
 
-async def crystal_forget(memory, p: ForgetCrystalParams):
-    return await _layer(memory).forget(p.name)
+async def crystal_forget(layer_of, memory, p: ForgetCrystalParams):
+    return await layer_of().forget(p.name)
 
 
-def operations() -> list[Operation]:
+def operations(layer_of: Callable[[], Any]) -> list[Operation]:
+    """The crystal operations, each run on ``layer_of()`` (the entity's open crystal layer, else Unavailable)."""
+
+    def h(handler):
+        return partial(handler, layer_of)
+
     return [
-        Operation("crystallize", CrystallizeParams, crystallize, group="crystals", essential=True, idempotent=False,
+        Operation("crystallize", CrystallizeParams, h(crystallize), group="crystals", essential=True, idempotent=False,
                   description="Save a new crystal (the next crystal_NNN.md). The window keeps the newest "
                               "crystals; older ones move to the archive, never deleted."),
-        Operation("get_crystals", GetCrystalsParams, get_crystals, group="crystals", essential=True, read_only=True,
+        Operation("get_crystals", GetCrystalsParams, h(get_crystals), group="crystals", essential=True, read_only=True,
                   idempotent=True, description="The newest crystals, oldest first, with their full text."),
-        Operation("crystal_list", NoParams, crystal_list, group="crystals", read_only=True, idempotent=True,
+        Operation("crystal_list", NoParams, h(crystal_list), group="crystals", read_only=True, idempotent=True,
                   description="Names of the crystals in the window and in the archive."),
-        Operation("crystal_delete", NoParams, crystal_delete, group="crystals", destructive=True,
+        Operation("crystal_delete", NoParams, h(crystal_delete), group="crystals", destructive=True,
                   description="Delete the newest crystal (only the newest may be deleted; it is kept under "
                               "crystals/deleted/)."),
-        Operation("crystal_forget", ForgetCrystalParams, crystal_forget, group="crystals", destructive=True,
+        Operation("crystal_forget", ForgetCrystalParams, h(crystal_forget), group="crystals", destructive=True,
                   description="Forget any crystal by file name, for good: from the window, the archive and "
                               "crystals/deleted/ (no copy kept; its number is never reused)."),
     ]

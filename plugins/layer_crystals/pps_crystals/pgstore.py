@@ -13,11 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
-from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig
+from pps_core import Layer, LayerHealth, Pointer, SearchResult, SectionConfig, StartupItems
 from pps_core.errors import ConfigError, Conflict, NotFound, Unavailable
 from pps_core.textsearch import lexical_scores_tokens, tokens
 from pps_core.timeutil import to_storage
@@ -265,6 +264,10 @@ class PgCrystalLayer(Layer):
 
     # -- layer --------------------------------------------------------------------------------------------
 
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count`` crystals (their total is not counted: a query more per startup)."""
+        return StartupItems(items=await self.recent(count if count is not None else 1_000_000))
+
     async def recent(self, limit: int) -> list[SearchResult]:
         if limit <= 0:
             return []
@@ -273,7 +276,6 @@ class PgCrystalLayer(Layer):
         return [self._result(r, r[0] not in window) for r in reversed(rows[:limit])]
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
-        started = time.perf_counter()
         rows = await self.store.run(_live)
         toks = []
         for number, content, _m, version in rows:
@@ -285,7 +287,6 @@ class PgCrystalLayer(Layer):
         window = {r[0] for r in rows[-self.settings.window:]}
         scored = lexical_scores_tokens(query, toks)
         ranked = sorted(((s, r) for r, s in zip(rows, scored, strict=True) if s > 0), key=lambda t: (-t[0], t[1][0]))
-        self.record_latency(started)
         return [self._result(r, r[0] not in window, s) for s, r in ranked[offset: offset + limit]]
 
     async def snapshot(self, dest: Path) -> list[str] | None:

@@ -8,22 +8,44 @@ from pps_core import hookimpl
 PPS_DEFAULT = 20
 
 
+class Crystals:
+    """The crystals plugin for one entity (``pps_entity_plugin``): the layer it builds at each open, and the
+    operations that run on that layer."""
+
+    def __init__(self, memory) -> None:
+        self.memory = memory
+        self.layer = None
+
+    @hookimpl
+    def pps_layers(self):
+        from .layer import CrystalLayer, CrystalSettings
+
+        if self.memory.settings.plugin_settings(CrystalSettings, "crystals").store == "postgres":
+            from .pgstore import PgCrystalLayer
+
+            self.layer = PgCrystalLayer(self.memory)
+        else:
+            self.layer = CrystalLayer(self.memory)
+        return [self.layer]
+
+    @hookimpl
+    def pps_operations(self):
+        from .operations import operations
+
+        return operations(self.open_layer)
+
+    def open_layer(self):
+        """The crystal layer this object built, open; else Unavailable saying why."""
+        if self.layer is None:
+            from pps_core.errors import Unavailable
+
+            raise Unavailable("crystallization is unavailable: not open")
+        return self.memory.require(self.layer)
+
+
 @hookimpl
-def pps_layers(memory):
-    from .layer import CrystalLayer, CrystalSettings
-
-    if memory.settings.plugin_settings(CrystalSettings, "crystals").store == "postgres":
-        from .pgstore import PgCrystalLayer
-
-        return [PgCrystalLayer(memory)]
-    return [CrystalLayer(memory)]
-
-
-@hookimpl
-def pps_operations(memory):
-    from .operations import operations
-
-    return operations()
+def pps_entity_plugin(memory):
+    return Crystals(memory)
 
 
 @hookimpl

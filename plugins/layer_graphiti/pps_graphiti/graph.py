@@ -50,6 +50,10 @@ _REVIVING: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_graph_revi
 RECYCLE_MIN_S = 60.0
 #: How long opening waits for the file's lock, held by the last owner's engine while it ends.
 LOCK_WAIT_S = 15.0
+#: Set while the graph builds its indexes (at open, after a restart): those queries may take this many times
+#: ``[graphiti] engine_timeout_s`` (a full-text index over a large graph is built from every fact).
+_PATIENT: contextvars.ContextVar[bool] = contextvars.ContextVar("pps_graph_patient", default=False)
+PATIENT_FACTOR = 10
 
 
 class EngineStopped(Unavailable):
@@ -74,6 +78,8 @@ class EngineProcess:
         self.generation = 0
         #: Why the last engine ended unasked (until one answers again).
         self.fault: str | None = None
+        #: Seconds a query may go unanswered before the engine counts as hung (0: wait for ever).
+        self.timeout = 0.0
 
     @property
     def alive(self) -> bool:
@@ -129,7 +135,7 @@ class EngineProcess:
         code = proc.wait()
         if conn is self._conn:
             self._conn = None
-            if self._pending:
+            if self._pending and self.fault is None:  # (a hung engine was stopped saying why: kept)
                 how = f"signal {-code}" if code < 0 else f"exit {code}"
                 self.fault = (f"the graph engine stopped ({how}) during a call; it restarts on the next call")
         for rid in list(self._pending):
@@ -152,6 +158,20 @@ class EngineProcess:
             self._pending.pop(rid, None)
             fut.set_exception(EngineStopped(f"rich_texture: the graph engine is not answering ({exc})"))
         return fut
+
+    def hung(self, waited: float) -> None:
+        """A call went unanswered for ``waited`` seconds: the engine is stuck (in a native call, or stopped), so it
+        is killed (every call under way then fails with :class:`EngineStopped`, saying why) and the next call
+        starts a fresh one on the same file."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        self.fault = (f"the graph engine did not answer within {waited:g} s ([graphiti] engine_timeout_s); it was "
+                      "stopped and restarts on the next call")
+        log.warning("graph engine of %s: %s", self.label, self.fault)
+        proc.kill()  # a SIGKILL ends a stopped process too
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5)  # reaped: no longer alive, so the next call revives it
 
     def close(self) -> None:
         """Close the database (which checkpoints its WAL into the file) and end the process."""
@@ -186,7 +206,8 @@ class KuzuHandle:
     LadybugDB), behind a :class:`QueryGate`. graphiti's driver (built only when something writes through graphiti)
     shares them."""
 
-    def __init__(self, path: Path, module: str = "kuzu", max_rss_mb: int = 0, buffer_pool_mb: int = 0) -> None:
+    def __init__(self, path: Path, module: str = "kuzu", max_rss_mb: int = 0, buffer_pool_mb: int = 0,
+                 timeout_s: float = 0.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path = path
         self.module = module
@@ -194,6 +215,7 @@ class KuzuHandle:
         self.fts = module == "kuzu"
         self.max_rss = max_rss_mb * 1024 * 1024
         self.engine = EngineProcess(module, path, path.parent.parent.name, buffer_pool_mb * 1024 * 1024)
+        self.engine.timeout = timeout_s
         #: When the engine was last recycled (monotonic): at most one recycle a RECYCLE_MIN_S.
         self.recycled = time.monotonic()
         #: The WAL was replayed (the last owner did not close the graph): see Graph.ensure_indexes.
@@ -204,7 +226,16 @@ class KuzuHandle:
         self.pps_gate = QueryGate.install(self)
 
     async def run(self, cypher: str, params: dict[str, Any]) -> Any:
-        return await asyncio.wrap_future(self.engine.call("query", cypher, params))
+        answer = asyncio.wrap_future(self.engine.call("query", cypher, params))
+        limit = self.engine.timeout * (PATIENT_FACTOR if _PATIENT.get() else 1)
+        if not limit:
+            return await answer
+        done, _ = await asyncio.wait({answer}, timeout=limit)
+        if not done:  # hung ([graphiti] engine_timeout_s): stopped, so this and every call under way answer 503
+            answer.cancel()
+            self.engine.hung(limit)
+            raise EngineStopped(f"rich_texture: {self.engine.fault or 'the graph engine did not answer'}")
+        return answer.result()
 
     def reopen(self) -> bool:
         """Close the database (checkpointing it) and start a fresh engine on the file (the gate is closed)."""
@@ -327,8 +358,8 @@ class Graph:
         self.engine = settings.driver
         kuzu = self.kind == "kuzu"
         self.kuzu: KuzuHandle | None = KuzuHandle((home / settings.db_file).resolve(), settings.driver,
-                                                  settings.engine_max_rss_mb,
-                                                  settings.engine_buffer_pool_mb) if kuzu else None
+                                                  settings.engine_max_rss_mb, settings.engine_buffer_pool_mb,
+                                                  settings.engine_timeout_s) if kuzu else None
         self._revive_lock = asyncio.Lock()
         self._recycling: asyncio.Task | None = None
         self._driver: GraphDriver | None = None if kuzu else open_driver(settings, group_id)
@@ -397,6 +428,14 @@ class Graph:
             return
         if not self.kuzu.fts:  # LadybugDB downloads its full-text extension at run time: lexical search is off
             return
+        token = _PATIENT.set(True)  # building an index reads every fact: more than a query's timeout
+        try:
+            await self._ensure_fts()
+        finally:
+            _PATIENT.reset(token)
+
+    async def _ensure_fts(self) -> None:
+        assert self.kuzu is not None
         rows = await self.query("CALL SHOW_INDEXES() RETURN table_name, index_name")
         if self.kuzu.pps_replayed:
             # Kuzu 0.11 replays a WAL without its full-text index changes' consistency: the first delete of

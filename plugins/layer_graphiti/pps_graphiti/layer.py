@@ -26,8 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("pps.graphiti")
 
-#: Rankers the layer applies itself when ``[rankers]`` has no ``rich_texture`` entry.
-DEFAULT_RANKERS = ("freshness", "diversity", "novelty")
 #: Relevance by rank in graphiti's fused (RRF) list: 1/(1 + rank/RANK_SCALE); rank 10 weighs half.
 RANK_SCALE = 10.0
 #: Weight by graph distance from the focal entity (0 = the fact touches it). A hop is worth about one
@@ -48,9 +46,13 @@ class GraphitiLayer(Layer):
     title = "Rich texture"
     backlog_target = "Graphiti"
 
-    def __init__(self, memory) -> None:
+    def __init__(self, memory, rankers=(), novelty=None) -> None:
         super().__init__()
         self.memory = memory
+        #: The rankers the layer applies itself when ``[rankers]`` names none for it (its plugin's own, in order).
+        self.rankers = list(rankers)
+        #: The novelty counts (:class:`~pps_graphiti.rankers.Novelty`): a deleted fact's count goes with it.
+        self.novelty = novelty
         self.settings: GraphitiSettings = memory.settings.plugin_settings(GraphitiSettings, "graphiti")
         self.group_id = self.settings.resolved_group_id(memory.settings.entity)
         self.focal_name = self.settings.focal(memory.settings)
@@ -100,9 +102,8 @@ class GraphitiLayer(Layer):
 
     async def close(self) -> None:
         await self.ingestor.stop()
-        novelty = self.memory.rankers.get("novelty")
-        if novelty is not None and hasattr(novelty, "stop"):  # counts kept in the graph: the last batch
-            await novelty.stop()
+        if self.novelty is not None:  # counts kept in the graph: the last batch
+            await self.novelty.stop()
         if self.settings.embedded:
             from .compact import at_close
 
@@ -233,16 +234,14 @@ class GraphitiLayer(Layer):
     def default_rankers(self) -> list:
         if self.name in self.memory.settings.rankers:
             return []  # configured: memory.search_layer applies them
-        return [self.memory.rankers[n] for n in DEFAULT_RANKERS if n in self.memory.rankers]
+        return self.rankers
 
     async def search(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
         """Edges only (ambient recall and texture_search share it): over-fetch, rank, trim."""
-        started = time.perf_counter()
         want = offset + limit
         results = await self.edge_candidates(query, max(self.settings.edge_overfetch, 2 * want))
         for ranker in self.default_rankers():
             results = ranker.rerank(query, results, want)
-        self.record_latency(started)
         return results[offset:want]
 
     async def search_nodes(self, query: str, limit: int, offset: int = 0) -> list[SearchResult]:
@@ -431,16 +430,6 @@ async def _import_db(layer: GraphitiLayer, export: Path, target: Path) -> None:
     assert handle is not None
     _cypher_path(export)
     await asyncio.wrap_future(handle.engine.call("import_db", str(export), str(target), handle.fts))
-
-
-def _copy_db(db: Path, target: Path) -> None:
-    import shutil
-
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if db.is_dir():
-        shutil.copytree(db, target)
-    elif db.exists():
-        shutil.copy2(db, target)
 
 
 async def _maybe_async(value):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid as uuidlib
+from functools import partial
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -111,114 +112,113 @@ class NoParams(BaseModel):
     model_config = {"extra": "forbid"}
 
 
-def _layer(memory):
-    from pps_core.errors import Unavailable
-
-    from .layer import GraphitiLayer
-
-    layer = memory.require_layer("rich_texture")
-    if not isinstance(layer, GraphitiLayer):  # the graph could not open: say why
-        raise Unavailable(f"rich_texture is unavailable: {getattr(layer, 'reason', 'not open')}")
-    return layer
-
-
-async def texture_search(memory, p: TextureSearchParams):
-    layer = _layer(memory)
+async def texture_search(layer_of, memory, p: TextureSearchParams):
+    layer = layer_of()
     n = layer.settings.node_limit if p.node_limit is None else p.node_limit
-    edges, nodes = await asyncio.gather(memory.search_layer("rich_texture", p.query, p.limit, p.offset),
+    edges, nodes = await asyncio.gather(memory.search_layer(layer.name, p.query, p.limit, p.offset),
                                         layer.search_nodes(p.query, n, p.offset))
     results = [r.model_dump(mode="json") for r in edges + nodes]
     return {"query": p.query, "count": len(results), "edges": len(edges), "nodes": len(nodes), "results": results}
 
 
-async def texture_explore(memory, p: ExploreParams):
+async def texture_explore(layer_of, memory, p: ExploreParams):
     from .reads import explore
 
-    return await explore(_layer(memory), p.entity_name, p.depth, p.limit)
+    return await explore(layer_of(), p.entity_name, p.depth, p.limit)
 
 
-async def texture_entities(memory, p: EntitiesParams):
-    graph = _layer(memory).require()
+async def texture_entities(layer_of, memory, p: EntitiesParams):
+    graph = layer_of().require()
     total = (await graph.counts())["entities"]
     entities = await graph.entities_by_facts(p.limit, p.offset) if p.offset < total else []
     return {"count": len(entities), "offset": p.offset, "total": total, "entities": entities}
 
 
-async def texture_timeline(memory, p: TimelineParams):
+async def texture_timeline(layer_of, memory, p: TimelineParams):
     from .reads import timeline
 
     since = parse_timestamp(p.since, memory.tz, "since", relative=True)
     until = parse_timestamp(p.until, memory.tz, "until", relative=True) if p.until else now_utc()
-    return await timeline(_layer(memory), since, until, p.limit)
+    return await timeline(layer_of(), since, until, p.limit)
 
 
-async def texture_facts(memory, p: FactsParams):
+async def texture_facts(layer_of, memory, p: FactsParams):
     from .reads import all_facts
 
-    return await all_facts(_layer(memory), p.offset, p.limit)
+    return await all_facts(layer_of(), p.offset, p.limit)
 
 
-async def texture_add(memory, p: AddParams):
+async def texture_add(layer_of, memory, p: AddParams):
     from graphiti_core.nodes import EpisodeType
 
     now = now_utc()
-    result = await _layer(memory).ingestor.add_episode(f"note {to_storage(now)}", p.content, p.channel or "texture_add",
+    result = await layer_of().ingestor.add_episode(f"note {to_storage(now)}", p.content, p.channel or "texture_add",
                                                        now, EpisodeType.text)
     return {"episode": result.episode.uuid, "entities": [n.name for n in result.nodes],
             "facts": [{"uuid": e.uuid, "fact": e.fact} for e in result.edges]}
 
 
-async def texture_add_triplet(memory, p: TripletParams):
+async def texture_add_triplet(layer_of, memory, p: TripletParams):
     from .writes import add_triplet
 
     valid = parse_timestamp(p.valid_at, memory.tz, "valid_at") if p.valid_at else None
-    return await add_triplet(_layer(memory), p.source, p.relationship, p.target, p.fact, p.source_type,
+    return await add_triplet(layer_of(), p.source, p.relationship, p.target, p.fact, p.source_type,
                              p.target_type, valid)
 
 
-async def texture_delete(memory, p: DeleteParams):
+async def texture_delete(layer_of, memory, p: DeleteParams):
     from .writes import delete
 
-    return await delete(_layer(memory), p.uuid)
+    return await delete(layer_of(), p.uuid)
 
 
-async def graphiti_ingestion_stats(memory, _p: NoParams):
-    return await _layer(memory).ingestor.stats()
+async def graphiti_ingestion_stats(layer_of, memory, _p: NoParams):
+    return await layer_of().ingestor.stats()
 
 
-async def ingest_batch_to_graphiti(memory, p: IngestParams):
-    return await _layer(memory).ingestor.ingest_batch(p.batch_size)
+async def ingest_batch_to_graphiti(layer_of, memory, p: IngestParams):
+    return await layer_of().ingestor.ingest_batch(p.batch_size)
 
 
-def operations() -> list[Operation]:
+def operations(layer_of) -> list[Operation]:
+    """The graph's operations, each run on ``layer_of()`` (the entity's open rich_texture layer, else
+    Unavailable saying why)."""
+
+    from pps_core.contracts import IngestionQueue
+
+    from .layer import GraphitiLayer
+
+    def h(handler):
+        return partial(handler, layer_of)
+
     g = "texture"
     return [
-        Operation("texture_search", TextureSearchParams, texture_search, group=g, essential=True, read_only=True,
+        Operation("texture_search", TextureSearchParams, h(texture_search), group=g, essential=True, read_only=True,
                   description="Search the knowledge graph: facts (edges, hybrid BM25 + vector, ranked toward the "
                               "focal entity, fresh and varied facts first) then entities (nodes). Each result has "
                               "metadata.kind 'edge' or 'node' and its uuid as source."),
-        Operation("texture_explore", ExploreParams, texture_explore, group=g, read_only=True, idempotent=True,
+        Operation("texture_explore", ExploreParams, h(texture_explore), group=g, read_only=True, idempotent=True,
                   description="The neighbourhood of an entity: facts and entities up to `depth` hops away."),
-        Operation("texture_entities", EntitiesParams, texture_entities, group=g, read_only=True, idempotent=True,
+        Operation("texture_entities", EntitiesParams, h(texture_entities), group=g, read_only=True, idempotent=True,
                   description="The graph's entities, the most connected first, each with how many facts touch it."),
-        Operation("texture_timeline", TimelineParams, texture_timeline, group=g, read_only=True, idempotent=True,
+        Operation("texture_timeline", TimelineParams, h(texture_timeline), group=g, read_only=True, idempotent=True,
                   description="Facts that became valid between `since` and `until` (ISO or '24h'/'7d'), oldest first."),
-        Operation("texture_facts", FactsParams, texture_facts, group=g, read_only=True, idempotent=True,
+        Operation("texture_facts", FactsParams, h(texture_facts), group=g, read_only=True, idempotent=True,
                   description="Every fact of the graph, oldest first, a page at a time (for an export): subject, "
                               "predicate, object, fact, valid_at, invalid_at, created_at and how many episodes "
                               "(ingested turns or notes) it was extracted from (0: added directly)."),
-        Operation("texture_add", AddParams, texture_add, group=g,
+        Operation("texture_add", AddParams, h(texture_add), group=g,
                   description="Add text to the graph; the configured LLM extracts entities and facts."),
-        Operation("texture_add_triplet", TripletParams, texture_add_triplet, group=g, idempotent=True,
+        Operation("texture_add_triplet", TripletParams, h(texture_add_triplet), group=g, idempotent=True,
                   description="Add one fact (source -relationship-> target) directly, without an LLM. Entities "
                               "are reused by exact name."),
-        Operation("texture_delete", DeleteParams, texture_delete, group=g, destructive=True, idempotent=True,
+        Operation("texture_delete", DeleteParams, h(texture_delete), group=g, destructive=True, idempotent=True,
                   description="Delete a fact, an entity (with its facts) or an episode (with the facts and "
                               "entities only it gave the graph) by uuid; the entities' summaries lose it too."),
-        Operation("graphiti_ingestion_stats", NoParams, graphiti_ingestion_stats, group="graph ingest",
-                  read_only=True, idempotent=True,
+        Operation("graphiti_ingestion_stats", NoParams, h(graphiti_ingestion_stats), group="graph ingest",
+                  read_only=True, idempotent=True, reads=(GraphitiLayer, IngestionQueue),  # the queue: the turns
                   description="How many captured turns wait to be ingested into the graph, and the worker's state."),
-        Operation("ingest_batch_to_graphiti", IngestParams, ingest_batch_to_graphiti, group="graph ingest",
+        Operation("ingest_batch_to_graphiti", IngestParams, h(ingest_batch_to_graphiti), group="graph ingest",
                   description="Ingest the oldest uningested turns into the graph now (needs the configured LLM). "
                               "While another server of the entity is ingesting, answers ingested 0 with a note."),
     ]

@@ -165,6 +165,13 @@ class Novelty:
         if time.monotonic() - self._last_flush >= self.flush_s:
             self.flush()
 
+    def start(self) -> None:
+        """Start background work when the entity opens: none here (the counts are written behind by :meth:`flush`;
+        :class:`~pps_graphiti.novelty_graph.GraphNovelty` starts its writer)."""
+
+    async def stop(self) -> None:
+        """Finish background work when the layer closes: none here (closing flushes)."""
+
     def flush(self) -> None:
         self._last_flush = time.monotonic()
         if not self._dirty or self._counts is None:

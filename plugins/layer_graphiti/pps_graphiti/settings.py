@@ -30,6 +30,12 @@ class GraphitiSettings(PluginSettings, env_prefix="PPS_GRAPHITI_"):
                                                               "the engine's default, 80% of the machine's memory); "
                                                               "below engine_max_rss_mb, so what the engine caches "
                                                               "never triggers a recycle, what it leaks does")
+    engine_timeout_s: float = Field(60.0, ge=0, le=86400, description="kuzu / ladybug: a query the engine has not "
+                                                                     "answered in this long counts as hung: the "
+                                                                     "engine is stopped (the calls under way answer "
+                                                                     "503) and the next call starts a fresh one; "
+                                                                     "building indexes gets 10 times this; 0 = wait "
+                                                                     "for ever")
     uri: str = Field("bolt://127.0.0.1:7687", description="Neo4j URI")
     user: str = Field("neo4j", description="Neo4j user")
     password: SecretStr = Field(SecretStr(""), description="Neo4j password")

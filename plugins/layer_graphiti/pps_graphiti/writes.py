@@ -122,10 +122,9 @@ async def delete(layer: GraphitiLayer, value: str) -> dict[str, Any]:
             await compact_locked(layer)
     if kind != "episode":
         schedule(layer)
-    novelty = layer.memory.rankers.get("novelty")
-    if novelty is not None and hasattr(novelty, "forget"):
+    if layer.novelty is not None:
         for u in gone:
-            novelty.forget(layer.name, u)
+            layer.novelty.forget(layer.name, u)
     return {"deleted": uid, "kind": kind, "what": what}
 
 
@@ -229,9 +228,8 @@ async def forget_episodes(layer: GraphitiLayer, uuids: list[str]) -> dict[str, i
                 continue
             await edge.delete(graph.driver)
             out["facts"] += 1
-            novelty = layer.memory.rankers.get("novelty")
-            if novelty is not None and hasattr(novelty, "forget"):
-                novelty.forget(layer.name, edge.uuid)
+            if layer.novelty is not None:
+                layer.novelty.forget(layer.name, edge.uuid)
         await episode.delete(graph.driver)
         out["episodes"] += 1
         for m in mentioned:

@@ -8,7 +8,7 @@ async def _layer(tmp_path, **llm):
     settings = load_settings("g", tmp_path / "g", plugins=["sqlite", "embeddings", "graphiti"], timezone="UTC",
                              **({"llm": llm} if llm else {}))
     memory = await Memory(settings, lazy=True).open()  # builds the layer; opens no graph
-    return memory, memory.layers.deferred["rich_texture"]
+    return memory, memory.pm.get_plugin("graphiti:entity").layer  # the layer its entity object built
 
 
 async def test_no_ingestion_advice_without_an_llm(tmp_path):

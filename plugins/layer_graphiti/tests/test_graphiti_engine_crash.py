@@ -97,3 +97,45 @@ async def test_an_engine_past_its_memory_bound_is_recycled_between_queries_and_l
         await asyncio.sleep(0.05)
     assert engine.generation > first + 1
     assert (await memory.call("texture_facts", {}))["total"] == 2
+
+
+async def test_a_hung_engine_times_out_answers_503_and_is_replaced(graph_memory):
+    """``[graphiti] engine_timeout_s``: an engine that stops answering (hung in a native call; here SIGSTOP) costs
+    the calls under way a clear 503 after the timeout, not a wait forever; it is stopped, and the next call starts
+    a fresh engine on the same file that finds every fact. The process (this one: the server's) is untouched."""
+    import asyncio
+
+    import pytest
+
+    from pps_core.errors import Unavailable
+
+    memory = await graph_memory(graphiti={"engine_timeout_s": 3})
+    await memory.call("texture_add_triplet", {"source": "Keeper", "relationship": "TENDS", "target": "Lamp"})
+    engine = memory.layer("rich_texture").graph.kuzu.engine
+    hung = engine.proc.pid
+    os.kill(hung, signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(Unavailable) as refused:
+            await asyncio.wait_for(memory.call("texture_search", {"query": "who tends the lamp"}), 60)
+        assert refused.value.status == 503 and "engine_timeout_s" in refused.value.message, refused.value.message
+        assert time.monotonic() - started < 30  # the timeout, not the test's own guard
+        for _ in range(100):  # stopped: the hung process is gone (killed, reaped)
+            if not Path(f"/proc/{hung}").exists():
+                break
+            await asyncio.sleep(0.05)
+        assert not Path(f"/proc/{hung}").exists()
+    finally:
+        if Path(f"/proc/{hung}").exists():
+            os.kill(hung, signal.SIGKILL)
+    found = await memory.call("texture_search", {"query": "who tends the lamp"})
+    assert any("Keeper" in r["content"] for r in found["results"])
+    assert engine.proc.pid != hung
+    assert (await memory.call("pps_health", {}))["layers"]["rich_texture"]["available"]
+
+
+def test_the_engine_timeout_is_a_setting_with_a_generous_default():
+    from pps_graphiti.settings import GraphitiSettings
+
+    assert GraphitiSettings().engine_timeout_s == 60
+    assert GraphitiSettings(engine_timeout_s=0).engine_timeout_s == 0  # 0: wait for ever

@@ -7,19 +7,12 @@ from pps_core import hookimpl
 
 
 @hookimpl
-def pps_layers(memory):
+def pps_entity_plugin(memory):
     import pps_turns
 
     from .store import PostgresStore
 
-    return pps_turns.build(memory, PostgresStore.for_memory(memory)).layers()
-
-
-@hookimpl
-def pps_operations(memory):
-    import pps_turns
-
-    return pps_turns.operations_for_memory()
+    return pps_turns.TurnPlugin(memory, PostgresStore.for_memory)
 
 
 @hookimpl

@@ -318,6 +318,13 @@ class PostgresStore:
             await conn.execute("INSERT INTO shared_values (key, value) VALUES (%s, %s) ON CONFLICT (key) DO UPDATE "
                                "SET value = EXCLUDED.value, updated_at = now()", (key, value))
 
+    async def shared_prune(self, prefix: str, older_than_s: float) -> int:
+        """:class:`pps_core.contracts.PrunableSharedValues`: the values under ``prefix`` empty or not put lately."""
+        async with self.connection() as conn:
+            return (await conn.execute("DELETE FROM shared_values WHERE left(key, length(%s)) = %s AND (value = '' OR "
+                                       "updated_at < now() - make_interval(secs => %s))",
+                                       (prefix, prefix, older_than_s))).rowcount
+
     async def ready(self) -> str | None:
         """Readiness (``/ready``): None when PostgreSQL answers now, else why not (no address in it)."""
         import time
@@ -488,15 +495,6 @@ class PostgresStore:
                 raise Conflict(f"store: message_id {mid!r} changed while it was stored; send it again",
                                param="message_id")
         return acks, new
-
-    async def lexical_search(self, query, limit, offset=0, channel=None):
-        """tsvector BM25 of the query's words (a baseline for bench/locomo.py; the domain searches through
-        ``lexical_turns``)."""
-        async with self.connection() as conn:
-            scores = await bm25(conn, "messages", content_terms(query), limit + offset, channel, self.corpus_stats)
-            ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[offset:offset + limit]
-            found = {t["id"]: t for t in await self._by_ids(conn, [i for i, _s in ranked])}
-        return [{**found[i], "score": round(s, 6)} for i, s in ranked if i in found]
 
     async def turns_by_ids(self, ids) -> list[dict[str, Any]]:
         async with self.connection() as conn:
@@ -850,7 +848,7 @@ class PostgresStore:
 
     # -- summaries ------------------------------------------------------------------------------
 
-    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):
+    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type, created_at=None):
         async with self.connection() as conn, conn.transaction():
             if message_ids:
                 ids = sorted(set(message_ids))
@@ -882,9 +880,10 @@ class PostgresStore:
             chans = channels or sorted({r["channel"] for r in rows})
             row = await (await conn.execute(
                 "INSERT INTO message_summaries (summary_text, start_id, end_id, message_count, channels, "
-                "time_span_start, time_span_end, summary_type) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
-                f"RETURNING {SUMMARY_COLUMNS}",
-                (text, min(ids), max(ids), len(ids), json.dumps(chans), times[0], times[-1], summary_type))).fetchone()
+                "time_span_start, time_span_end, summary_type, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, "
+                f"COALESCE(%s::timestamptz, now())) RETURNING {SUMMARY_COLUMNS}",
+                (text, min(ids), max(ids), len(ids), json.dumps(chans), times[0], times[-1], summary_type,
+                 created_at))).fetchone()
             marked = await conn.execute("UPDATE messages SET summary_id = %s WHERE summary_id IS NULL AND id = ANY(%s)",
                                         (row["id"], ids))
             if marked.rowcount != len(ids):  # another server got there first: the transaction rolls back

@@ -10,19 +10,12 @@ PPS_DEFAULT = 10
 
 
 @hookimpl
-def pps_layers(memory):
+def pps_entity_plugin(memory):
     import pps_turns
 
     from .store import SQLiteStore
 
-    return pps_turns.build(memory, SQLiteStore.for_memory(memory)).layers()
-
-
-@hookimpl
-def pps_operations(memory):
-    import pps_turns
-
-    return pps_turns.operations_for_memory()
+    return pps_turns.TurnPlugin(memory, SQLiteStore.for_memory)
 
 
 @hookimpl

@@ -110,11 +110,6 @@ class SQLiteStore:
     async def turns_by_ids(self, ids):
         return await self._read(turns.by_ids, list(ids))
 
-    async def lexical_search(self, query, limit, offset=0, channel=None):
-        """FTS5's own ranking of content, author and channel (a baseline for bench/locomo.py; not the store
-        interface: the domain searches through ``lexical_turns``)."""
-        return await self._read(turns.search, query, limit, offset, channel)
-
     async def newest(self, limit):
         return await self._read(turns.newest, limit)
 
@@ -197,10 +192,10 @@ class SQLiteStore:
 
     # -- summaries ------------------------------------------------------------------------------
 
-    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type):
+    async def store_summary(self, text, *, start_id, end_id, message_ids, channels, summary_type, created_at=None):
         return await self._run(lambda c: summaries.store(c, text, start_id=start_id, end_id=end_id,
                                                          message_ids=message_ids, channels=channels,
-                                                         summary_type=summary_type))
+                                                         summary_type=summary_type, created_at=created_at))
 
     async def recent_summaries(self, limit, offset=0):
         return await self._read(summaries.recent, limit, offset)

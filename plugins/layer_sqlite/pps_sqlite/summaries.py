@@ -25,8 +25,10 @@ def row_to_summary(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def store(conn: sqlite3.Connection, text: str, *, start_id: int | None, end_id: int | None,
-          message_ids: list[int] | None, channels: list[str] | None, summary_type: str) -> dict[str, Any]:
-    """Store a summary and mark its turns. Refuses empty, reversed or already summarized input."""
+          message_ids: list[int] | None, channels: list[str] | None, summary_type: str,
+          created_at: str | None = None) -> dict[str, Any]:
+    """Store a summary and mark its turns (written at ``created_at``, canonical form, else now). Refuses empty,
+    reversed or already summarized input."""
     with Tx(conn):
         if message_ids:
             ids = sorted(set(message_ids))
@@ -56,8 +58,9 @@ def store(conn: sqlite3.Connection, text: str, *, start_id: int | None, end_id: 
         chans = channels or sorted({r["channel"] for r in rows})
         cur = conn.execute(
             "INSERT INTO message_summaries (summary_text, start_id, end_id, message_count, channels, "
-            "time_span_start, time_span_end, summary_type) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (text, min(ids), max(ids), len(ids), json.dumps(chans), times[0], times[-1], summary_type))
+            "time_span_start, time_span_end, summary_type, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, "
+            "COALESCE(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))",
+            (text, min(ids), max(ids), len(ids), json.dumps(chans), times[0], times[-1], summary_type, created_at))
         sid = cur.lastrowid
         marks = ",".join("?" * len(ids))
         marked = conn.execute(f"UPDATE messages SET summary_id = ? WHERE summary_id IS NULL AND id IN ({marks})",

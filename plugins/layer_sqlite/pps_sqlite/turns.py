@@ -13,7 +13,6 @@ from pps_turns import forgotten_ack
 from pps_turns import tombstones as turn_tombstones
 
 from pps_core.errors import Conflict
-from pps_core.textsearch import fts5_query
 
 from .db import Tx, loads
 
@@ -103,29 +102,6 @@ def flag_spans(conn: sqlite3.Connection, created_at: str) -> list[int]:
         conn.execute(f"UPDATE message_summaries SET rewrite = 'backfill' WHERE rewrite IS NULL AND id IN "
                      f"({','.join('?' * len(ids))})", ids)
     return ids
-
-
-def search(conn: sqlite3.Connection, query: str, limit: int, offset: int = 0,
-           channel: str | None = None) -> list[dict[str, Any]]:
-    """BM25 over content (weighted), author and channel; never errors on punctuation or operators."""
-    match = fts5_query(query)
-    if match is None:
-        return []
-    sql = (f"SELECT {', '.join('m.' + c.strip() for c in COLUMNS.split(','))}, "
-           "bm25(messages_fts, 1.0, 0.5, 0.2) AS rank FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid "
-           "WHERE messages_fts MATCH ?")
-    args: list[Any] = [match]
-    if channel:
-        sql += " AND m.channel = ?"
-        args.append(channel)
-    sql += " ORDER BY rank LIMIT ? OFFSET ?"
-    args += [limit, offset]
-    out = []
-    for row in conn.execute(sql, args):
-        turn = row_to_turn(row)
-        turn["score"] = round(-row["rank"], 6)
-        out.append(turn)
-    return out
 
 
 def counts(conn: sqlite3.Connection) -> dict[str, int]:

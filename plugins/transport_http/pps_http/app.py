@@ -272,7 +272,7 @@ def _mount_pages(app: FastAPI, entity: _Entity) -> None:
         return
     if not caller.has_spec():  # the entity lists a page plugin but not 'http' itself
         pm.add_hookspecs(hookspecs)
-    pm.hook.pps_http_mount(app=app, memory=entity.memory, auth=entity.auth)
+    pm.hook.pps_http_mount(app=app, memory=entity.memory, auth=entity.auth, oauth=entity.oauth)
 
 
 def create_app(hosted: Memory | Entity | list[Memory] | list[Entity], *, host: str = "127.0.0.1",

@@ -15,13 +15,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from pps_core import Memory
 
+    from .oauth import EntityOAuth
     from .security import EntityAuth
 
 hookspec = pluggy.HookspecMarker("pps")
 
 
 @hookspec
-def pps_http_mount(app: FastAPI, memory: Memory, auth: EntityAuth) -> None:
+def pps_http_mount(app: FastAPI, memory: Memory, auth: EntityAuth, oauth: EntityOAuth | None) -> None:
     """Add routes for one hosted entity to the HTTP app (e.g. pages under ``/ui/<entity>``).
 
     Called for every hosted entity whose plugins implement it, in the server's lifespan once the memory is
@@ -29,5 +30,7 @@ def pps_http_mount(app: FastAPI, memory: Memory, auth: EntityAuth) -> None:
     origin=...)`` raises ``Unauthorized``/``Forbidden`` and follows the tokenless-entity rules. Call the
     entity's operations with ``await memory.call(name, params)``. Mark the implementation
     ``@hookimpl(optionalhook=True)`` so the plugin also loads for an entity that does not list ``http``.
+    ``oauth``: the entity's OAuth authorization server (None without one): a page with a login of its own may
+    approve MCP clients there (``oauth.offer_approval``, ``oauth.waiting``, ``oauth.approve``, ``oauth.deny``).
     All implementations are called, in plugin order; results are ignored.
     """

@@ -3,8 +3,11 @@ connector: protected-resource metadata (RFC 9728), an authorization server per e
 PKCE, dynamic client registration, refresh, revocation) built from the ``mcp`` SDK's ``mcp.server.auth``, and the
 SDK's bearer middleware in front of the endpoint, which also admits the entity's static token as before.
 
-The entity's owner approves a client once, on a small page that asks for the entity's token. Each entity has its
-own authorization server and its own state (``<home>/oauth.json``, 0600, atomic writes): a token issued for one
+The entity's owner approves a client once, on a small page that asks for the entity's token, or on a page plugin's
+own page with its own login (the memory explorer's session: :meth:`EntityOAuth.offer_approval`, :meth:`waiting`,
+:meth:`approve`, :meth:`deny`; the token page links to it). Each entity has its
+own authorization server and its own state (``<home>/credentials/oauth.json``, 0600, atomic writes; the kernel's
+folder of live credentials, which backups leave out): a token issued for one
 entity is unknown to every other. Client secrets, codes, access and refresh tokens are stored as SHA-256 hashes
 only (they are random, 256 bits). Only entities that have a token get OAuth: an entity without one is open on
 loopback and has nothing to approve with.
@@ -22,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.handlers.revoke import RevocationHandler
@@ -54,7 +57,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from pps_core.atomic import atomic_write
-from pps_core.auth import TokenGate
+from pps_core.auth import CREDENTIALS_DIR, TokenGate
 
 __all__ = ["ACCESS_TTL_S", "CODE_TTL_S", "REFRESH_TTL_S", "EntityOAuth", "OAuthStore"]
 
@@ -74,11 +77,19 @@ def _hash(secret: str) -> str:
 
 
 class OAuthStore:
-    """Clients, codes and tokens of one entity, in ``<home>/oauth.json`` (secrets as hashes), re-read when the
-    file changes (a second server on the same home, a restart) and rewritten atomically on every change."""
+    """Clients, codes and tokens of one entity, in ``<home>/credentials/oauth.json`` (secrets as hashes), re-read
+    when the file changes (a second server on the same home, a restart) and rewritten atomically on every change.
+    Live credentials: never in a backup (``pps_core.auth.CREDENTIALS_DIR``). A home written before keeps them at
+    ``<home>/oauth.json``: moved there at first use."""
 
     def __init__(self, home: Path) -> None:
-        self.path = Path(home) / STATE_FILE
+        import os
+
+        self.path = Path(home) / CREDENTIALS_DIR / STATE_FILE
+        older = Path(home) / STATE_FILE
+        if older.is_file() and not self.path.exists():
+            self.path.parent.mkdir(exist_ok=True, mode=0o700)
+            os.replace(older, self.path)
         self._lock = threading.Lock()
         self._stamp: tuple[int, int, int] | None = None
         self._data: dict[str, dict[str, Any]] = {}
@@ -402,7 +413,7 @@ input[type=password]{{width:100%;padding:.5rem;font:inherit}}button{{padding:.5r
 <input type="password" name="token" autocomplete="current-password" required autofocus></label>
 <p><button type="submit" name="decision" value="approve">Approve</button>
 <button type="submit" name="decision" value="deny" formnovalidate>Deny</button></p>
-</form></body></html>"""
+</form>{elsewhere}</body></html>"""
 
 _HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
             "X-Content-Type-Options": "nosniff",
@@ -428,6 +439,44 @@ class EntityOAuth:
         self.store = OAuthStore(home)
         self.provider = _Provider(self)
         self.verifier = _Verifier(self.provider, gate)
+        #: Other pages where the owner may approve with a login of their own (label, URL with ``{request}``).
+        self.approvers: list[tuple[str, str]] = []
+
+    # -- approval by a page plugin (the memory explorer) -----------------------------------------------------------
+
+    def offer_approval(self, label: str, url: str) -> None:
+        """Link the token page to another approval page (``url``: a same-origin path holding ``{request}``, the
+        waiting request's id) where a logged-in owner approves without the token (with :meth:`approve`)."""
+        if "{request}" not in url or not url.startswith("/"):
+            raise ValueError("offer_approval: a same-origin path holding {request}")
+        if (label, url) not in self.approvers:  # (mounted again: one link)
+            self.approvers.append((label, url))
+
+    def waiting(self, request_id: str) -> dict[str, str] | None:
+        """What a waiting authorization request asks (``client_name``, as the client registered it: untrusted
+        text, escape it; ``client_id``; ``redirect_uri``; ``entity``), or None when unknown or expired."""
+        waiting = self.provider.pending.get(request_id)
+        if not waiting or waiting["expires_at"] < time.time():
+            return None
+        info = (self.store.read("clients", waiting["client_id"]) or {}).get("info", {})
+        return {"client_name": str(info.get("client_name") or waiting["client_id"]),
+                "client_id": waiting["client_id"], "redirect_uri": str(waiting["params"].redirect_uri),
+                "entity": self.entity}
+
+    def approve(self, request_id: str) -> str:
+        """The owner (checked by the caller: the token, a login session) approves a waiting request: the URL to send
+        the browser to, with a single-use code. ``LookupError`` when the request is unknown or expired."""
+        if self.waiting(request_id) is None:
+            raise LookupError("this approval request is unknown or expired")
+        return self.provider.approve(request_id)
+
+    def deny(self, request_id: str) -> str:
+        """The owner refuses a waiting request: the URL to send the browser to (``error=access_denied``).
+        ``LookupError`` when the request is unknown or expired."""
+        if self.waiting(request_id) is None:
+            raise LookupError("this approval request is unknown or expired")
+        params: AuthorizationParams = self.provider.pending.pop(request_id)["params"]
+        return construct_redirect_uri(str(params.redirect_uri), error="access_denied", state=params.state)
 
     def is_resource(self, resource: str) -> bool:
         return resource.rstrip("/") in self.resources
@@ -476,17 +525,17 @@ class EntityOAuth:
     # -- the owner's approval page -------------------------------------------------------------------------------
 
     def _page(self, request_id: str, csrf: str, error: str = "", status: int = 200) -> Response:
-        waiting = self.provider.pending.get(request_id)
-        if not waiting or waiting["expires_at"] < time.time():
+        waiting = self.waiting(request_id)
+        if waiting is None:
             return HTMLResponse("<!doctype html><title>Expired</title><p>This approval request is unknown or "
                                 "expired. Start connecting again from your client.</p>",
                                 status_code=400, headers=_HEADERS)
-        stored = self.provider.store.read("clients", waiting["client_id"]) or {}
-        info = stored.get("info", {})
         e = html.escape
-        page = _PAGE.format(entity=e(self.entity), client=e(str(info.get("client_name") or waiting["client_id"])),
-                            redirect=e(str(waiting["params"].redirect_uri)), request=e(request_id), csrf=e(csrf),
-                            error=f'<p class="err">{e(error)}</p>' if error else "")
+        elsewhere = "".join(f'<p>Logged into the {e(label)}? <a href="{e(url.replace("{request}", quote(request_id)))}">'
+                            f"Approve in the {e(label)}</a>, without the token.</p>" for label, url in self.approvers)
+        page = _PAGE.format(entity=e(self.entity), client=e(waiting["client_name"]),
+                            redirect=e(waiting["redirect_uri"]), request=e(request_id), csrf=e(csrf),
+                            error=f'<p class="err">{e(error)}</p>' if error else "", elsewhere=elsewhere)
         response = HTMLResponse(page, status_code=status, headers=_HEADERS)
         secure = "; Secure" if self.base.startswith("https:") else ""
         response.headers.append("set-cookie", f"{CSRF_COOKIE}={csrf}; Path={urlsplit(self.issuer).path}; "
@@ -505,15 +554,10 @@ class EntityOAuth:
                 or (origin not in (None, "null") and origin.lower() != f"{base.scheme}://{base.netloc}".lower())):
             return HTMLResponse("<!doctype html><title>Refused</title><p>This form was not sent from this "
                                 "server's own page. Reload it and try again.</p>", status_code=403, headers=_HEADERS)
-        waiting = self.provider.pending.get(request_id)
-        if not waiting or waiting["expires_at"] < time.time():
+        if self.waiting(request_id) is None:
             return self._page(request_id, csrf)  # the expired page
         if form.get("decision") == "deny":
-            self.provider.pending.pop(request_id, None)
-            params: AuthorizationParams = waiting["params"]
-            url = construct_redirect_uri(str(params.redirect_uri), error="access_denied", state=params.state)
-            return RedirectResponse(url, status_code=303, headers={"Cache-Control": "no-store"})
+            return RedirectResponse(self.deny(request_id), status_code=303, headers={"Cache-Control": "no-store"})
         if not self.gate.accepts(str(form.get("token", "")).strip()):
             return self._page(request_id, csrf, "That is not this entity's token.", status=403)
-        return RedirectResponse(self.provider.approve(request_id), status_code=303,
-                                headers={"Cache-Control": "no-store"})
+        return RedirectResponse(self.approve(request_id), status_code=303, headers={"Cache-Control": "no-store"})

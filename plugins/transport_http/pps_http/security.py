@@ -133,14 +133,6 @@ class EntityAuth:
         calls, REST, MCP or a page mounted into the app."""
         self.gate.check(self.caller_of(scope).token, sensitive=sensitive)
 
-    def allows(self, scope) -> bool:
-        """Whether this request may see the entity (its routes in the OpenAPI document, its docs)."""
-        try:
-            self.check_scope(scope)
-        except PPSError:
-            return False
-        return True
-
 
 def challenge(exc: PPSError) -> str | None:
     """The ``WWW-Authenticate`` value for a 401 (RFC 6750 section 3), None for any other answer."""

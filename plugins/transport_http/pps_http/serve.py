@@ -1,9 +1,8 @@
 """``pps serve http``: REST + MCP over streamable HTTP for one or several entities, on loopback by default.
 
-The kernel has opened the entities (``pps_core.serving``); this module binds, runs uvicorn on the app and
-publishes the address in each entity's owner lock once the socket accepts. ``listen`` is the same on a free
-loopback port, REST only (the forwarding protocol): the kernel runs it beside ``pps serve mcp`` so other
-processes reach that owner.
+The kernel has opened the entities (``pps_core.serving``) and answers other processes on its own local channel;
+this module binds, runs uvicorn on the app and publishes the address in each entity's owner lock once the socket
+accepts (shown by ``pps doctor``).
 """
 
 from __future__ import annotations
@@ -55,10 +54,6 @@ class HttpTransport(Transport):
                   f"{', '.join(f'{public_url}/entities/{n}/mcp' for n in oauth)}", file=sys.stderr, flush=True)
         await run_app(served, sock, address, host=options.host, log_level=options.log_level, mcp=mcp,
                       public_url=public_url)
-
-    async def listen(self, served: Served) -> None:
-        sock, address = _bind("127.0.0.1", 0)
-        await run_app(served, sock, address, host="127.0.0.1", log_level="warning", quiet=True, mcp=False)
 
 
 def _check_public_url(url: str, *, oauth: bool) -> None:

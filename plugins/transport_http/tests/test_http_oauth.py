@@ -18,6 +18,7 @@ from mcp import Client
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pps_http.oauth import OAuthStore
 
 from pps_core.testing.server import pps, start_server
 
@@ -148,13 +149,14 @@ async def test_the_sdk_oauth_client_reaches_entity_a_and_not_b(two):
     assert httpx.post(f"{base}/entities/b/tools/crystal_list", json={},
                       headers={"Authorization": f"Bearer {access}"}).status_code == 401
 
-    state = (two.root / "a" / "oauth.json")
+    state = (two.root / "a" / "credentials" / "oauth.json")
     assert stat.S_IMODE(state.stat().st_mode) == 0o600
     stored = state.read_text()
     assert access not in stored and storage.tokens.refresh_token not in stored  # hashes only
     assert storage.client is not None and storage.client.client_secret
     assert storage.client.client_secret not in stored
-    assert not (two.root / "b" / "oauth.json").exists() or access not in (two.root / "b" / "oauth.json").read_text()
+    other = two.root / "b" / "credentials" / "oauth.json"
+    assert not other.exists() or access not in other.read_text()
 
 
 def test_discovery_metadata_names_each_entitys_own_server(two):
@@ -291,6 +293,36 @@ def test_grants_survive_a_restart_and_oauth_can_be_turned_off(tmp_path):
         assert mcp_status(f"{srv.url}/mcp", srv.token("a")).status_code == 200
     finally:
         srv.stop()
+
+
+def test_backups_leave_the_oauth_grants_out(two, tmp_path):
+    """OAuth clients and grants are live credentials (like the token): `pps backup` never archives them, even with
+    --include-token, so restoring an older archive cannot bring back a grant revoked since; a restored entity's
+    connectors register and are approved again (docs/PRIVACY.md)."""
+    import tarfile
+
+    client = register(two.url, "a")
+    verifier, challenge = pkce()
+    code = code_for(two.url, "a", client, challenge, two.token("a"))
+    granted = exchange(two.url, "a", client, grant_type="authorization_code", code=code, redirect_uri=REDIRECT,
+                       code_verifier=verifier)
+    assert granted.status_code == 200, granted.text
+    kept = [p for p in (two.root / "a").rglob("oauth.json")]
+    assert kept and granted.json()["access_token"] not in kept[0].read_text()  # in the home, hashed
+    for extra in ((), ("--include-token",)):
+        archive = tmp_path / f"a{len(extra)}.tar.gz"
+        pps(two.root, "backup", str(archive), "--entity", "a", *extra)
+        with tarfile.open(archive) as tar:
+            names = tar.getnames()
+        assert "pps.toml" in names and ("token" in names) == bool(extra)
+        assert [n for n in names if "oauth" in n or n.startswith("credentials")] == [], names
+
+
+def test_a_home_written_before_keeps_its_oauth_grants_in_the_credentials_folder(tmp_path):
+    (tmp_path / "oauth.json").write_text('{"clients": {"c1": {"info": {}, "approved": true}}}')
+    store = OAuthStore(tmp_path)
+    assert store.read("clients", "c1") == {"info": {}, "approved": True}
+    assert not (tmp_path / "oauth.json").exists() and (tmp_path / "credentials" / "oauth.json").is_file()
 
 
 def test_conformance_suite_authorization_server_scenarios(two, tmp_path):

@@ -1,5 +1,5 @@
 """``pps serve mcp``: MCP over stdio. The kernel owns the entity's stores here, or forwards to the server that
-does (``pps_core.serving``), and runs the HTTP transport's loopback listener beside it when that is loaded.
+does (``pps_core.serving``), and answers other processes on its local channel when it owns them.
 
 Nothing but protocol frames reaches stdout: logs go to stderr, and the SDK points fd 1 at stderr
 while it serves, so a stray print from a plugin cannot corrupt the stream.
@@ -18,8 +18,8 @@ log = logging.getLogger("pps.mcp")
 
 class McpTransport(Transport):
     name = "mcp"
-    help = ("MCP over stdio for one entity (Claude Code, Claude Desktop). Forwards to the entity's "
-            "HTTP server when one runs; otherwise owns the stores itself.")
+    help = ("MCP over stdio for one entity (Claude Code, Claude Desktop). Forwards to the process that "
+            "serves the entity when one runs; otherwise owns the stores itself.")
     forwards = True
 
     def add_arguments(self, parser) -> None:

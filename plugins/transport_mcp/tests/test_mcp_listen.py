@@ -1,5 +1,6 @@
-"""A stdio MCP server that owns the stores also answers REST on loopback, so other channels
-(Claude Code's capture hooks, `pps call`, a bot) share the entity instead of hitting the owner lock."""
+"""A stdio MCP server that owns the stores answers other processes on the kernel's local channel (no HTTP
+plugin needed), so Claude Code's capture hooks, `pps call` or a bot share the entity instead of hitting the
+owner lock."""
 
 import asyncio
 import json
@@ -20,7 +21,7 @@ async def test_other_processes_reach_a_stdio_owner(tmp_path):
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    _init(tmp_path, "sqlite,crystals,mcp,http")
+    _init(tmp_path, "sqlite,crystals,mcp")
     params = StdioServerParameters(command=sys.executable, env=pps_env(tmp_path),
                                    args=["-m", "pps_core.cli", "serve", "mcp", "--entity", "lyra"])
     with open(tmp_path / "stderr.log", "w") as errlog:
@@ -28,7 +29,7 @@ async def test_other_processes_reach_a_stdio_owner(tmp_path):
             await client.call_tool("store_message", {"content": "said in the terminal", "author_name": "Jeff",
                                                      "channel": "terminal:1"})
             owner = read_owner(tmp_path / "lyra")
-            assert owner and owner["address"].startswith("http://127.0.0.1:")
+            assert owner and owner["channel"] and not owner.get("address")
             other = await asyncio.to_thread(
                 subprocess.run, [sys.executable, "-m", "pps_core.cli", "call", "--entity", "lyra", "store_message",
                                  json.dumps({"content": "said on discord", "author_name": "Brandi",
@@ -42,7 +43,7 @@ async def test_other_processes_reach_a_stdio_owner(tmp_path):
 
 
 def test_listener_keeps_stdout_clean(tmp_path):
-    _init(tmp_path, "sqlite,mcp,http")
+    _init(tmp_path, "sqlite,mcp")
     frames = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}},

@@ -33,13 +33,15 @@ UNREAD_PREVIEW = 10
 PAGE_LIMIT = 1000
 
 
-def unsummarized_status(n: int) -> str:
+def unsummarized_status(n: int, summarizer: bool = True) -> str:
     """The note beside the unsummarized count in the startup health line (the original's thresholds): the
-    pressure to summarize grows with the backlog the startup package shows in full."""
+    pressure to summarize grows with the backlog the startup package shows in full. ``summarizer``: a chat model
+    is configured (``[llm]``); without one nothing is "available" to summarize with (issue 39), so the note says
+    only that there is enough to summarize."""
     if n < 50:
         return "(healthy)"
     if n < 100:
-        return "(healthy, summarization available)"
+        return "(healthy, summarization available)" if summarizer else "(healthy, enough to summarize)"
     if n < 200:
         return "(summarization recommended)"
     return "(HIGH - summarize soon!)"
@@ -144,6 +146,11 @@ class RawCaptureLayer(Layer):
         if put is not None:
             await put(key, value)
 
+    async def shared_prune(self, prefix: str, older_than_s: float) -> int:
+        """:class:`pps_core.contracts.PrunableSharedValues` through the store (0 where it keeps no shared values)."""
+        prune = getattr(self.backend, "shared_prune", None)
+        return await prune(prefix, older_than_s) if prune is not None else 0
+
     async def ready(self) -> str | None:
         """The store's own readiness (a database server answering), when it has one (``ready()``)."""
         check = getattr(self.backend, "ready", None)
@@ -176,9 +183,7 @@ class RawCaptureLayer(Layer):
         """Fused search of every turn, scored by the calibrated probability that a turn is relevant; ``channel``:
         only that channel's turns; ``min_score``: only turns scoring at least this (None: no floor here; recall
         applies :attr:`min_recall_score`)."""
-        started = time.perf_counter()
         found = await self.retriever.search(query, limit, offset, channel, min_score=min_score)  # retrieval.py
-        self.record_latency(started)
         results = [turn_result(t, score=t["score"]) for t in found]
         for r, t in zip(results, found, strict=True):
             r.signals = t["signals"]  # the signals that made the score: bm25, dense, coverage, ... (explain)
@@ -194,8 +199,15 @@ class RawCaptureLayer(Layer):
 
     def backlog_text(self, key: str, count: int) -> str | None:
         if key == "unsummarized":  # shown at zero too: "0 unsummarized messages (healthy)"
-            return f"{count} unsummarized messages {unsummarized_status(count)}"
+            return f"{count} unsummarized messages {unsummarized_status(count, self._summarizer())}"
         return super().backlog_text(key, count)
+
+    def _summarizer(self) -> bool:
+        """Whether the entity has a chat model to summarize with (``[llm]`` configured)."""
+        try:
+            return self.domain.memory.chat_model() is not None
+        except Exception:  # noqa: BLE001 - a model that cannot be made is no summarizer
+            return False
 
     async def health(self) -> LayerHealth:
         started = time.perf_counter()
@@ -295,9 +307,7 @@ class SummariesLayer(Layer):
                      min_score: float | None = None) -> list[SearchResult]:
         """Hybrid (BM25 + summary vectors) when an embedder is loaded, BM25 otherwise; scored by the calibrated
         probability of relevance; ``min_score``: only summaries scoring at least this."""
-        started = time.perf_counter()
         found = await self.domain.summary_search.search(query, limit, offset, min_score=min_score)
-        self.record_latency(started)
         results = [summary_result(s, s["score"]) for s in found]
         for r, s in zip(results, found, strict=True):
             r.signals = s["signals"]
@@ -306,6 +316,12 @@ class SummariesLayer(Layer):
     async def recent(self, limit: int) -> list[SearchResult]:
         found = await self.backend.recent_summaries(limit)
         return [summary_result(s) for s in reversed(found)]
+
+    async def startup(self, count: int | None) -> StartupItems:
+        """The newest ``count`` summaries, and how many there are (counted, not read)."""
+        items = await self.recent(count if count is not None else 1_000_000)
+        full = count is not None and len(items) >= count
+        return StartupItems(items=items, total=await self.backend.summary_count() if full else len(items))
 
     async def snapshot_counts(self, dest: Path) -> dict[str, int] | None:
         """The counts the archive holds (``raw_capture``'s snapshot exported the summaries too, in one snapshot)."""

@@ -89,6 +89,9 @@ class StoreSummaryParams(_Params):
                                           description="exactly the turns covered (preferred over a range)")
     channels: list[Captured] | None = Field(None, max_length=100)
     summary_type: Captured = Field("work", min_length=1, max_length=50)
+    created_at: str | None = Field(None, max_length=64,
+                                   description="when the summary was written (ISO 8601; without a zone it is read in "
+                                               "the entity's zone): `pps import pps` keeps an export's; default now")
 
     @field_validator("summary_text")
     @classmethod

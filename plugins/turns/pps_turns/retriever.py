@@ -115,7 +115,7 @@ class Retriever(_Embedding):
             self._df, self._df_at = {}, now
         todo = [t for t in terms if t not in self._df]
         if todo or not self._df_n:
-            self._df_n, counts = await self._term_counts(todo)
+            self._df_n, counts = await self.store.term_counts(todo, DF_CAP)
             self._df.update(counts)
         return retrieval.Weights.of(terms, self._df_n, self._df)
 
@@ -230,14 +230,6 @@ class Retriever(_Embedding):
         if full:
             out["dropped"] = dropped
         return out
-
-    async def _term_counts(self, terms: list[str]) -> tuple[int, dict[str, int]]:
-        counter = getattr(self.store, "term_counts", None)
-        if counter is not None:
-            return await counter(terms, DF_CAP)
-        # a store written before term_counts: its own BM25 candidates, counted (slower, same numbers up to the cap)
-        total = (await self.store.counts())["total"]
-        return total, {t: len(await self.store.lexical_turns([t], DF_CAP)) for t in terms}
 
     async def search(self, query: str, limit: int, offset: int = 0, channel: str | None = None,
                      cfg: retrieval.FusionConfig = retrieval.DEFAULT, min_score: float | None = None,

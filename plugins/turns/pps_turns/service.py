@@ -13,13 +13,12 @@ import hashlib
 import math
 import secrets
 import time as _time
-import weakref
 from bisect import bisect_right
 from collections.abc import Awaitable, Callable
 from datetime import datetime, time, timedelta
 from typing import Any
 
-from pps_core import Operation
+from pps_core import Operation, hookimpl
 from pps_core.errors import InvalidParams, NotFound, Unavailable
 from pps_core.lineage import ForgottenTurns
 from pps_core.models import Summary
@@ -60,20 +59,35 @@ OWED_NOTE = ("The turns are deleted from the turn store. The copies named in pen
 TOKEN_TTL_S = 600.0
 
 
-_DOMAINS: weakref.WeakKeyDictionary[Any, TurnDomain] = weakref.WeakKeyDictionary()
+class TurnPlugin:
+    """A store adapter's object for one entity (``pps_entity_plugin``): at each open it builds the entity's
+    :class:`TurnDomain` over a new store (``store(memory)``), returns its layers, and runs every turn operation on
+    it. The adapter's plugin module is one hook::
 
+        @hookimpl
+        def pps_entity_plugin(memory):
+            return pps_turns.TurnPlugin(memory, MyStore.for_memory)
+    """
 
-def build(memory: Any, store: TurnStore) -> TurnDomain:
-    """The entity's turn domain over ``store``, kept for ``memory`` so that :func:`for_memory` (the adapter's
-    ``pps_operations``) finds the same object its ``pps_layers`` built."""
-    domain = TurnDomain(memory, store)
-    _DOMAINS[memory] = domain
-    return domain
+    def __init__(self, memory: Any, store: Callable[[Any], TurnStore]) -> None:
+        self.memory = memory
+        self._store = store
+        #: The domain of the layers this object built (None until the entity's layers are built).
+        self.domain: TurnDomain | None = None
 
+    @hookimpl
+    def pps_layers(self) -> list[Any]:
+        self.domain = TurnDomain(self.memory, self._store(self.memory))
+        return self.domain.layers()
 
-def for_memory(memory: Any) -> TurnDomain | None:
-    """The turn domain built for ``memory`` (None when no store adapter built one)."""
-    return _DOMAINS.get(memory)
+    @hookimpl
+    def pps_operations(self) -> list[Operation]:
+        return operations(self._domain)
+
+    def _domain(self, memory: Any) -> TurnDomain:
+        if self.domain is None:
+            raise Unavailable("the turn layers of this entity are not built (its memory is not open)")
+        return self.domain
 
 
 class TurnDomain:
@@ -229,16 +243,18 @@ class TurnDomain:
 
     async def save_summary(self, text: str, *, start_id: int | None = None, end_id: int | None = None,
                            message_ids: list[int] | None = None, channels: list[str] | None = None,
-                           summary_type: str = "work") -> dict[str, Any]:
+                           summary_type: str = "work", created_at: str | None = None) -> dict[str, Any]:
+        written = to_storage(parse_timestamp(created_at, self.memory.tz, "created_at")) if created_at else None
         stored = await self._open_store().store_summary(text, start_id=start_id, end_id=end_id,
                                                         message_ids=message_ids, channels=channels,
-                                                        summary_type=summary_type)
+                                                        summary_type=summary_type, created_at=written)
         self.memory.events.summary_stored(Summary(**{k: stored[k] for k in Summary.model_fields}))
         return stored
 
     async def store_summary(self, p: StoreSummaryParams) -> dict[str, Any]:
         stored = await self.save_summary(p.summary_text, start_id=p.start_id, end_id=p.end_id,
-                                         message_ids=p.message_ids, channels=p.channels, summary_type=p.summary_type)
+                                         message_ids=p.message_ids, channels=p.channels, summary_type=p.summary_type,
+                                         created_at=p.created_at)
         return self._sum_out(stored)
 
     async def get_recent_summaries(self, p: LimitParams) -> dict[str, Any]:

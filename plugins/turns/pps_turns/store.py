@@ -225,14 +225,15 @@ class TurnStore(Protocol):
 
     async def store_summary(self, text: str, *, start_id: int | None, end_id: int | None,
                             message_ids: list[int] | None, channels: list[str] | None,
-                            summary_type: str) -> SummaryRow:
+                            summary_type: str, created_at: str | None = None) -> SummaryRow:
         """Store a summary and mark exactly its turns, in one transaction.
 
         Turns are ``message_ids`` (each must exist: ``NotFound`` naming ``message_ids``), else every turn with
         start_id <= id <= end_id (``InvalidParams`` naming ``start_id`` when reversed or incomplete, ``NotFound``
         when none). Any of them already summarized, now or by a concurrent writer: ``Conflict`` and nothing
         stored. The summary's ``start_id``/``end_id`` are the least and greatest id, its span the least and
-        greatest created_at, ``channels`` the given ones or the turns' (sorted)."""
+        greatest created_at, ``channels`` the given ones or the turns' (sorted). Its ``created_at`` is the given one
+        (canonical storage form: a restore keeps when the summary was written), else now."""
         ...
 
     async def recent_summaries(self, limit: int, offset: int = 0) -> list[SummaryRow]:
@@ -268,7 +269,7 @@ class TurnStore(Protocol):
     async def term_counts(self, terms: list[str], cap: int) -> tuple[int, dict[str, int]]:
         """(how many turns are stored, how many of them hold each of ``terms`` as the full-text index matches it,
         counted up to ``cap``): the idf of the calibrated score. A count may be cached while the store grows by
-        less than a tenth. (A store without it still works: the domain counts its ``lexical_turns``.)"""
+        less than a tenth."""
         ...
 
     async def channel_neighbours(self, ids: Sequence[int], reach: int) -> list[tuple[int, int]]:

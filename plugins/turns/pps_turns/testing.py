@@ -105,8 +105,10 @@ class TurnStoreContract:
         assert (await store.counts())["unsummarized"] == 2 and await store.summary_count() == 1
         assert [t["summary_id"] for t in await store.turns_by_ids(ids)] == [s["id"], s["id"], None, None]
         s2 = await store.store_summary("rest", start_id=ids[2], end_id=ids[3], message_ids=None, channels=["x"],
-                                       summary_type="work")
+                                       summary_type="work", created_at="2025-02-03T04:05:06.789Z")
+        assert s2["created_at"] == "2025-02-03T04:05:06.789Z" != s["created_at"]  # a restore keeps when it was written
         assert [r["id"] for r in await store.recent_summaries(5)] == [s2["id"], s["id"]]
+        assert (await store.summaries_by_ids([s2["id"]]))[0]["created_at"] == "2025-02-03T04:05:06.789Z"
         assert {r["id"] for r in await store.summaries_by_ids([s["id"], s2["id"]])} == {s["id"], s2["id"]}
         stats = await store.summary_stats()
         assert (stats["summary_count"], stats["unsummarized_count"], stats["total_messages"]) == (2, 0, 4)

@@ -10,8 +10,14 @@ from pps_turns.layers import RawCaptureLayer, unsummarized_status
                                       (199, "(summarization recommended)"), (200, "(HIGH - summarize soon!)")])
 def test_unsummarized_thresholds(n, status):
     assert unsummarized_status(n) == status
-    assert RawCaptureLayer.backlog_text(object.__new__(RawCaptureLayer), "unsummarized", n) == \
-        f"{n} unsummarized messages {status}"
+    layer = object.__new__(RawCaptureLayer)
+    layer._summarizer = lambda: True  # an [llm] is configured
+    assert RawCaptureLayer.backlog_text(layer, "unsummarized", n) == f"{n} unsummarized messages {status}"
+
+
+def test_without_an_llm_nothing_claims_summarization_is_available():
+    assert unsummarized_status(60, summarizer=False) == "(healthy, enough to summarize)"
+    assert unsummarized_status(150, summarizer=False) == "(summarization recommended)"
 
 
 async def test_the_health_line_shows_the_turn_backlog_as_the_turn_domain_words_it(make_memory):
@@ -19,4 +25,7 @@ async def test_the_health_line_shows_the_turn_backlog_as_the_turn_domain_words_i
     await memory.call("store_messages", {"messages": [
         {"content": f"turn {i}", "author_name": "Jeff", "channel": "terminal"} for i in range(60)]})
     text = (await memory.call("ambient_recall", {"context": "startup"}))["text"]
-    assert "**Memory Health**: 60 unsummarized messages (healthy, summarization available)\n" in text
+    # issue 39: with no [llm] configured nothing is "available" to summarize with: the line says only that there
+    # is enough to summarize (the entity summarizes through its tools, or an [llm] once one is configured)
+    assert "**Memory Health**: 60 unsummarized messages (healthy, enough to summarize)\n" in text
+    assert "summarization available" not in text

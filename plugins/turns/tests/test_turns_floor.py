@@ -104,14 +104,7 @@ async def test_the_floor_is_per_call_and_bad_floors_are_refused(make_memory):
         assert name in str(err.value)
 
 
-async def test_a_store_without_term_counts_gets_the_same_weights(make_memory):
+async def test_the_store_counts_the_turns_holding_each_term(make_memory):
     m, _text = await _entity(make_memory, ["sqlite"])
-    retriever = m.require_layer("raw_capture").retriever
-    terms = ["mouse", "cottage", "good", "quantum"]
-    counted = await retriever._term_counts(terms)
-    retriever.store.term_counts = None  # as a store written before the method (test-only: the instance's own)
-    try:
-        assert await retriever._term_counts(terms) == counted
-    finally:
-        del retriever.store.term_counts
+    counted = await m.require_layer("raw_capture").retriever.store.term_counts(["mouse", "cottage", "quantum"], 100)
     assert counted[0] == len(COTTAGE) and counted[1]["cottage"] == 2 and counted[1]["quantum"] == 0

@@ -11,7 +11,6 @@ PPS_DEFAULT = 70
 #: The chat model (``pps_chat_model``) comes from the ``llm`` plugin: an entity listing this one loads it too.
 PPS_REQUIRES = ("llm",)
 
-_LOOPS: dict[int, Any] = {}
 
 
 @hookimpl
@@ -26,22 +25,32 @@ def pps_operations(memory) -> list[Operation]:
                      "still summarize with summarize_messages + store_summary."))]
 
 
+class UpkeepEntity:
+    """Upkeep's object for one entity (``pps_entity_plugin``): its periodic loop, from open to close."""
+
+    def __init__(self, memory) -> None:
+        self.memory = memory
+        self.loop: Any = None
+
+    @hookimpl
+    def pps_memory_opened(self) -> None:
+        from .upkeep import UpkeepLoop, UpkeepSettings
+
+        cfg = self.memory.settings.plugin_settings(UpkeepSettings, "upkeep")
+        if cfg.interval_s:  # without an LLM it only retries owed forgets
+            self.loop = UpkeepLoop(self.memory, cfg.interval_s)
+            self.loop.start()
+
+    @hookimpl
+    def pps_memory_closing(self) -> None:
+        loop, self.loop = self.loop, None
+        if loop is not None:
+            loop.stop_soon()
+
+
 @hookimpl
-def pps_memory_opened(memory) -> None:
-    from .upkeep import UpkeepLoop, UpkeepSettings
-
-    cfg = memory.settings.plugin_settings(UpkeepSettings, "upkeep")
-    if cfg.interval_s:  # without an LLM it only retries owed forgets
-        loop = UpkeepLoop(memory, cfg.interval_s)
-        loop.start()
-        _LOOPS[id(memory)] = loop
-
-
-@hookimpl
-def pps_memory_closing(memory) -> None:
-    loop = _LOOPS.pop(id(memory), None)
-    if loop is not None:
-        loop.stop_soon()
+def pps_entity_plugin(memory):
+    return UpkeepEntity(memory)
 
 
 @hookimpl

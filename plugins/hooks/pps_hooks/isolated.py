@@ -1,6 +1,6 @@
 """How PPS starts a Python process: never importing from the folder it is started in (standard library only).
 
-Claude Code runs the hooks, and starts the MCP server, with the user's project as working directory, and a
+Agent hosts (Claude Code, Codex, Gemini CLI, Copilot CLI) run the hooks, and start the MCP server, with the user's project as working directory, and a
 repository is untrusted: ``python -m x`` or ``python -c ...`` puts that directory first on ``sys.path``, so its
 ``numpy.py`` or ``json.py`` would run inside the process that holds the entity's memory and token. Every
 process PPS starts gets :func:`flags`:

@@ -1,7 +1,7 @@
-"""What the hooks did, for ``pps hooks status``: ``logs/hooks.log`` (0600) and ``hooks/claude-code/status.json``.
-
-The log gets one line per hook run (and one per failure); ``status.json`` keeps the last capture, the
-last injection and the last error with their times, so status answers without parsing the log.
+"""What the hooks of every host did, for ``pps hooks status``: ``logs/hooks.log`` (0600, one for all hosts) and
+``hooks/<host>/status.json`` (the last capture, injection and error of one host, with their times, so status
+answers without parsing the log). ``where`` names the host's folder (``claude-code``, ``gemini``, ...).
+Standard library only: the hooks' fast path imports it.
 """
 
 from __future__ import annotations
@@ -19,8 +19,11 @@ def log_path(home: Path) -> Path:
     return Path(home) / "logs" / "hooks.log"
 
 
-def status_path(home: Path) -> Path:
-    return Path(home) / "hooks" / "claude-code" / "status.json"
+DEFAULT_HOST = "claude-code"
+
+
+def status_path(home: Path, where: str = DEFAULT_HOST) -> Path:
+    return Path(home) / "hooks" / where / "status.json"
 
 
 def private_append(path: Path, text: str) -> None:
@@ -47,9 +50,9 @@ def log(home: Path, message: str) -> None:
         pass
 
 
-def read_status(home: Path) -> dict[str, Any]:
+def read_status(home: Path, where: str = DEFAULT_HOST) -> dict[str, Any]:
     try:
-        data = json.loads(status_path(home).read_text())
+        data = json.loads(status_path(home, where).read_text())
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -79,30 +82,39 @@ def replace_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def record(home: Path, key: str, **fields: Any) -> None:
+def record(home: Path, key: str, *, where: str = DEFAULT_HOST, **fields: Any) -> None:
     """Set ``status[key]`` to ``fields`` plus the time (``capture``, ``injection``, ``error``). Never raises."""
     try:
-        data = read_status(home)
+        data = read_status(home, where)
         data[key] = {"at": time.time(), **fields}
-        path = status_path(home)
+        path = status_path(home, where)
         private_dirs(path.parent)
         replace_private(path, json.dumps(data, indent=1))
     except OSError:
         pass
 
 
-def failure_notice(home: Path | None, event: str, session: str, reason: str, *, injecting: bool) -> dict[str, Any] | None:
-    """What the user sees when a hook failed (the hook output's ``systemMessage``): always where memory
-    was to be injected, else once a session (a failing capture is not repeated on every turn)."""
+def failure_text(home: Path | None, event: str, session: str, reason: str, *, injecting: bool,
+                 where: str = DEFAULT_HOST) -> str | None:
+    """The one line the user sees when a hook failed: always where memory was to be injected, else once a
+    session (a failing capture is not repeated on every turn). Each host puts it in its own output shape."""
     if injecting or home is None:
-        return {"systemMessage": f"PPS: memory not loaded ({event}): {reason}. Details: `pps hooks status`"}
-    data = read_status(home)
+        return f"PPS: memory not loaded ({event}): {reason}. Details: `pps hooks status`"
+    data = read_status(home, where)
     warned = [s for s in data.get("warned_sessions") or [] if isinstance(s, str)]
     if session in warned:
         return None
     data["warned_sessions"] = (warned + [session])[-20:]
     try:
-        replace_private(status_path(home), json.dumps(data, indent=1))
+        private_dirs(status_path(home, where).parent)
+        replace_private(status_path(home, where), json.dumps(data, indent=1))
     except OSError:
         pass
-    return {"systemMessage": f"PPS: turns not saved ({event}): {reason}. Details: `pps hooks status`"}
+    return f"PPS: turns not saved ({event}): {reason}. Details: `pps hooks status`"
+
+
+def failure_notice(home: Path | None, event: str, session: str, reason: str, *, injecting: bool,
+                   where: str = DEFAULT_HOST) -> dict[str, Any] | None:
+    """:func:`failure_text` as Claude Code (and Codex, Gemini CLI) show it: the output's ``systemMessage``."""
+    text = failure_text(home, event, session, reason, injecting=injecting, where=where)
+    return {"systemMessage": text} if text else None
