@@ -55,10 +55,8 @@ MIGRATIONS = [
 
 def target(cs: ChromaSettings, entity_settings) -> tuple[str, str]:
     """``(dsn, schema)``: ``[chroma] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named as every
-    layer in PostgreSQL names it (:func:`pps_postgres.settings.target`)."""
-    from pps_postgres.settings import target as postgres_target
-
-    return postgres_target("chroma", cs.dsn, cs.schema_name, entity_settings)
+    layer in PostgreSQL names it (``EntitySettings.database_place``)."""
+    return entity_settings.database_place("chroma", cs.dsn, cs.schema_name)
 
 
 BACKUP = "postgres/word_photos.jsonl"

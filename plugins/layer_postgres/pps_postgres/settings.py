@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Literal
 
 from pydantic import Field
 
 from pps_core import PluginSettings
-
-#: PostgreSQL's longest identifier (bytes; longer ones are cut silently).
-IDENTIFIER_MAX = 63
+from pps_core.settings import checked_schema, database_schema
 
 
 class PostgresSettings(PluginSettings, env_prefix="PPS_POSTGRES_"):
@@ -45,39 +41,11 @@ class PostgresSettings(PluginSettings, env_prefix="PPS_POSTGRES_"):
 
 
 def entity_schema(entity: str) -> str:
-    """The default schema of an entity, the one rule every layer kept in PostgreSQL follows (turns, crystals,
-    word-photos, the recap): ``pps_`` + the name folded to [a-z0-9_]; a digest of the name is added when folding
-    changed it ('Lyra.x' and 'lyra_x' must not share tables) or when it had to be cut to PostgreSQL's 63 bytes."""
-    folded = "pps_" + re.sub(r"[^a-z0-9_]", "_", entity.lower())
-    if folded == "pps_" + entity and len(folded) <= IDENTIFIER_MAX:
-        return folded
-    digest = hashlib.sha1(entity.encode()).hexdigest()[:8]
-    return folded[:IDENTIFIER_MAX - len(digest) - 1] + "_" + digest
-
-
-def checked_schema(name: str, key: str = "postgres.schema") -> str:
-    """``name`` if it is a plain identifier PostgreSQL keeps whole; else :class:`ConfigError` naming ``key``."""
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
-        from pps_core.errors import ConfigError
-
-        raise ConfigError(f"{key}: {name!r} is not a plain identifier (letters, digits, _; at most 63)")
-    return name
+    """The default schema of an entity: :func:`pps_core.settings.database_schema`, the rule every layer kept in
+    PostgreSQL follows."""
+    return database_schema(entity)
 
 
 def schema_for(settings: PostgresSettings, entity: str) -> str:
     """The turns' schema: ``[postgres] schema`` (or ``PPS_POSTGRES_SCHEMA``), else :func:`entity_schema`."""
-    return checked_schema(settings.schema_name or entity_schema(entity))
-
-
-def target(layer: str, dsn: str, schema: str, entity_settings) -> tuple[str, str]:
-    """``(dsn, schema)`` of a layer kept in PostgreSQL beside the turns: its own ``[layer] dsn``/``schema`` (given
-    here), each defaulting to ``[postgres]``'s (``PPS_POSTGRES_*`` too), the schema to :func:`entity_schema`."""
-    postgres = entity_settings.section_with_env("postgres")
-    dsn = dsn or str(postgres.get("dsn") or "")
-    if not dsn:
-        from pps_core.errors import ConfigError
-
-        raise ConfigError(f'{layer}.dsn: store = "postgres" needs a dsn (or a [postgres] dsn), e.g. '
-                          '"postgresql://pps@db/pps"')
-    name = schema or str(postgres.get("schema") or "") or entity_schema(entity_settings.entity)
-    return dsn, checked_schema(name, f"{layer}.schema")
+    return checked_schema(settings.schema_name or entity_schema(entity), "postgres.schema")

@@ -43,10 +43,8 @@ MIGRATIONS = [
 
 def target(rs, entity_settings) -> tuple[str, str]:
     """``(dsn, schema)``: ``[recap] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named as every
-    layer in PostgreSQL names it (:func:`pps_postgres.settings.target`)."""
-    from pps_postgres.settings import target as postgres_target
-
-    return postgres_target("recap", rs.dsn, rs.schema_name, entity_settings)
+    layer in PostgreSQL names it (``EntitySettings.database_place``)."""
+    return entity_settings.database_place("recap", rs.dsn, rs.schema_name)
 
 
 _CONNS: dict[tuple[str, str], Any] = {}
