@@ -8,7 +8,7 @@ STAMP := $(VENV)/.pps-installed
 # Quiet the build backend's advice about editable installs; real errors still fail the build.
 PIP := PYTHONWARNINGS=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/pip
 
-.PHONY: install test demo lint bench dist clean chromium
+.PHONY: install test demo lint bench dist clean chromium pgbouncer
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,7 +19,7 @@ $(STAMP): $(BIN)/python requirements-dev.txt pyproject.toml $(wildcard plugins/*
 	$(PIP) install -q --no-build-isolation -e . $(foreach p,$(PLUGINS),-e $(p))
 	touch $(STAMP)
 
-install: $(STAMP) chromium
+install: $(STAMP) chromium pgbouncer
 
 # The memory explorer's browser tests drive Debian's headless Chromium (never a downloaded browser):
 # installed here when missing and we are root or may sudo; otherwise those tests skip, saying why.
@@ -30,6 +30,16 @@ chromium:
 	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
 		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium is missing and cannot be installed here (not root, no sudo): browser tests will skip"; fi
+
+# The PostgreSQL store's PgBouncer test runs Debian's pgbouncer (session mode works, transaction mode is refused):
+# installed here as chromium is; otherwise that test skips, saying why.
+pgbouncer:
+	@command -v pgbouncer >/dev/null 2>&1 || test -x /usr/sbin/pgbouncer || ! command -v apt-get >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; \
+	else echo "pgbouncer is missing and cannot be installed here (not root, no sudo): its test will skip"; fi
 
 # Claude Code's own CLI, only to run `claude plugin validate` on the repo's Claude Code plugin in a test
 # (offline, no account). Skipped with a note when npm is missing.

@@ -228,6 +228,18 @@ class EntitySettings(PluginSettings):
         told = self.section_with_env(name).get(key)
         return str(told) if told is not None and told != self.section(name).get(key) else None
 
+    def database_place(self, layer: str, dsn: str, schema: str, shared: str = "postgres") -> tuple[str, str]:
+        """``(dsn, schema)`` of a layer kept in a shared SQL database beside the turns: its own ``[layer] dsn`` /
+        ``schema`` (given), each defaulting to ``[shared]``'s (``PPS_<SHARED>_*`` too), the schema to
+        :func:`database_schema` of the entity. Every layer in the database names its schema by this one rule."""
+        common = self.section_with_env(shared)
+        dsn = dsn or str(common.get("dsn") or "")
+        if not dsn:
+            raise ConfigError(f'{layer}.dsn: store = "{shared}" needs a dsn (or a [{shared}] dsn), e.g. '
+                              f'"postgresql://pps@db/pps"')
+        name = schema or str(common.get("schema") or "") or database_schema(self.entity)
+        return dsn, checked_schema(name, f"{layer}.schema")
+
     def follows(self, layer: str, own: dict[str, str], name: str) -> None:
         """Refuse (:class:`ConfigError`) when ``[name]``'s ``dsn``/``schema`` was pointed elsewhere by the environment
         (:meth:`redirected`) while ``layer``'s own value of that key (``own``, from ``[layer]`` or ``PPS_<LAYER>_*``)
@@ -322,3 +334,31 @@ def _valid_name(name: str) -> bool:
     import re
 
     return bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", name))
+
+
+#: The longest SQL identifier PostgreSQL keeps (bytes; longer ones are cut silently).
+IDENTIFIER_MAX = 63
+
+
+def database_schema(entity: str) -> str:
+    """The default schema of an entity in a shared SQL database (PostgreSQL), the one rule every layer kept there
+    follows (turns, crystals, word-photos, the recap): ``pps_`` + the name folded to [a-z0-9_]; a digest of the
+    name is added when folding changed it ('Lyra.x' and 'lyra_x' must not share tables) or when it had to be cut
+    to :data:`IDENTIFIER_MAX`."""
+    import hashlib
+    import re
+
+    folded = "pps_" + re.sub(r"[^a-z0-9_]", "_", entity.lower())
+    if folded == "pps_" + entity and len(folded) <= IDENTIFIER_MAX:
+        return folded
+    digest = hashlib.sha1(entity.encode()).hexdigest()[:8]
+    return folded[:IDENTIFIER_MAX - len(digest) - 1] + "_" + digest
+
+
+def checked_schema(name: str, key: str) -> str:
+    """``name`` if it is a plain identifier the database keeps whole; else :class:`ConfigError` naming ``key``."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
+        raise ConfigError(f"{key}: {name!r} is not a plain identifier (letters, digits, _; at most 63)")
+    return name

@@ -109,7 +109,7 @@ def test_a_restore_refuses_when_a_layer_would_land_elsewhere_than_told(tmp_path,
     try:
         out = pps(tmp_path, "restore", str(archive), "--entity", "lyra2", "--archive-settings", check=False,
                   env=pps_env(tmp_path, PPS_POSTGRES_DSN=other))
-        assert out.returncode != 0 and "[crystals] dsn" in out.stderr and "nothing was restored" in out.stderr, \
+        assert out.returncode == 2 and "[crystals] dsn" in out.stderr and "nothing was restored" in out.stderr, \
             out.stdout + out.stderr
         assert not (tmp_path / "lyra2").exists()
         with psycopg.connect(other) as conn:  # not even the turns

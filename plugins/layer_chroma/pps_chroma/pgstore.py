@@ -12,10 +12,8 @@ embedded again when the layer opens and by ``pps reindex``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
-import re
 import threading
 from datetime import datetime
 from pathlib import Path
@@ -56,21 +54,9 @@ MIGRATIONS = [
 
 
 def target(cs: ChromaSettings, entity_settings) -> tuple[str, str]:
-    """``(dsn, schema)``: ``[chroma] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema to
-    ``pps_<entity>`` folded as pps-postgres folds it."""
-    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
-    dsn = cs.dsn or str(postgres.get("dsn") or "")
-    if not dsn:
-        raise ConfigError('chroma.dsn: store = "postgres" needs a dsn (or a [postgres] dsn), e.g. '
-                          '"postgresql://pps@db/pps"')
-    name = cs.schema_name or str(postgres.get("schema") or "")
-    if not name:
-        entity = entity_settings.entity
-        folded = re.sub(r"[^a-z0-9_]", "_", entity.lower())
-        name = "pps_" + folded + ("" if folded == entity else "_" + hashlib.sha1(entity.encode()).hexdigest()[:8])
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
-        raise ConfigError(f"chroma.schema: {name!r} is not a plain identifier (letters, digits, _)")
-    return dsn, name
+    """``(dsn, schema)``: ``[chroma] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named as every
+    layer in PostgreSQL names it (``EntitySettings.database_place``)."""
+    return entity_settings.database_place("chroma", cs.dsn, cs.schema_name)
 
 
 BACKUP = "postgres/word_photos.jsonl"
@@ -403,6 +389,14 @@ class PgAnchorLayer(Layer):
             return [self._result(f, c, t, 1.0) for f, c, t in reversed(rows)]  # oldest first, as Chroma's
 
         return await asyncio.to_thread(run)
+
+    async def ready(self) -> str | None:
+        """``/ready``: the word-photos' database answers now (one ``SELECT 1`` on this layer's connection)."""
+        try:
+            await asyncio.to_thread(self._run, lambda c: c.execute("SELECT 1"))
+        except Unavailable:
+            return "the word-photos' PostgreSQL is unreachable; try again shortly"
+        return None
 
     async def health(self) -> LayerHealth:
         if self.index is None:

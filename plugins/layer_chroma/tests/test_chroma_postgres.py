@@ -72,3 +72,18 @@ async def test_two_homes_share_every_operation(make_memory, postgres_section, tm
     for m in (a, b):
         assert not (m.home / "word_photos").exists() and not (m.home / "chroma").exists()
 
+
+
+def test_word_photos_are_named_into_the_turns_schema_by_the_one_rule(tmp_path):
+    """Issue 38: the word-photo tables take the schema every layer in PostgreSQL takes (a 64-character entity name
+    included, which the copy of the rule here refused)."""
+    from pps_chroma import pgstore
+    from pps_chroma.settings import ChromaSettings
+    from pps_postgres.settings import entity_schema
+
+    from pps_core.settings import load_settings
+
+    entity = "Lyra." + "w" * 59
+    s = load_settings(entity, tmp_path / "home", timezone="UTC", postgres={"dsn": "postgresql://db.example/pps"})
+    assert pgstore.target(ChromaSettings(), s) == ("postgresql://db.example/pps", entity_schema(entity))
+    assert len(entity_schema(entity)) <= 63

@@ -11,10 +11,8 @@ and no gap. A deleted crystal keeps its row (state ``deleted``), a forgotten one
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -41,23 +39,14 @@ MIGRATIONS = [
 LIVE = "state = 'live'"
 
 
-def schema_for(settings: CrystalSettings, entity: str, postgres: dict | None = None) -> str:
-    """``[crystals] schema``, else ``[postgres] schema``, else ``pps_<entity>`` folded as pps-postgres folds it: the
-    entity's one schema."""
-    name = settings.schema_name or str((postgres or {}).get("schema") or "")
-    if not name:
-        folded = re.sub(r"[^a-z0-9_]", "_", entity.lower())
-        name = "pps_" + folded + ("" if folded == entity else "_" + hashlib.sha1(entity.encode()).hexdigest()[:8])
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
-        raise ConfigError(f"crystals.schema: {name!r} is not a plain identifier (letters, digits, _)")
-    return name
+async def _ping(conn) -> None:
+    await conn.execute("SELECT 1")
 
 
 def open_store(settings: CrystalSettings, entity_settings) -> CrystalStore:
-    """The table of this entity: ``[crystals] dsn``/``schema``, each defaulting to ``[postgres]``'s."""
-    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
-    return CrystalStore(settings.dsn or str(postgres.get("dsn") or ""),
-                        schema_for(settings, entity_settings.entity, postgres))
+    """The table of this entity: ``[crystals] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named
+    as every layer in PostgreSQL names it (``EntitySettings.database_place``)."""
+    return CrystalStore(*entity_settings.database_place("crystals", settings.dsn, settings.schema_name))
 
 
 class CrystalStore:
@@ -226,6 +215,14 @@ class PgCrystalLayer(Layer):
 
     async def close(self) -> None:
         await self.store.close()
+
+    async def ready(self) -> str | None:
+        """``/ready``: the crystals' database answers now (one ``SELECT 1`` on this layer's connection)."""
+        try:
+            await self.store.run(_ping)
+        except Unavailable:
+            return "the crystals' PostgreSQL is unreachable; try again shortly"
+        return None
 
     def _split(self, numbers: list[int]) -> tuple[list[int], list[int]]:
         w = self.settings.window

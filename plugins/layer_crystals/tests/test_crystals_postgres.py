@@ -77,3 +77,34 @@ async def test_the_dsn_and_schema_default_to_the_postgres_section(make_memory, p
     with psycopg.connect(section["dsn"]) as conn:
         assert conn.execute(f'SELECT content FROM "{section["schema"]}".crystals').fetchall() == [
             ("shared through [postgres]",)]
+
+
+async def test_a_long_entity_name_keeps_turns_and_crystals_in_one_schema(make_memory, pg_dsn):  # noqa: F811
+    """Issue 38: the schema of an entity is named by one rule (pps_postgres.settings.entity_schema) for every layer
+    kept in PostgreSQL. An entity name may have 64 characters; ``pps_`` + 64 did not fit PostgreSQL's 63, so no
+    layer could open on PostgreSQL (each of four copies of the rule refused it)."""
+    import psycopg
+
+    entity = "Lyra." + "x" * 59  # 64 characters, folded (capital, dot): the schema gets a digest of the name
+    try:
+        m = await make_memory(entity=entity, plugins=["postgres", "crystals"], postgres={"dsn": pg_dsn},
+                              crystals={"store": "postgres"})
+        await m.call("store_message", {"content": "a turn of the long-named entity", "author_name": "Jeff",
+                                       "channel": "terminal:a"})
+        await m.call("crystallize", {"content": "Crystal of the long name."})
+        with psycopg.connect(pg_dsn) as conn:
+            found = {r[0] for r in conn.execute(
+                "SELECT table_schema FROM information_schema.tables WHERE table_name IN ('messages', 'crystals') "
+                "AND table_schema LIKE 'pps_lyra_x%'")}
+        assert len(found) == 1, found  # turns and crystals side by side
+        (schema,) = found
+        assert len(schema) <= 63
+        from pps_postgres.settings import entity_schema
+
+        assert schema == entity_schema(entity)
+        # and a name one character different gets another schema (the digest is of the whole name)
+        assert entity_schema(entity[:-1] + "y") != schema
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'pps_lyra_x%'").fetchall():
+                conn.execute(f'DROP SCHEMA "{name}" CASCADE')

@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING, Any
 from pps_llm.settings import llm_settings
 
 from pps_core import IngestionQueue, Layer, LayerHealth, SearchResult
-from pps_core.errors import Unavailable
+from pps_core.errors import Conflict, Unavailable
 from pps_core.timeutil import to_storage
 
 from .settings import GraphitiSettings
+
+#: Where a backup keeps a graph server's partition (an embedded graph file, home-relative).
+SERVER_EXPORT = "graphiti/server-graph.kuzu"
 
 if TYPE_CHECKING:  # pragma: no cover
     from .graph import Graph
@@ -260,10 +263,64 @@ class GraphitiLayer(Layer):
         """One ingestion batch now (``pps_core.contracts.Ingester``: upkeep calls it)."""
         return await self.ingestor.ingest_batch(20)
 
+    def _export_settings(self) -> GraphitiSettings:
+        """An embedded graph file at :data:`SERVER_EXPORT`: where a graph server's partition goes in a backup."""
+        return type(self.settings).model_validate({**self.settings.model_dump(), "driver": "kuzu",
+                                                   "path": SERVER_EXPORT})
+
+    async def _export_server_graph(self, dest: Path) -> list[str]:
+        """A graph server's partition of this entity (FalkorDB, Neo4j), copied with writes paused into an embedded
+        graph file in the archive (``pps graph migrate``'s copy, checked kind by kind)."""
+        from .graph import Graph
+        from .migrate import _NoEmbedder, copy_graph
+
+        assert self.graph is not None
+        async with self.write_lock:
+            out = await asyncio.to_thread(Graph, self._export_settings(), dest, self.group_id, _NoEmbedder(),
+                                          llm_settings(self.memory.settings))
+            try:
+                await out.ensure_indexes()
+                report = await copy_graph(self.graph, out)
+            finally:
+                await out.close()
+        if report["problems"]:
+            raise RuntimeError("the graph server's partition was not copied whole: " + "; ".join(report["problems"]))
+        return [str(p.relative_to(dest)) for p in sorted((dest / SERVER_EXPORT).parent.glob("server-graph.kuzu*"))]
+
+    async def _import_server_graph(self, export: Path, old_group: str) -> None:
+        """``pps restore`` of a graph-server entity: the archive's partition (its embedded export) into the server,
+        under this entity's partition (a new name moves it); the export is removed from the home afterwards."""
+        from .graph import Graph
+        from .migrate import KINDS, _is_empty, _NoEmbedder, read_all
+
+        assert self.graph is not None
+        src = await asyncio.to_thread(Graph, self._export_settings(), Path(self.memory.home), old_group,
+                                      _NoEmbedder(), llm_settings(self.memory.settings))
+        try:
+            async with self.write_lock:
+                if not await _is_empty(self.graph):
+                    raise Conflict(f"rich_texture: the {self.settings.driver} graph already holds this "
+                                   f"entity's partition ({self.group_id!r}); restore into an empty one (another "
+                                   "entity name, or another graph server)")
+                for kind in KINDS:
+                    for obj in await read_all(src, kind):
+                        obj.group_id = self.group_id
+                        await obj.save(self.graph.driver)
+        finally:
+            await src.close()
+        for path in export.parent.glob("server-graph.kuzu*"):
+            path.unlink()
+        self._focal = (None, 0.0)
+        self.changed()
+        log.info("restored the graph partition %r into the %s server", self.group_id, self.settings.driver)
+
     async def snapshot(self, dest: Path) -> list[str] | None:
-        """The embedded graph, copied with writes paused and the WAL checkpointed into the main file."""
-        if self.graph is None or not self.settings.embedded:
-            return None  # a graph server is backed up by its own tools
+        """The embedded graph, copied with writes paused and the WAL checkpointed into the main file; a graph
+        server's partition exported into an embedded file (:meth:`_export_server_graph`)."""
+        if self.graph is None:
+            return None
+        if not self.settings.embedded:
+            return await self._export_server_graph(dest)
         home = Path(self.memory.home).resolve()
         db = (home / self.settings.db_file).resolve()
         if home not in db.parents:
@@ -286,11 +343,17 @@ class GraphitiLayer(Layer):
     async def after_restore(self, manifest: dict[str, Any]) -> None:
         """Restored under another entity name: the graph's partition (group id, derived from the name) moves from
         the archive's name to this one, so every entity, fact and episode is found again. A graph on a server
-        (Neo4j, FalkorDB) is not in the archive: its partition is left alone."""
+        (Neo4j, FalkorDB): the archive's export of its partition goes into the server (:meth:`_import_server_graph`),
+        under this entity's partition."""
         old_entity = manifest.get("entity")
-        if not old_entity or self.graph is None or not self.settings.embedded:
+        if not old_entity or self.graph is None:
             return
         old = self.settings.resolved_group_id(str(old_entity))
+        if not self.settings.embedded:
+            export = Path(self.memory.home) / SERVER_EXPORT
+            if export.exists():
+                await self._import_server_graph(export, old)
+            return
         if old == self.group_id:
             return
         graph = self.graph
@@ -307,6 +370,18 @@ class GraphitiLayer(Layer):
             self._focal = (None, 0.0)
             self.changed()
         log.info("moved the graph partition %r to %r after a restore", old, self.group_id)
+
+    async def ready(self) -> str | None:
+        """``/ready``: a graph on a server (FalkorDB, Neo4j) needs it to answer now; the embedded one is ready once
+        open. No address in the answer (anyone may read it)."""
+        if self.graph is None or self.settings.embedded:
+            return None
+        try:
+            await self.graph.query("RETURN 1 AS ok")
+        except Exception as exc:  # noqa: BLE001 - readiness reports, never raises
+            log.debug("graph server readiness: %s: %s", type(exc).__name__, exc)
+            return f"the graph server ({self.settings.driver}) is unreachable; try again shortly"
+        return None
 
     async def health(self) -> LayerHealth:
         backlog = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import subprocess
 import time
@@ -57,3 +58,20 @@ async def test_triplets_search_explore_timeline_delete_on_falkordb(graph_memory,
     again = await graph_memory(graphiti={"driver": "falkordb", "port": falkordb_port})  # indexes exist already
     out = await again.call("texture_search", {"query": "rowing", "node_limit": 0})
     assert out["results"][0]["metadata"]["subject"] == "Bob"
+
+
+async def test_ready_says_so_when_the_graph_server_is_down(graph_memory, falkordb_server):
+    """Issue 37: ``/ready`` (``Memory.ready``) asks the graph server too: FalkorDB down, the entity is not ready
+    (the graph layer named, no address); back, ready again."""
+    memory = await graph_memory(graphiti={"driver": "falkordb", "port": falkordb_server.port})
+    assert await memory.ready() == {}
+    falkordb_server.stop()
+    waiting = await memory.ready()
+    assert list(waiting) == ["rich_texture"] and "graph server" in waiting["rich_texture"], waiting
+    assert str(falkordb_server.port) not in waiting["rich_texture"]
+    falkordb_server.start()
+    for _ in range(50):
+        if await memory.ready() == {}:
+            break
+        await asyncio.sleep(0.1)
+    assert await memory.ready() == {}

@@ -34,3 +34,10 @@ def pps_prompts(settings):
     from pps_turns import published
 
     return published.prompts()
+
+
+@hookimpl
+def pps_register_commands(cli):
+    from .upgrade import register
+
+    register(cli)

@@ -20,6 +20,7 @@ from typing import Any
 
 from pps_turns.retrieval import NEIGHBOUR_REACH, links_from_rows
 from psycopg import sql
+from psycopg.rows import dict_row
 
 log = logging.getLogger("pps.postgres")
 
@@ -38,6 +39,15 @@ def vec(v: Any) -> str:
     if isinstance(v, bytes | bytearray | memoryview):
         v = np.frombuffer(v, dtype=np.float32)
     return "[" + ",".join(repr(float(x)) for x in v) + "]"
+
+
+async def _valid(conn: Any, name: str) -> bool | None:
+    """Whether the index ``name`` of the connection's schema is usable: True, False (a concurrent build not
+    finished, or stopped half-way), None (no such index)."""
+    row = await (await conn.execute(
+        "SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE c.relnamespace = current_schema()::regnamespace AND c.relname = %s", (name,))).fetchone()
+    return None if row is None else bool(row["valid"])
 
 
 def index_name(model: str, dim: int) -> str:
@@ -65,28 +75,43 @@ class TurnIndex:
             return False
         if (model, dim) in self.ready:
             return True
-        exists = await (await conn.execute("SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
-                                           "AND indexname = %s", (index_name(model, dim),))).fetchone()
-        if exists is not None:
+        valid = await _valid(conn, index_name(model, dim))
+        if valid:
             self.ready.add((model, dim))
             return True
+        # missing, or a build not finished (here, on another server, or one stopped half-way): made (again) in
+        # the background; searches scan exactly meanwhile
         if self.building is None or self.building.done():
             self.building = asyncio.get_running_loop().create_task(self._make(model, dim))
         return False
 
     async def make(self, model: str, dim: int) -> None:
-        """Make the model's HNSW index unless it exists: idempotent across servers (one maker at a time under an
-        advisory lock, the others then find it). On an empty table at once; on a long history it takes a while
-        (bench/RESULTS.md), during which new rows of message_vectors wait."""
+        """Make the model's HNSW index unless it exists, without blocking writes: ``CREATE INDEX CONCURRENTLY``
+        (outside a transaction: every server goes on writing vectors and turns while it builds, minutes on a long
+        history, bench/RESULTS.md), on a connection of its own (not one of the pool's), one builder at a time across
+        servers (a session advisory lock, released when the connection closes however the build ends). A build
+        stopped half-way leaves an invalid index of that name: it is dropped and built again."""
+        import psycopg
+
         s = self.store.settings
-        async with self.store.connection() as conn, conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", ("pps-hnsw:" + self.store.schema,))
-            log.info("making the HNSW index of %s turn vectors (%d dimensions)", model, dim)
-            await conn.execute(sql.SQL(
-                "CREATE INDEX IF NOT EXISTS {} ON message_vectors USING hnsw ((embedding::vector({})) "
-                "vector_cosine_ops) WITH (m = {}, ef_construction = {}) WHERE model = {}").format(
-                sql.Identifier(index_name(model, dim)), sql.Literal(dim), sql.Literal(s.hnsw_m),
-                sql.Literal(s.hnsw_ef_construction), sql.Literal(model)))
+        name = index_name(model, dim)
+        async with await psycopg.AsyncConnection.connect(
+                s.dsn, autocommit=True, connect_timeout=max(1, int(s.connect_timeout_s)),
+                row_factory=dict_row) as conn:
+            await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(self.store.schema)))
+            await conn.execute("SELECT pg_advisory_lock(hashtext(%s))", ("pps-hnsw:" + self.store.schema,))
+            valid = await _valid(conn, name)
+            if valid is False:  # nobody else builds it (we hold the lock): what a stopped build left
+                log.info("dropping the unfinished HNSW index %s to build it again", name)
+                await conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            if not valid:
+                log.info("making the HNSW index of %s turn vectors (%d dimensions), writes going on", model, dim)
+                await conn.execute(sql.SQL(
+                    "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON message_vectors USING hnsw "
+                    "((embedding::vector({})) vector_cosine_ops) WITH (m = {}, ef_construction = {}) "
+                    "WHERE model = {}").format(
+                    sql.Identifier(name), sql.Literal(dim), sql.Literal(s.hnsw_m),
+                    sql.Literal(s.hnsw_ef_construction), sql.Literal(model)))
         self.ready.add((model, dim))
 
     async def _make(self, model: str, dim: int) -> None:
@@ -114,8 +139,9 @@ class TurnIndex:
                 await self.ensure(conn, model, dim)
 
     async def candidates(self, conn: Any, model: str, q: str, dim: int, k: int, channel: str | None) -> list[int]:
-        """The ``k`` turns nearest ``q`` by their own vector: from the HNSW index, or (a channel asked for, or
-        vectors too long to index) an exact scan in the database."""
+        """The ``k`` turns nearest ``q`` by their own vector: from the HNSW index; for one channel from the index
+        too when enough of its nearest are of that channel (:meth:`channel_from_index`), else by an exact scan of
+        that channel's vectors only (:data:`CHANNEL_EXACT`); vectors too long to index: an exact scan."""
         if channel is None and await self.ensure(conn, model, dim):
             ef = min(EF_SEARCH_MAX, max(self.store.settings.hnsw_ef_search, k))
             async with conn.transaction():
@@ -129,12 +155,28 @@ class TurnIndex:
             rows = await (await conn.execute(
                 "SELECT message_id FROM message_vectors WHERE model = %s ORDER BY embedding <=> %s::vector LIMIT %s",
                 (model, q, k))).fetchall()
-        else:  # the index knows no channel: its k nearest could all be elsewhere
-            rows = await (await conn.execute(
-                "SELECT v.message_id FROM message_vectors v JOIN messages m ON m.id = v.message_id "
-                "WHERE v.model = %s AND m.channel = %s ORDER BY v.embedding <=> %s::vector LIMIT %s",
-                (model, channel, q, k))).fetchall()
+        else:  # bounded by the channel, never a scan of every turn's vector
+            found = await self.channel_from_index(conn, model, q, dim, k, channel)
+            if found is not None:
+                return found
+            rows = await (await conn.execute(CHANNEL_EXACT, (channel, model, q, k))).fetchall()
         return [r["message_id"] for r in rows]
+
+    async def channel_from_index(self, conn: Any, model: str, q: str, dim: int, k: int, channel: str) -> list[int] | None:
+        """The ``k`` turns of ``channel`` nearest ``q`` from the HNSW index (what pgvector 0.8's iterative scan does,
+        in one step for 0.6): its :data:`EF_SEARCH_MAX` nearest of every channel, kept if of this one; None when
+        fewer than ``k`` are (a channel that is a small part of the history: scanned exactly, its rows only)."""
+        if not await self.ensure(conn, model, dim):
+            return None
+        async with conn.transaction():
+            await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH_MAX)))
+            rows = await (await conn.execute(sql.SQL(
+                "SELECT n.message_id FROM (SELECT message_id, embedding::vector({d}) <=> %s::vector({d}) AS dist "
+                "FROM message_vectors WHERE model = {m} ORDER BY dist LIMIT {limit}) n "
+                "JOIN messages t ON t.id = n.message_id WHERE t.channel = %s ORDER BY n.dist LIMIT %s").format(
+                m=sql.Literal(model), d=sql.Literal(dim), limit=sql.Literal(EF_SEARCH_MAX)),
+                (q, channel, k))).fetchall()
+        return [r["message_id"] for r in rows] if len(rows) >= k else None
 
     async def similarities(self, model: str, qvec: Any, n: int, context: float, channel: str | None = None):
         """(ids, cosines) of the context vectors of the nearest candidates and of the turns next to them."""
@@ -194,6 +236,12 @@ class TurnIndex:
 
 #: A channel of at most this many turns is scored whole for its own best turns by meaning (in the database).
 CHANNEL_SCAN = 20_000
+
+#: The nearest turns of one channel by an exact scan of that channel's vectors only (each found by its key from the
+#: channel's rows: the plan cannot turn into a scan of every turn's vector, as a join on the channel could).
+CHANNEL_EXACT = ("SELECT c.id AS message_id FROM messages c, LATERAL (SELECT embedding, model FROM message_vectors v "
+                 "WHERE v.message_id = c.id OFFSET 0) v WHERE c.channel = %s AND v.model = %s "
+                 "ORDER BY v.embedding <=> %s::vector LIMIT %s")
 
 #: Each of a set of turns and every turn of its channel within reach (the neighbours of the context vectors).
 CHANNEL_PAIRS = ("SELECT m.id AS a, p.id AS b FROM messages m JOIN messages p ON p.channel = m.channel "

@@ -118,17 +118,86 @@ MIGRATIONS: list[str] = [
     CREATE TABLE shared_values (key text PRIMARY KEY, value text NOT NULL,
                                 updated_at timestamptz NOT NULL DEFAULT now());
     """,
+    # 6: the turn counts kept by triggers (as pps_sqlite's counters), so the startup package's health line reads
+    # a few rows instead of counting every turn (issue 37: startup 30x SQLite at 200,000 turns). Sharded by the
+    # writing backend: captures of several servers never wait on one counter row.
+    """
+    CREATE TABLE turn_counts (
+        shard integer PRIMARY KEY,
+        messages bigint NOT NULL DEFAULT 0,
+        unsummarized bigint NOT NULL DEFAULT 0,
+        uningested bigint NOT NULL DEFAULT 0
+    );
+    INSERT INTO turn_counts (shard, messages, unsummarized, uningested)
+        SELECT 0, count(*), count(*) FILTER (WHERE summary_id IS NULL), count(*) FILTER (WHERE ingested_at IS NULL)
+        FROM messages;
+    CREATE FUNCTION turn_counts_add(n bigint, u bigint, g bigint) RETURNS void LANGUAGE sql
+        SET search_path FROM CURRENT AS $$
+        INSERT INTO turn_counts AS t (shard, messages, unsummarized, uningested)
+            VALUES (pg_backend_pid() % 16, n, u, g)
+            ON CONFLICT (shard) DO UPDATE SET messages = t.messages + n, unsummarized = t.unsummarized + u,
+                                              uningested = t.uningested + g
+    $$;
+    CREATE FUNCTION turn_counts_inserted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM turn_counts_add(count(*), count(*) FILTER (WHERE summary_id IS NULL),
+                                count(*) FILTER (WHERE ingested_at IS NULL)) FROM new_rows HAVING count(*) > 0;
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION turn_counts_deleted() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM turn_counts_add(-count(*), -count(*) FILTER (WHERE summary_id IS NULL),
+                                -count(*) FILTER (WHERE ingested_at IS NULL)) FROM old_rows HAVING count(*) > 0;
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION turn_counts_updated() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE u bigint; g bigint;
+    BEGIN
+        SELECT count(*) FILTER (WHERE summary_id IS NULL), count(*) FILTER (WHERE ingested_at IS NULL)
+            INTO u, g FROM new_rows;
+        SELECT u - count(*) FILTER (WHERE summary_id IS NULL), g - count(*) FILTER (WHERE ingested_at IS NULL)
+            INTO u, g FROM old_rows;
+        IF u <> 0 OR g <> 0 THEN PERFORM turn_counts_add(0, u, g); END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER turn_counts_inserted AFTER INSERT ON messages REFERENCING NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION turn_counts_inserted();
+    CREATE TRIGGER turn_counts_deleted AFTER DELETE ON messages REFERENCING OLD TABLE AS old_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION turn_counts_deleted();
+    CREATE TRIGGER turn_counts_updated AFTER UPDATE ON messages REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION turn_counts_updated();
+    """,
 ]
 
 
-async def migrate(conn: AsyncConnection, schema: str) -> int:
-    """Create the schema if needed and bring it to the newest version; returns it. Safe from several servers."""
+def behind(schema: str, current: int, entity: str) -> str:
+    """The error of a server that finds the schema older than its code."""
+    return (f"the PostgreSQL schema {schema} is at v{current}, this PPS needs v{len(MIGRATIONS)}: run "
+            f"`pps db upgrade --entity {entity}` (once, from any machine; safe while other servers run), or set "
+            "[postgres] auto_upgrade = true for a server that is the entity's only one")
+
+
+async def migrate(conn: AsyncConnection, schema: str, *, upgrade: bool = True, entity: str = "",
+                  lock_timeout_s: float = 0) -> tuple[int, int]:
+    """Create the schema if needed and bring it to the newest version; returns (version before, after). Safe from
+    several servers and while they serve: one migrator at a time (an advisory lock; the others wait, then find the
+    work done), each migration in this one transaction, so a failed upgrade leaves the schema as it was.
+
+    ``upgrade=False`` (a server starting): a new schema is still created, but one older than the code is left as it
+    is and refused (:class:`pps_core.errors.ConfigError` naming ``pps db upgrade``). ``lock_timeout_s`` (the
+    upgrade command): a table lock not granted that soon fails the upgrade instead of queueing every server's
+    writes behind it (PostgreSQL's ``lock_timeout``)."""
+    from pps_core.errors import ConfigError
+
     async with conn.transaction():
         # one migrator at a time (the extension is database-wide); the others wait, then find the work done
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-migrate'))")
         # every plugin's migration takes this one last, before CREATE SCHEMA: two creating one schema at once (an
         # entity's layers open at once) would fail with a duplicate pg_namespace key
         await conn.execute("SELECT pg_advisory_xact_lock(hashtext('pps-create-schema'))")
+        if lock_timeout_s:
+            await conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(
+                sql.Literal(f"{int(lock_timeout_s * 1000)}ms")))
         await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
         ext = await (await conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'")).fetchone()
         if ext is None:  # in public, which every entity's search_path ends with (needs the right to create it)
@@ -136,12 +205,14 @@ async def migrate(conn: AsyncConnection, schema: str) -> int:
         await conn.execute(sql.SQL("SET LOCAL search_path TO {}, public").format(sql.Identifier(schema)))
         await conn.execute("CREATE TABLE IF NOT EXISTS pps_schema_version (version integer NOT NULL)")
         row = await (await conn.execute("SELECT max(version) AS v FROM pps_schema_version")).fetchone()
-        current = (row["v"] if isinstance(row, dict) else row[0]) or 0
+        before = current = (row["v"] if isinstance(row, dict) else row[0]) or 0
         if current > len(MIGRATIONS):
             raise RuntimeError(f"database schema v{current} is newer than this PPS (v{len(MIGRATIONS)}); "
                                "upgrade PPS")
+        if current and current < len(MIGRATIONS) and not upgrade:
+            raise ConfigError(behind(schema, current, entity or "NAME"))
         for version in range(current + 1, len(MIGRATIONS) + 1):
             await conn.execute(MIGRATIONS[version - 1])
             await conn.execute("INSERT INTO pps_schema_version (version) VALUES (%s)", (version,))
             current = version
-    return current
+    return before, current

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from pydantic import Field
 
 from pps_core import PluginSettings
+from pps_core.settings import checked_schema, database_schema
 
 
 class PostgresSettings(PluginSettings, env_prefix="PPS_POSTGRES_"):
@@ -30,25 +30,22 @@ class PostgresSettings(PluginSettings, env_prefix="PPS_POSTGRES_"):
                                                       "is made; drop the idx_message_vectors_hnsw_* index to remake it)")
     hnsw_ef_construction: int = Field(64, ge=4, le=1000,
                                       description="pgvector HNSW index: candidate list size while building")
+    auto_upgrade: bool = Field(
+        False, description="a server that finds the entity's schema older than this PPS upgrades it as it starts "
+                           "(for an entity with one server); false (default): it is not ready until `pps db upgrade "
+                           "--entity NAME` has run (a new schema is created either way)")
     forget_rewrite: bool = Field(
         True, description="after forgetting, rewrite the turn tables (VACUUM FULL) so no table or index file keeps "
                           "the forgotten bytes; it locks those tables while it runs (seconds per 100,000 turns). "
                           "false: a plain VACUUM, quick, but the bytes stay in free space until reused")
 
 
+def entity_schema(entity: str) -> str:
+    """The default schema of an entity: :func:`pps_core.settings.database_schema`, the rule every layer kept in
+    PostgreSQL follows."""
+    return database_schema(entity)
+
+
 def schema_for(settings: PostgresSettings, entity: str) -> str:
-    """The schema name: given, or ``pps_`` + the entity name folded to [a-z0-9_] (with a hash if folding changed it)."""
-    if settings.schema_name:
-        name = settings.schema_name
-    else:
-        folded = re.sub(r"[^a-z0-9_]", "_", entity.lower())
-        name = "pps_" + folded
-        if folded != entity:  # 'Lyra.x' and 'lyra_x' must not share tables
-            import hashlib
-
-            name += "_" + hashlib.sha1(entity.encode()).hexdigest()[:8]
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
-        from pps_core.errors import ConfigError
-
-        raise ConfigError(f"postgres.schema: {name!r} is not a plain identifier (letters, digits, _)")
-    return name
+    """The turns' schema: ``[postgres] schema`` (or ``PPS_POSTGRES_SCHEMA``), else :func:`entity_schema`."""
+    return checked_schema(settings.schema_name or entity_schema(entity), "postgres.schema")

@@ -146,6 +146,7 @@ class PostgresStore:
 
         self.settings = settings
         self.schema = schema_for(self.settings, entity)
+        self.entity = entity
         self.pool = None
         self.lock_key = CAPTURE_LOCK + self.schema
         self.corpus_stats = CorpusStats()  # BM25's N and mean length, refreshed every 10 s
@@ -181,6 +182,9 @@ class PostgresStore:
             from pps_core.errors import ConfigError
 
             raise ConfigError("postgres.dsn is not set (a libpq URI, e.g. postgresql://pps@db.example/pps)")
+        from .pooler import refuse_transaction_pooling
+
+        await refuse_transaction_pooling(self.settings.dsn, self.settings.connect_timeout_s)  # PgBouncer: session mode
         schema = self.schema
         sync = self.settings.synchronous_commit
 
@@ -195,7 +199,7 @@ class PostgresStore:
                                         timeout=self.settings.connect_timeout_s, kwargs={"row_factory": dict_row})
         await self.pool.open(wait=True, timeout=self.settings.connect_timeout_s)
         async with self.pool.connection() as conn:
-            await migrate(conn, schema)
+            await migrate(conn, schema, upgrade=self.settings.auto_upgrade, entity=self.entity)  # else pps db upgrade
             await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
 
     async def close(self) -> None:
@@ -512,10 +516,10 @@ class PostgresStore:
         return [row_to_turn(r) for r in reversed(rows)]
 
     async def counts(self):
-        r = (await self.fetch(
-            "SELECT count(*) AS total, count(*) FILTER (WHERE summary_id IS NULL) AS unsummarized, "
-            "count(*) FILTER (WHERE ingested_at IS NULL) AS uningested, "
-            "(SELECT count(*) FROM read_cursors) AS cursors FROM messages"))[0]
+        r = (await self.fetch(  # kept by triggers (schema v6): a few rows, however many turns
+            "SELECT coalesce(sum(messages), 0) AS total, coalesce(sum(unsummarized), 0) AS unsummarized, "
+            "coalesce(sum(uningested), 0) AS uningested, (SELECT count(*) FROM read_cursors) AS cursors "
+            "FROM turn_counts"))[0]
         return {"total": r["total"], "unsummarized": r["unsummarized"], "uningested": r["uningested"],
                 "cursors": r["cursors"]}
 

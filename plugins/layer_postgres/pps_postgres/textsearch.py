@@ -95,6 +95,8 @@ async def bm25(conn, table: str, terms: list[str], n: int, channel: str | None =
     async def score(candidates: list[str]) -> list[dict[str, Any]]:
         return await (await conn.execute(query, {**args, "cand": candidates})).fetchall()
 
+    if rows > CANDIDATE_ROWS:  # the rarest word alone is common: pruning by it saves little, score them all at once
+        return {r["id"]: float(r["score"]) for r in await score(list(idf))}
     found = await score(rare)
     others = [x for x in idf if x not in rare]
     if others:

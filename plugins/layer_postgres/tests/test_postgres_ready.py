@@ -50,3 +50,21 @@ def test_a_server_whose_postgres_is_down_is_alive_not_ready_and_refuses_writes_w
         finally:
             assert server.stop() in (0, -15)
         assert "Traceback" not in server.log.read_text()
+
+
+async def test_ready_asks_every_store_of_the_entity_not_only_the_turns(make_memory, postgres_section, tmp_path):
+    """Issue 37: ``/ready`` (``Memory.ready``) is 503 when any store the entity needs is down, here the database of
+    the crystals and the recap (another server than the turns'), and says which layer, without an address."""
+    section = postgres_section("lyra")
+    with StoppablePostgres() as other:
+        elsewhere = {"store": "postgres", "dsn": other.dsn, "schema": "lyra_side"}
+        m = await make_memory("lyra", plugins=["postgres", "crystals", "recap"], postgres=section,
+                              crystals=dict(elsewhere), recap={**elsewhere, "startup_regenerate": False})
+        await m.call("crystallize", {"content": "Crystal 1."})
+        assert await m.ready() == {}
+        other.stop()
+        waiting = await m.ready()
+        assert set(waiting) == {"crystallization", "session_recap"}, waiting
+        assert all("PostgreSQL" in why and other.dsn not in why for why in waiting.values()), waiting
+        other.start()
+        assert await m.ready() == {}

@@ -7,9 +7,7 @@ The row is a copy of turns (a narrative of a session): it is declared through th
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -44,21 +42,9 @@ MIGRATIONS = [
 
 
 def target(rs, entity_settings) -> tuple[str, str]:
-    """``(dsn, schema)``: ``[recap] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema to
-    ``pps_<entity>`` folded as pps-postgres folds it."""
-    postgres = entity_settings.section_with_env("postgres")  # PPS_POSTGRES_DSN too
-    dsn = rs.dsn or str(postgres.get("dsn") or "")
-    if not dsn:
-        raise ConfigError('recap.dsn: store = "postgres" needs a dsn (or a [postgres] dsn), e.g. '
-                          '"postgresql://pps@db/pps"')
-    name = rs.schema_name or str(postgres.get("schema") or "")
-    if not name:
-        entity = entity_settings.entity
-        folded = re.sub(r"[^a-z0-9_]", "_", entity.lower())
-        name = "pps_" + folded + ("" if folded == entity else "_" + hashlib.sha1(entity.encode()).hexdigest()[:8])
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", name):
-        raise ConfigError(f"recap.schema: {name!r} is not a plain identifier (letters, digits, _)")
-    return dsn, name
+    """``(dsn, schema)``: ``[recap] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named as every
+    layer in PostgreSQL names it (``EntitySettings.database_place``)."""
+    return entity_settings.database_place("recap", rs.dsn, rs.schema_name)
 
 
 _CONNS: dict[tuple[str, str], Any] = {}
@@ -108,6 +94,17 @@ def _connect(dsn: str, schema: str):
     conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(schema)))
     conn.commit()
     return conn
+
+
+def ping(dsn: str, schema: str) -> None:
+    """``SELECT 1`` on this process's connection (``/ready``); :class:`Unavailable` when the database is not there."""
+    import psycopg
+
+    try:
+        with _connection(dsn, schema) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.OperationalError as exc:  # the connection was cut: made again at the next call
+        raise Unavailable(f"session recap: the database is unavailable ({exc})") from None
 
 
 def load(dsn: str, schema: str) -> tuple[str, dict[str, Any]] | None:

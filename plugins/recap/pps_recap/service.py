@@ -244,6 +244,23 @@ class RecapLayer(Layer):
         if not any(path.parent.iterdir()):
             path.parent.rmdir()
 
+    async def ready(self) -> str | None:
+        """``/ready``: a recap kept in PostgreSQL needs its database to answer now; one in the home is always ready."""
+        rs = store.recap_settings(self.memory.settings)
+        if rs.store != "postgres":
+            return None
+        from . import pgstore
+
+        try:
+            await asyncio.to_thread(pgstore.ping, *pgstore.target(rs, self.memory.settings))
+        except Exception as exc:  # noqa: BLE001 - readiness reports, never raises
+            from pps_core.errors import Unavailable
+
+            if isinstance(exc, Unavailable):
+                return "the recap's PostgreSQL is unreachable; try again shortly"
+            return type(exc).__name__
+        return None
+
     async def health(self) -> LayerHealth:
         settings = self.memory.settings
         try:

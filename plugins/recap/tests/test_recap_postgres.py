@@ -93,3 +93,23 @@ async def test_three_servers_starting_at_once_make_the_recap_once(make_memory, p
         assert conn.execute(f'SELECT count(*) FROM "{schema}".recap_writes').fetchone() == (1,)
     for s in servers:  # and every server shows it from then on
         assert "Last session" in (await s.call("ambient_recall", {"context": "startup"}))["text"]
+
+
+async def test_a_long_entity_name_keeps_the_recap_beside_the_turns(make_memory, pg_dsn):  # noqa: F811
+    """Issue 38: one schema-naming rule for every layer in PostgreSQL; a 64-character entity name opens (the copies
+    of the rule each refused ``pps_`` + 64 characters) and the recap's table is in the turns' schema."""
+    from pps_postgres.settings import entity_schema
+
+    entity = "lyra-" + "r" * 59
+    schema = entity_schema(entity)
+    try:
+        m = await make_memory(entity, plugins=["postgres", "recap"], postgres={"dsn": pg_dsn},
+                              recap={"store": "postgres", "startup_regenerate": False})
+        assert schema in (await m.call("pps_health"))["layers"]["session_recap"]["detail"]
+        with psycopg.connect(pg_dsn) as conn:
+            tables = {r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,))}
+        assert {"messages", "recaps"} <= tables
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
