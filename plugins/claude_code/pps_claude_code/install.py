@@ -103,25 +103,12 @@ def merge_settings(existing: dict[str, Any], config: dict[str, Any]) -> dict[str
 
 def read_settings(path: Path) -> tuple[dict[str, Any], str | None]:
     """(the settings object, its raw text or None when the file does not exist). Clear errors, no traceback."""
-    path = Path(path).expanduser()
-    if not path.exists():
-        return {}, None
+    from pps_hooks.host import ConfigFileError, read_json
+
     try:
-        raw = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not raw.strip():
-        return {}, raw
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise ConfigError(f"{path} is not valid JSON ({exc}); fix it or move it aside, then run this again "
-                          "(nothing was changed)") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path} does not hold a JSON object (nothing was changed)")
-    if not isinstance(data.get("hooks", {}), dict):
-        raise ConfigError(f"{path}: 'hooks' is not a JSON object (nothing was changed)")
-    return data, raw
+        return read_json(path)
+    except ConfigFileError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _write(path: Path, data: dict[str, Any], raw_before: str | None) -> None:

@@ -9,10 +9,10 @@ blocks of an assistant entry (tool calls and thinking are not turns). The entry'
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from pps_hooks.jsonl import read_jsonl
 
 SOURCE = "claude-code"
 #: User text that is Claude Code's own (slash commands, local command output, system reminders, the interruption
@@ -26,25 +26,8 @@ def is_wrapper(text: str) -> bool:
     return text.lstrip().startswith(WRAPPERS)
 
 
-def read_entries(path: Path, offset: int = 0) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Complete JSON lines from byte ``offset`` on, as (offset after the line, entry).
-
-    A last line without its newline is still being written: it is left for the next read.
-    Lines that are not JSON objects are skipped.
-    """
-    with Path(path).open("rb") as fh:
-        fh.seek(offset)
-        pos = offset
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            pos += len(raw)
-            try:
-                entry = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(entry, dict):
-                yield pos, entry
+#: Complete JSON lines from byte ``offset`` on, as (offset after the line, entry): the hook core's reader.
+read_entries = read_jsonl
 
 
 def text_of(content: Any) -> str:

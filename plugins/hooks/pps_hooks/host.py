@@ -29,6 +29,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .jsonl import read_jsonl as read_jsonl  # re-exported: hosts read their logs with it
+
 MOMENTS = ("start", "prompt", "reply", "compact", "end")
 #: What marks a hook command as ours in any host's config file.
 OURS = re.compile(r"pps_hooks\.hook\b")
@@ -278,25 +280,6 @@ def _replace(path: Path, text: str) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-
-
-def read_jsonl(path: Path, offset: int = 0) -> Iterable[tuple[int, dict[str, Any]]]:
-    """Complete JSON lines of ``path`` from byte ``offset`` on, as (offset after the line, object). A last line
-    without its newline is still being written: it is left for the next read. Lines that are not JSON objects are
-    skipped."""
-    with Path(path).open("rb") as fh:
-        fh.seek(offset)
-        pos = offset
-        for raw in fh:
-            if not raw.endswith(b"\n"):
-                break
-            pos += len(raw)
-            try:
-                entry = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(entry, dict):
-                yield pos, entry
 
 
 def parts_text(content: Any) -> str:
