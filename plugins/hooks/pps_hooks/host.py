@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shlex
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from pps_core.atomic import atomic_write
 
 from .jsonl import read_jsonl as read_jsonl  # re-exported: hosts read their logs with it
 
@@ -267,19 +268,8 @@ def write_json(path: Path, data: dict[str, Any], raw_before: str | None) -> None
     if raw_before == text:
         return  # run twice, same file
     if raw_before is not None:
-        _replace(path.parent / (path.name + ".bak"), raw_before)
-    _replace(path, text)
-
-
-def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, text.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        atomic_write(path.parent / (path.name + ".bak"), raw_before)
+    atomic_write(path, text)
 
 
 def parts_text(content: Any) -> str:
