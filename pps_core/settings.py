@@ -228,7 +228,7 @@ class EntitySettings(PluginSettings):
         told = self.section_with_env(name).get(key)
         return str(told) if told is not None and told != self.section(name).get(key) else None
 
-    def database_place(self, layer: str, dsn: str, schema: str, shared: str = "postgres") -> tuple[str, str]:
+    def database_place(self, layer: str, dsn: str, schema: str, shared: str) -> tuple[str, str]:
         """``(dsn, schema)`` of a layer kept in a shared SQL database beside the turns: its own ``[layer] dsn`` /
         ``schema`` (given), each defaulting to ``[shared]``'s (``PPS_<SHARED>_*`` too), the schema to
         :func:`database_schema` of the entity. Every layer in the database names its schema by this one rule."""

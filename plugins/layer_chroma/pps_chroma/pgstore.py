@@ -56,7 +56,7 @@ MIGRATIONS = [
 def target(cs: ChromaSettings, entity_settings) -> tuple[str, str]:
     """``(dsn, schema)``: ``[chroma] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named as every
     layer in PostgreSQL names it (``EntitySettings.database_place``)."""
-    return entity_settings.database_place("chroma", cs.dsn, cs.schema_name)
+    return entity_settings.database_place("chroma", cs.dsn, cs.schema_name, "postgres")
 
 
 BACKUP = "postgres/word_photos.jsonl"

@@ -46,7 +46,7 @@ async def _ping(conn) -> None:
 def open_store(settings: CrystalSettings, entity_settings) -> CrystalStore:
     """The table of this entity: ``[crystals] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named
     as every layer in PostgreSQL names it (``EntitySettings.database_place``)."""
-    return CrystalStore(*entity_settings.database_place("crystals", settings.dsn, settings.schema_name))
+    return CrystalStore(*entity_settings.database_place("crystals", settings.dsn, settings.schema_name, "postgres"))
 
 
 class CrystalStore:

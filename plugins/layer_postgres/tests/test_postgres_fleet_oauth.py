@@ -155,14 +155,14 @@ async def test_expired_oauth_records_in_the_shared_values_are_pruned(make_memory
     """What a fleet's OAuth keeps in the store does not pile up (registration is open to anyone): a record put
     longer ago than its kind lives (a waiting approval 10 minutes, a code 5, a client never approved a day) goes at
     the next put, an answered one (emptied) at once; live records and the store's other values stay."""
-    from pps_http.oauth import _SharedRecords
+    from pps_http.oauth import SharedRecords
 
     from pps_core.contracts import JobClaims, SharedValues
 
     section = postgres_section("oauthprune")
     memory = await make_memory("oauthprune", plugins=["postgres"], postgres=section)
     store = memory.find(SharedValues)[0]
-    records = _SharedRecords(store, memory.find(JobClaims)[0])
+    records = SharedRecords(store, memory.find(JobClaims)[0])
     far = 4102444800  # (2100: the records' own expiry is not what is tested)
     await records.put("pending", "old", {"expires_at": far})
     await records.put("codes", "old", {"expires_at": far})

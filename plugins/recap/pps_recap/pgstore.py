@@ -44,7 +44,7 @@ MIGRATIONS = [
 def target(rs, entity_settings) -> tuple[str, str]:
     """``(dsn, schema)``: ``[recap] dsn``/``schema``, each defaulting to ``[postgres]``'s, the schema named as every
     layer in PostgreSQL names it (``EntitySettings.database_place``)."""
-    return entity_settings.database_place("recap", rs.dsn, rs.schema_name)
+    return entity_settings.database_place("recap", rs.dsn, rs.schema_name, "postgres")
 
 
 _CONNS: dict[tuple[str, str], Any] = {}

@@ -9,7 +9,7 @@ own page with its own login (the memory explorer's session: :meth:`EntityOAuth.o
 own authorization server and its own state (``<home>/credentials/oauth.json``, 0600, atomic writes; the kernel's
 folder of live credentials, which backups leave out): a token issued for one
 entity is unknown to every other. An entity several servers serve keeps that state, and the approval pages
-waiting for an answer, in the store they share instead (:class:`_SharedRecords`), so any server goes on where
+waiting for an answer, in the store they share instead (:class:`SharedRecords`), so any server goes on where
 another left off. Client secrets, codes, access and refresh tokens are stored as SHA-256 hashes
 only (they are random, 256 bits). Only entities that have a token get OAuth: an entity without one is open on
 loopback and has nothing to approve with.
@@ -216,7 +216,7 @@ _SHARED_TTL = {"pending": PENDING_TTL_S, "codes": CODE_TTL_S, "access": ACCESS_T
                "grant": REFRESH_TTL_S, "client-new": CLIENT_IDLE_S, "clients": REFRESH_TTL_S + CLIENT_IDLE_S}
 
 
-class _SharedRecords:
+class SharedRecords:
     """The records of an entity several servers serve (issue 37/41): in the store they share
     (``pps_core.contracts.SharedValues``, one JSON value a record under ``oauth:<kind>:<key>``), so a client
     authorized on one server is approved, exchanges its code and calls tools on any of them. A code is taken under
@@ -299,17 +299,17 @@ class _SharedRecords:
 
 class _Provider:
     """The SDK's ``OAuthAuthorizationServerProvider`` for one entity, over its records (:class:`_FileRecords`, or
-    :class:`_SharedRecords` where several servers serve the entity)."""
+    :class:`SharedRecords` where several servers serve the entity)."""
 
     def __init__(self, oauth: EntityOAuth) -> None:
         self.oauth = oauth
-        self._records: _FileRecords | _SharedRecords | None = None
+        self._records: _FileRecords | SharedRecords | None = None
 
     @property
-    def records(self) -> _FileRecords | _SharedRecords:
+    def records(self) -> _FileRecords | SharedRecords:
         if self._records is None:
             values, claims = self.oauth.shared() if self.oauth.shared else (None, None)
-            self._records = _SharedRecords(values, claims) if values is not None else _FileRecords(self.oauth.store)
+            self._records = SharedRecords(values, claims) if values is not None else _FileRecords(self.oauth.store)
         return self._records
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
@@ -587,7 +587,7 @@ class EntityOAuth:
                  shared: Callable[[], tuple[Any, Any]] | None = None) -> None:
         self.entity = entity
         #: Where several servers serve the entity: ``() -> (SharedValues store, JobClaims store or None)``, asked at
-        #: first use ((None, None): this server alone). The records then live in the store (:class:`_SharedRecords`).
+        #: first use ((None, None): this server alone). The records then live in the store (:class:`SharedRecords`).
         self.shared = shared
         self.sensitive = sensitive
         self.gate = gate
