@@ -31,6 +31,7 @@ from pps_core.testing.server import init_entity, pps, pps_env, start_server
 pytest.importorskip("pps_graphiti")
 pytest.importorskip("pps_chroma")
 pytest.importorskip("pps_claude_code")
+pytest.importorskip("pps_codex")
 
 PLUGINS = "sqlite,crystals,chroma,embeddings,graphiti,recap,upkeep,mcp,http"
 SESSION = "7a1c2b3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -129,9 +130,9 @@ def audit(tmp_path: Path, ablate: str | None = None) -> dict:
     claude = tmp_path / "claude-project"  # the user's transcripts: their files, not PPS's copies
     claude.mkdir()
     F = {k: canary("f", k) for k in ("rest", "mcp", "cli", "hook", "ccimport", "jsonl", "texture", "summary",
-                                     "anchor", "crystal", "recap", "graph")}
+                                     "anchor", "crystal", "recap", "graph", "codex")}
     P = {k: canary("p", k) for k in ("rest", "meta", "metakey", "nested", "mcp", "cli", "hook", "ccimport",
-                                     "jsonl", "texture", "recap")}
+                                     "jsonl", "texture", "recap", "codex")}
     with GraphLLM() as llm:
         home = init_entity(root, "lyra", PLUGINS, "[llm]", f'base_url = "{llm.base_url}"', 'model = "scripted"',
                            'api_key = "test"')
@@ -189,6 +190,10 @@ def audit(tmp_path: Path, ablate: str | None = None) -> dict:
                 _hook(root, env, claude, event, transcript)
             _run(root, env, "recap", "--entity", "lyra", str(transcript), "--save", "--quiet")
 
+            # -- capture: another agent host through the hook core (Codex: the prompt, then the reply) -------
+            _codex_hooks(root, env, claude, f"remember {F['codex']} <private>{P['codex']}</private>",
+                         f"Remembered {F['codex']}.")
+
             # -- capture: both importers ---------------------------------------------------------------------
             imported = claude / "imported"
             imported.mkdir()
@@ -215,8 +220,9 @@ def audit(tmp_path: Path, ablate: str | None = None) -> dict:
             # -- forget, through every path -------------------------------------------------------------------
             ids = lambda word: [t["id"] for t in call("raw_search", {"query": word, "limit": 50})["results"]  # noqa: E731
                                 if word in t.get("content", "")]
+            assert len(ids(F["codex"])) == 2, "the Codex hooks stored the prompt and the reply"
             forgotten = call("forget_turns", {"ids": [rest["id"], graph_turn["id"], summary_turn["id"],
-                                                      *ids(F["ccimport"]), *ids(F["jsonl"])],
+                                                      *ids(F["ccimport"]), *ids(F["jsonl"]), *ids(F["codex"])],
                                               "requested_by": "audit"})
             assert not forgotten.get("incomplete"), forgotten
 
@@ -287,6 +293,25 @@ def _hook(root: Path, env: dict, cwd: Path, event: str, transcript: Path):
     out = subprocess.run(command, shell=True, input=json.dumps(payload), capture_output=True, text=True, env=env,
                          cwd=cwd, timeout=60)
     assert out.returncode == 0, (event, out.stderr)
+
+
+def _codex_hooks(root: Path, env: dict, cwd: Path, prompt: str, reply: str):
+    """Codex CLI's UserPromptSubmit and Stop, through the command line `pps setup codex` installs (the hook core's
+    state and log are PPS's files too)."""
+    import subprocess
+
+    from pps_codex.host import CodexHost
+    from pps_hooks.host import hook_command
+
+    base = {"session_id": "019d036d-7a10-7c3e-9b2f-5e8d4c1a2b3f", "turn_id": "019d036d-c7fa-72d2-b6fd-78878bfe34e4",
+            "transcript_path": str(cwd / "rollout.jsonl"), "cwd": str(cwd), "model": "gpt-5.3-codex",
+            "permission_mode": "default"}
+    for event, extra in (("UserPromptSubmit", {"prompt": prompt}),
+                         ("Stop", {"stop_hook_active": False, "last_assistant_message": reply})):
+        command = hook_command(CodexHost(), event, "lyra", root / "lyra")
+        out = subprocess.run(command, shell=True, input=json.dumps({**base, "hook_event_name": event, **extra}),
+                             capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+        assert out.returncode == 0, (event, out.stderr)
 
 
 def test_a_forget_the_graph_could_not_do_is_owed_and_finished_later_leaving_no_byte(tmp_path):
