@@ -12,7 +12,6 @@ import asyncio
 import json
 import logging
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Any
 
 from pps_turns import context_plan, forgotten_ack, tombstones, turn_digest
@@ -22,17 +21,16 @@ from psycopg.rows import dict_row
 
 from pps_core.errors import Conflict, InvalidParams, NotFound, Unavailable
 from pps_core.textsearch import content_terms
-from pps_core.timeutil import from_storage, to_storage
+from pps_core.timeutil import from_storage
 
+from .rows import COLUMNS, SUMMARY_COLUMNS, row_to_summary, row_to_turn, ts
 from .schema import migrate
 from .settings import PostgresSettings, schema_for
 from .textsearch import bm25
+from .vectors import TurnVectors
 
 log = logging.getLogger("pps.postgres")
 
-COLUMNS = "id, message_id, content, author_name, channel, session_id, created_at, metadata, summary_id"
-SUMMARY_COLUMNS = ("id, summary_text, start_id, end_id, message_count, channels, time_span_start, time_span_end, "
-                   "summary_type, created_at, rewrite")
 #: One multi-row capture: new turns in input order, skipping message ids stored, turns stored without an id that come
 #: back with one (the same channel, author, time and content) and turns with a tombstone (``mark``: the message id's digest,
 #: ``key``: :func:`pps_turns.turn_digest`); summaries whose span strictly contains a new turn's time are flagged for
@@ -65,25 +63,8 @@ WITH batch AS (
 )
 SELECT ins.*, ARRAY(SELECT h.summary FROM hits h WHERE h.turn = ins.id ORDER BY h.summary) AS inside FROM ins
 """
-#: The ids of turns without a vector of a model (args: limit, model, limit, model, limit, limit): the backlog, and
-#: vectors of another model (each side of ``<>`` a range of the (model, message_id) index).
-MISSING_IDS = """
-SELECT message_id FROM (
-    (SELECT message_id FROM vector_backlog ORDER BY message_id LIMIT %s)
-    UNION ALL (SELECT message_id FROM message_vectors WHERE model < %s ORDER BY model, message_id LIMIT %s)
-    UNION ALL (SELECT message_id FROM message_vectors WHERE model > %s ORDER BY model, message_id LIMIT %s)
-) missing ORDER BY message_id LIMIT %s
-"""
 #: The first key of a job's advisory lock (``claim_job``), with the schema; the job's name is the second.
 JOB_LOCK = "pps-job:"
-#: Turns without a vector of a model, claimed for this transaction (args: limit, model, limit, model, limit): rows
-#: another server is embedding are skipped (``{skip}``: SKIP LOCKED), or waited for (``{skip}`` empty).
-CLAIM_MISSING = """
-WITH a AS (SELECT message_id FROM vector_backlog ORDER BY message_id LIMIT %s FOR UPDATE {skip}),
-b AS (SELECT message_id FROM message_vectors WHERE model < %s ORDER BY model, message_id LIMIT %s FOR UPDATE {skip}),
-c AS (SELECT message_id FROM message_vectors WHERE model > %s ORDER BY model, message_id LIMIT %s FOR UPDATE {skip})
-SELECT message_id FROM a UNION SELECT message_id FROM b UNION SELECT message_id FROM c
-"""
 #: The advisory lock writers share and a poll takes exclusively (per schema: hashtext of this and the schema).
 CAPTURE_LOCK = "pps-capture:"
 
@@ -106,33 +87,7 @@ def _lost(exc: BaseException) -> bool:
     return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
 
 
-def ts(value: datetime | None) -> str | None:
-    return None if value is None else to_storage(value)
-
-
-def _loads(value: str | None) -> Any:
-    if not value:
-        return {}
-    try:
-        return json.loads(value)
-    except ValueError:
-        return {}
-
-
-def row_to_turn(r: dict[str, Any]) -> dict[str, Any]:
-    return {"id": r["id"], "message_id": r["message_id"], "content": r["content"], "author_name": r["author_name"],
-            "channel": r["channel"], "session_id": r["session_id"], "created_at": ts(r["created_at"]),
-            "metadata": _loads(r["metadata"]), "summary_id": r["summary_id"]}
-
-
-def row_to_summary(r: dict[str, Any]) -> dict[str, Any]:
-    return {"id": r["id"], "summary_text": r["summary_text"], "start_id": r["start_id"], "end_id": r["end_id"],
-            "message_count": r["message_count"], "channels": json.loads(r["channels"] or "[]"),
-            "time_span_start": ts(r["time_span_start"]), "time_span_end": ts(r["time_span_end"]),
-            "summary_type": r["summary_type"], "created_at": ts(r["created_at"]), "rewrite": r["rewrite"]}
-
-
-class PostgresStore:
+class PostgresStore(TurnVectors):
     """:class:`pps_turns.TurnStore` on PostgreSQL."""
 
     #: Any number of PPS processes may serve one entity at once (unique message_id, advisory locks): when every
@@ -960,126 +915,3 @@ class PostgresStore:
         by = {r["id"]: row_to_summary(r) for r in rows}
         return [{**by[i], "score": round(s, 6)}
                 for i, s in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0])) if i in by]
-
-    # -- vectors --------------------------------------------------------------------------------
-
-    async def turns_missing_vectors(self, model, limit, after):
-        """By set membership, never by a mark (ids commit out of order across servers): the turns in
-        ``vector_backlog`` (no vector at all) and those whose vector is of another model; ``after`` is not read."""
-        rows = await self.fetch(f"SELECT {COLUMNS} FROM messages WHERE id IN ({MISSING_IDS}) ORDER BY id LIMIT %s",
-                                (limit, model, limit, model, limit, limit, limit))
-        return [row_to_turn(r) for r in rows], 0
-
-    async def write_turn_vectors(self, model, turns, vectors):
-        from .retrieval import vec
-
-        if vectors:  # the model's HNSW index first, so it grows with the rows (made once, on an empty table)
-            await self.dense.ensure_for(model, len(vectors[0]) // 4)
-        async with self.connection() as conn, conn.transaction():
-            async with conn.cursor() as cur:
-                await cur.executemany(
-                    "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
-                    "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
-                    [(t["id"], model, vec(v)) for t, v in zip(turns, vectors, strict=True)])
-            await conn.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", ([t["id"] for t in turns],))
-
-    @asynccontextmanager
-    async def claim_turns_missing_vectors(self, model, limit, wait=False):
-        """Turns without a vector of ``model``, claimed (issue 37: each turn embedded once across a fleet):
-        yields ``(turns, write)``; ``await write(vectors)`` keeps their vectors. The rows stay locked in one
-        transaction until the block ends: another server's claim skips them (``wait``: waits for them, then finds
-        them done; a search that reads its writes). A failure inside leaves them in the backlog."""
-        from .retrieval import vec
-
-        query = CLAIM_MISSING.format(skip="" if wait else "SKIP LOCKED")
-        async with self.connection() as conn, conn.transaction():
-            rows = await (await conn.execute(query, (limit, model, limit, model, limit))).fetchall()
-            ids = sorted(r["message_id"] for r in rows)[:limit]
-            # the turns too (KEY SHARE, as the vectors' foreign key would take them later): a forget of one of
-            # them waits for this transaction instead of deadlocking with it
-            found = await (await conn.execute(f"SELECT {COLUMNS} FROM messages WHERE id = ANY(%s) ORDER BY id "
-                                              "FOR KEY SHARE", (ids,))).fetchall()
-            todo = [row_to_turn(r) for r in found]
-
-            async def write(vectors) -> None:
-                if vectors:
-                    await self.dense.ensure_for(model, len(vectors[0]) // 4)
-                async with conn.cursor() as cur:
-                    await cur.executemany(
-                        "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
-                        "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
-                        [(t["id"], model, vec(v)) for t, v in zip(todo, vectors, strict=True)])
-                await conn.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", ([t["id"] for t in todo],))
-
-            yield todo, write
-
-    async def count_turns_missing_vectors(self, model):
-        return (await self.fetch(
-            "SELECT (SELECT count(*) FROM vector_backlog) + (SELECT count(*) FROM message_vectors "
-            "WHERE model < %s OR model > %s) AS n", (model, model)))[0]["n"]
-
-    async def drop_turn_vectors(self):
-        async with self.connection() as conn, conn.transaction():
-            dropped = (await conn.execute("DELETE FROM message_vectors")).rowcount
-            await conn.execute("INSERT INTO vector_backlog (message_id) SELECT id FROM messages ON CONFLICT DO NOTHING")
-        self.dense.forget()
-        return dropped
-
-    async def turn_similarities(self, model, qvec, n, context, channel=None):
-        return await self.dense.similarities(model, qvec, n, context, channel)
-
-    async def channel_similarities(self, model, qvec, channels, n, context):
-        return await self.dense.channel_similarities(model, qvec, list(channels), n, context)
-
-    async def repair_turn_index(self, model):
-        """``pps reindex``: make the model's HNSW index if it is missing (an entity from before it); PostgreSQL
-        keeps it up to date with every row from then on."""
-        from .retrieval import HNSW_MAX_DIM, index_name
-
-        row = await self.fetch("SELECT vector_dims(embedding) AS d, count(*) OVER () AS n FROM message_vectors "
-                               "WHERE model = %s LIMIT 1", (model,))
-        if not row:
-            return None
-        dim = row[0]["d"]
-        if dim > HNSW_MAX_DIM:
-            return {"hnsw_index": None, "exact_scan": f"{dim} dimensions (HNSW takes at most {HNSW_MAX_DIM})"}
-        await self.dense.settled()
-        self.dense.forget()
-        await self.dense.make(model, dim)
-        return {"hnsw_index": index_name(model, dim), "hnsw_vectors": row[0]["n"]}
-
-    async def summaries_missing_vectors(self, model, limit, after):
-        rows = await self.fetch(
-            "SELECT s.id, s.summary_text FROM message_summaries s WHERE s.id > %s AND NOT EXISTS (SELECT 1 FROM "
-            "summary_vectors v WHERE v.summary_id = s.id AND v.model = %s) ORDER BY s.id LIMIT %s",
-            (after, model, limit))
-        todo = [(r["id"], r["summary_text"]) for r in rows]
-        return todo, todo[-1][0] if todo else after
-
-    async def write_summary_vectors(self, model, ids, vectors):
-        from .retrieval import vec
-
-        async with self.connection() as conn, conn.transaction():
-            async with conn.cursor() as cur:
-                await cur.executemany(
-                    "INSERT INTO summary_vectors (summary_id, model, embedding) VALUES (%s, %s, %s::vector) "
-                    "ON CONFLICT (summary_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
-                    [(i, model, vec(v)) for i, v in zip(ids, vectors, strict=True)])
-
-    async def count_summaries_missing_vectors(self, model):
-        return (await self.fetch(
-            "SELECT count(*) AS n FROM message_summaries s WHERE NOT EXISTS (SELECT 1 FROM summary_vectors v "
-            "WHERE v.summary_id = s.id AND v.model = %s)", (model,)))[0]["n"]
-
-    async def drop_summary_vectors(self):
-        async with self.connection() as conn:
-            return (await conn.execute("DELETE FROM summary_vectors")).rowcount
-
-    async def summary_similarities(self, model, qvec, n):
-        from .retrieval import vec
-
-        q = vec(qvec)
-        found = await self.fetch(
-            "SELECT summary_id, 1 - (embedding <=> %s::vector) AS sim FROM summary_vectors WHERE model = %s "
-            "ORDER BY embedding <=> %s::vector LIMIT %s", (q, model, q, n))
-        return {r["summary_id"]: float(r["sim"]) for r in found}
