@@ -9,7 +9,7 @@ then swapped in:
    deletions; a crash before the swap leaves it, and the next open compacts);
 2. ``EXPORT DATABASE`` into ``<graph>.compact-export/``, imported into ``<graph>.compact`` (writes are paused
    by the caller's write lock; reads go on);
-3. queries are held at the gate (:class:`~pps_graphiti.graph.QueryGate`), the live database closed (its WAL
+3. queries are held at the gate (:class:`~pps_graphiti.engine_client.QueryGate`), the live database closed (its WAL
    checkpointed and removed), the fresh file fsynced and renamed over the old one (``os.replace``: atomic),
    the folder fsynced, the database opened again, queries let through.
 
@@ -203,7 +203,7 @@ async def _swap(layer: GraphitiLayer, path: Path, fresh: Path | None) -> None:
     """Close the live database, rename the fresh one (if any) over it, open it: with every query held at the
     gate. The database lives in the engine process (``pps_graphiti.engine``): closing it ends that process, and
     opening starts a fresh one (which also gives back whatever memory the engine had grown)."""
-    from .graph import owner_only
+    from .engine_client import owner_only
 
     handle = layer.require().kuzu  # our handle: graphiti's driver, if built, reaches the engine through it
     assert handle is not None

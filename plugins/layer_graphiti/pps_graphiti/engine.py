@@ -3,7 +3,7 @@
 A native failure of the engine (Kuzu 0.11.3 segfaults on some query shapes; it grows by about 11 KB per query
 and never gives it back) ends or bloats this process, never the server: the server answers 503 for the graph,
 starts a fresh engine on the same file (its WAL holds every acknowledged write) and recycles one whose memory
-grew past ``[graphiti] engine_max_rss_mb`` (:class:`pps_graphiti.graph.EngineProcess`).
+grew past ``[graphiti] engine_max_rss_mb`` (:class:`pps_graphiti.engine_client.EngineProcess`).
 
 Requests are ``(id, op, args)`` over a :class:`multiprocessing.connection.Connection` on the inherited socket
 ``FD``; answers ``(id, ok, value, rss_bytes)``. Queries run on a few threads, each with its own connection to the

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 class SharedKuzuDriver(KuzuDriver):
-    """graphiti's ``KuzuDriver`` on :class:`~pps_graphiti.graph.KuzuHandle`'s database, connection and gate.
+    """graphiti's ``KuzuDriver`` on :class:`~pps_graphiti.engine_client.KuzuHandle`'s database, connection and gate.
 
     ``KuzuDriver.__init__`` opens a database of its own (a second one on the same file); this sets up the
     same operations on ours instead. ``db`` and ``client`` are read from the handle at every use, so a
@@ -58,7 +58,7 @@ class SharedKuzuDriver(KuzuDriver):
         return self._handle.pps_gate
 
     async def execute_query(self, cypher_query_: str, **kwargs: Any):
-        """Through the gate (see :class:`~pps_graphiti.graph.QueryGate`), never logging parameters."""
+        """Through the gate (see :class:`~pps_graphiti.engine_client.QueryGate`), never logging parameters."""
         return await self._handle.pps_gate.execute_query(cypher_query_, **kwargs)
 
     def setup_schema(self) -> None:  # the handle created it

@@ -76,7 +76,7 @@ class WriteGuard:
     async def __aexit__(self, exc_type, exc, tb) -> bool:
         try:
             if exc is None and self.layer.settings.embedded:
-                from .graph import owner_only
+                from .engine_client import owner_only
 
                 owner_only((Path(self.layer.memory.home) / self.layer.settings.db_file).resolve())
             why = storage_failure(exc) if exc is not None else None

@@ -57,7 +57,7 @@ def test_graphitis_driver_on_our_database_has_every_attribute_of_its_own(tmp_pat
     import warnings
 
     from graphiti_core.driver.kuzu_driver import KuzuDriver
-    from pps_graphiti.graph import KuzuHandle
+    from pps_graphiti.engine_client import KuzuHandle
     from pps_graphiti.graphiti_driver import SharedKuzuDriver
 
     with warnings.catch_warnings():
