@@ -891,7 +891,7 @@ class PostgresStore(TurnVectors):
         if not terms:
             return {}
         async with self.connection() as conn:
-            return await bm25(conn, "messages", terms, n, channel, self.corpus_stats)
+            return await bm25(conn, "messages", terms, n, channel, self.corpus_stats, budget)
 
     async def channel_neighbours(self, ids, reach):
         if not ids:

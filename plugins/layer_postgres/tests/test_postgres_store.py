@@ -234,3 +234,60 @@ async def test_a_forgotten_turn_leaves_no_byte_in_the_table_files(make_memory, p
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
     assert files_holding() == []
+
+
+async def test_the_bounded_lexical_pass_finds_the_selective_turns_and_its_reads_do_not_grow(
+        make_memory, postgres_section, pg_dsn):
+    """As SQLite's (``test_sqlite_lifetime.py``): with the fused search's budget, a question of common words reads
+    about as many table blocks at 8,000 turns as at 1,000 (a few more); the exhaustive pass reads them all; a selective word's
+    turns are all candidates and the turn holding every word keeps its full score; under the budget nothing
+    changes. The reads are PostgreSQL's own count of heap blocks fetched in the transaction."""
+    import random
+
+    from pps_postgres import textsearch
+
+    reads = {}
+    for n in (1_000, 8_000):
+        name = f"lex{n}"
+        m = await open_memory(make_memory, postgres_section, name=name)
+        schema = postgres_section(name)["schema"]
+        rng = random.Random(5)
+        rows = [" ".join(rng.choices(["garden", "coffee", "morning", "kitchen", "window"], k=5)) for _ in range(n)]
+        for k in rng.sample(range(n), 20):
+            rows[k] = "a violin by the window"
+        rows[n // 3] = "a violin in the garden, the garden violin"
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            with conn.cursor() as cur:
+                cur.executemany(f'INSERT INTO "{schema}".messages (content, author_name, channel, created_at) '
+                                "VALUES (%s, %s, %s, now())",
+                                [(text, "A", "c") for text in rows])
+            conn.execute(f'ANALYZE "{schema}".messages')  # as autovacuum does
+        store = m.layer("raw_capture").backend
+        async with store.connection() as conn:
+
+            async def run(terms, budget):
+                fetched = "SELECT pg_stat_get_xact_blocks_fetched('messages'::regclass) AS n"
+                await textsearch.bm25(conn, "messages", terms, 10, None, store.corpus_stats, budget)  # words known
+                async with conn.transaction():
+                    before = (await (await conn.execute(fetched)).fetchone())["n"]
+                    found = await textsearch.bm25(conn, "messages", terms, 10, None, store.corpus_stats, budget)
+                    blocks = (await (await conn.execute(fetched)).fetchone())["n"] - before
+                return found, blocks
+
+            exhaustive, _ = await run(["garden", "violin"], 0)
+            bounded, _ = await run(["garden", "violin"], 200)
+            assert max(bounded, key=bounded.get) == max(exhaustive, key=exhaustive.get)
+            both = (await (await conn.execute("SELECT id FROM messages WHERE content LIKE 'a violin in the garden%%'"
+                                              )).fetchone())["id"]
+            assert bounded[both] == pytest.approx(exhaustive[both])  # the turn with every word keeps its full score
+            violins = {r["id"] for r in await (await conn.execute(
+                "SELECT id FROM messages WHERE content LIKE '%%violin%%'")).fetchall()}
+            wide = await textsearch.bm25(conn, "messages", ["garden", "violin"], 50, None, store.corpus_stats, 200)
+            assert violins <= set(wide)  # every turn with the selective word is a candidate
+            assert (await run(["garden", "violin"], 100_000))[0] == exhaustive  # under the budget: exhaustive
+            common = ["garden", "coffee"]
+            reads[n] = ((await run(common, 0))[1], (await run(common, 200))[1])
+        await m.close()
+    (ex_small, ours_small), (ex_large, ours_large) = reads[1_000], reads[8_000]
+    assert ex_large > 4 * ex_small, reads  # the exhaustive OR reads every garden turn
+    assert ours_large < ex_large / 10 and ours_large - ours_small < 10, reads  # the bounded pass does not
