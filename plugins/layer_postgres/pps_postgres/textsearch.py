@@ -13,8 +13,8 @@ Two ways to bound the rows scored, for a question with common words over a long 
   bound), so the answer is the same as scoring every row that shares a word, at a fraction of the rows;
 - bounded (the fused turn search's ``budget``, as SQLite's pass is): when the lexemes' rows add up to more than
   the budget, the rarest lexemes whose rows fit are scored over all history, the rows holding every lexeme are
-  added (the newest of them that fit the budget), and when even the rarest lexeme is common, the newest rows
-  that fit the budget are scored. Under the budget (every LoCoMo conversation, any entity's first months) the
+  added (the newest of them that fit a quarter of the budget: a row costs more to score here than in FTS5),
+  and when even the rarest lexeme is common, the newest rows that fit the budget are scored. Under the budget (every LoCoMo conversation, any entity's first months) the
   answer is the exhaustive one. One statement in either case, after the first time a word is seen.
 
 Differences from SQLite FTS5's bm25: the plugin README.

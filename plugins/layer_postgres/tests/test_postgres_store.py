@@ -265,7 +265,7 @@ async def test_the_bounded_lexical_pass_finds_the_selective_turns_and_its_reads_
         store = m.layer("raw_capture").backend
         async with store.connection() as conn:
 
-            async def run(terms, budget):
+            async def run(terms, budget, conn=conn, store=store):
                 fetched = "SELECT pg_stat_get_xact_blocks_fetched('messages'::regclass) AS n"
                 await textsearch.bm25(conn, "messages", terms, 10, None, store.corpus_stats, budget)  # words known
                 async with conn.transaction():
