@@ -5,7 +5,8 @@ calls. Turn similarities: pgvector's HNSW index (one per model, a partial index 
 ``embedding::vector(dimension)``, made the first time a model's vectors are written or searched) gives the
 nearest ``ANN_OVERFETCH`` x n turns by their own vector (``ORDER BY embedding <=> q LIMIT k``, ``hnsw.ef_search``
 set for the query); their context vectors (each turn's vector plus its neighbours', as ``pps_turns.vectors.TurnVectors`` makes them)
-are scored exactly from dot products PostgreSQL computes over the few rows around them (:data:`CONTEXT_PARTS`):
+are scored exactly from dot products PostgreSQL computes over the few rows around them (:func:`context_query`,
+one statement with the nearest):
 no vector leaves the database and no server holds the entity's vectors. Summary
 similarities are a cosine scan (``<=>``) in SQL (summaries are few).
 """
@@ -18,7 +19,7 @@ import hashlib
 import logging
 from typing import Any
 
-from pps_turns.retrieval import NEIGHBOUR_REACH, links_from_rows
+from pps_turns.retrieval import NEIGHBOUR_REACH
 from psycopg import sql
 from psycopg.rows import dict_row
 
@@ -138,70 +139,70 @@ class TurnIndex:
             async with self.store.connection() as conn:
                 await self.ensure(conn, model, dim)
 
-    async def candidates(self, conn: Any, model: str, q: str, dim: int, k: int, channel: str | None) -> list[int]:
-        """The ``k`` turns nearest ``q`` by their own vector: from the HNSW index; for one channel from the index
-        too when enough of its nearest are of that channel (:meth:`channel_from_index`), else by an exact scan of
-        that channel's vectors only (:data:`CHANNEL_EXACT`); vectors too long to index: an exact scan."""
-        if channel is None and await self.ensure(conn, model, dim):
-            ef = min(EF_SEARCH_MAX, max(self.store.settings.hnsw_ef_search, k))
-            async with conn.transaction():
-                await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
-                # the model and dimension are literals: the planner matches the partial index on them
-                rows = await (await conn.execute(sql.SQL(
-                    "SELECT message_id FROM message_vectors WHERE model = {m} "
-                    "ORDER BY embedding::vector({d}) <=> %s::vector({d}) LIMIT %s").format(
-                    m=sql.Literal(model), d=sql.Literal(dim)), (q, k))).fetchall()
-        elif channel is None:
-            rows = await (await conn.execute(
-                "SELECT message_id FROM message_vectors WHERE model = %s ORDER BY embedding <=> %s::vector LIMIT %s",
-                (model, q, k))).fetchall()
-        else:  # bounded by the channel, never a scan of every turn's vector
-            found = await self.channel_from_index(conn, model, q, dim, k, channel)
-            if found is not None:
-                return found
-            rows = await (await conn.execute(CHANNEL_EXACT, (channel, model, q, k))).fetchall()
-        return [r["message_id"] for r in rows]
+    def nearest(self, model: str, dim: int, indexed: bool, channel: str | None) -> tuple[sql.Composable, int | None]:
+        """The statement giving the ``%(k)s`` turns nearest ``%(q)s`` by their own vector (as ``id``), and the
+        ``hnsw.ef_search`` it needs beyond the session's (None: none). From the HNSW index; for one channel from
+        the index too when enough of its nearest are of that channel (what pgvector 0.8's iterative scan does, in
+        one step for 0.6: the index's :data:`EF_SEARCH_MAX` nearest of every channel, kept if of this one), else by
+        an exact scan of that channel's vectors only (:data:`CHANNEL_EXACT`, in the same statement: PostgreSQL
+        runs it only when the index gave too few); vectors too long to index: an exact scan."""
+        m, d = sql.Literal(model), sql.Literal(dim)
+        if channel is None and indexed:
+            # the model and dimension are literals: the planner matches the partial index on them
+            return sql.SQL("SELECT message_id AS id FROM message_vectors WHERE model = {m} "
+                           "ORDER BY embedding::vector({d}) <=> %(q)s::vector({d}) LIMIT %(k)s").format(m=m, d=d), None
+        if channel is None:
+            return sql.SQL("SELECT message_id AS id FROM message_vectors WHERE model = %(model)s "
+                           "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s"), None
+        if not indexed:
+            return sql.SQL(CHANNEL_EXACT), None
+        return sql.SQL(
+            "WITH ix AS (SELECT n.message_id AS id FROM (SELECT message_id, embedding::vector({d}) <=> "
+            "%(q)s::vector({d}) AS dist FROM message_vectors WHERE model = {m} ORDER BY dist LIMIT {limit}) n "
+            "JOIN messages t ON t.id = n.message_id WHERE t.channel = %(channel)s ORDER BY n.dist LIMIT %(k)s) "
+            "SELECT id FROM ix WHERE (SELECT count(*) FROM ix) >= %(k)s "
+            "UNION ALL SELECT id FROM ({exact}) ex WHERE (SELECT count(*) FROM ix) < %(k)s").format(
+            m=m, d=d, limit=sql.Literal(EF_SEARCH_MAX), exact=sql.SQL(CHANNEL_EXACT)), EF_SEARCH_MAX
 
-    async def channel_from_index(self, conn: Any, model: str, q: str, dim: int, k: int, channel: str) -> list[int] | None:
-        """The ``k`` turns of ``channel`` nearest ``q`` from the HNSW index (what pgvector 0.8's iterative scan does,
-        in one step for 0.6): its :data:`EF_SEARCH_MAX` nearest of every channel, kept if of this one; None when
-        fewer than ``k`` are (a channel that is a small part of the history: scanned exactly, its rows only)."""
-        if not await self.ensure(conn, model, dim):
-            return None
-        async with conn.transaction():
-            await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(EF_SEARCH_MAX)))
-            rows = await (await conn.execute(sql.SQL(
-                "SELECT n.message_id FROM (SELECT message_id, embedding::vector({d}) <=> %s::vector({d}) AS dist "
-                "FROM message_vectors WHERE model = {m} ORDER BY dist LIMIT {limit}) n "
-                "JOIN messages t ON t.id = n.message_id WHERE t.channel = %s ORDER BY n.dist LIMIT %s").format(
-                m=sql.Literal(model), d=sql.Literal(dim), limit=sql.Literal(EF_SEARCH_MAX)),
-                (q, channel, k))).fetchall()
-        return [r["message_id"] for r in rows] if len(rows) >= k else None
+    async def context(self, conn: Any, model: str, qvec: Any, k: int, context: float,
+                      channel: str | None) -> tuple[list[int], list[dict[str, Any]]]:
+        """The ``k`` nearest turns (:meth:`nearest`) and the context parts of them and of the turns next to them
+        (two hops: each one's nearest turn of its channel on each side, then theirs), in one statement (one round
+        trip; with the transaction that sets a wider ``hnsw.ef_search``, one pipeline)."""
+        dim = len(qvec)
+        q = vec(qvec)
+        indexed = await self.ensure(conn, model, dim)
+        near, ef = self.nearest(model, dim, indexed, channel)
+        if ef is None and channel is None and indexed and k > self.store.settings.hnsw_ef_search:
+            ef = min(EF_SEARCH_MAX, k)
+        query = context_query(near, 2 if context else 0)
+        args = {"model": model, "q": q, "k": k, "channel": channel, "reach": NEIGHBOUR_REACH}
+        if ef is None:
+            rows = await (await conn.execute(query, args)).fetchall()
+        else:
+            async with conn.pipeline():
+                async with conn.transaction():
+                    await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
+                    cur = await conn.execute(query, args)
+            rows = await cur.fetchall()
+        return [r["id"] for r in rows if r["cand"]], rows
 
     async def similarities(self, model: str, qvec: Any, n: int, context: float, channel: str | None = None):
         """(ids, cosines) of the context vectors of the nearest candidates and of the turns next to them."""
         import numpy as np
 
         qvec = np.asarray(qvec, dtype=np.float32)
-        q = vec(qvec)
         async with self.store.connection() as conn:
-            ids = await self.candidates(conn, model, q, len(qvec), n * ANN_OVERFETCH, channel)
-            if not ids:
-                return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-            want = sorted(set(ids))
-            for _hop in range(2 if context else 0):  # each one's nearest turn of its channel on each side, then theirs
-                pairs = await (await conn.execute(CHANNEL_PAIRS, (NEIGHBOUR_REACH, NEIGHBOUR_REACH, want))).fetchall()
-                links = links_from_rows(want, [(r["a"], r["b"]) for r in pairs], 1)
-                want = sorted({*want, *(j for before, after in links.values() for j in (*before, *after))})
-            rows = await (await conn.execute(CONTEXT_PARTS, (model, want, q, NEIGHBOUR_REACH))).fetchall()
+            ids, rows = await self.context(conn, model, qvec, n * ANN_OVERFETCH, context, channel)
+        if not ids:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         return context_cosines(ids, rows, context)
-
 
     async def channel_similarities(self, model: str, qvec: Any, channels: list[str], n: int, context: float):
         """The ``n`` best turns of each of ``channels`` by context vector (``TurnStore.channel_similarities``): a
         channel of at most :data:`CHANNEL_SCAN` turns is scored whole in the database (every turn's context parts,
-        :data:`CHANNEL_PARTS`: exact); a larger one from its ``ANN_OVERFETCH`` x n nearest by their own vector (an
-        exact channel-filtered scan, :meth:`candidates`) and their neighbours, rescored as :meth:`similarities`."""
+        :data:`CHANNEL_PARTS`: exact); a larger one from its ``ANN_OVERFETCH`` x n nearest by their own vector
+        (:meth:`nearest`) and their neighbours, rescored as :meth:`similarities`."""
         import numpy as np
 
         qvec = np.asarray(qvec, dtype=np.float32)
@@ -211,22 +212,16 @@ class TurnIndex:
         out_ids, out_cos = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.float32)]
         async with self.store.connection() as conn:
             for ch in dict.fromkeys(channels):
-                size = (await (await conn.execute("SELECT count(*) AS n FROM messages WHERE channel = %s",
-                                                  (ch,))).fetchone())["n"]
+                size = (await (await conn.execute(  # counted up to the bound: a large channel is not counted whole
+                    "SELECT count(*) AS n FROM (SELECT 1 FROM messages WHERE channel = %s LIMIT %s) c",
+                    (ch, CHANNEL_SCAN + 1))).fetchone())["n"]
                 if not size:
                     continue
                 if size <= CHANNEL_SCAN:
                     rows = await (await conn.execute(CHANNEL_PARTS, (model, ch, q, NEIGHBOUR_REACH))).fetchall()
                     ids, cos = context_cosines([r["id"] for r in rows], rows, context)
                 else:
-                    cands = await self.candidates(conn, model, q, len(qvec), n * ANN_OVERFETCH, ch)
-                    want = sorted(set(cands))
-                    for _hop in range(2 if context else 0):
-                        pairs = await (await conn.execute(CHANNEL_PAIRS, (NEIGHBOUR_REACH, NEIGHBOUR_REACH,
-                                                                          want))).fetchall()
-                        links = links_from_rows(want, [(r["a"], r["b"]) for r in pairs], 1)
-                        want = sorted({*want, *(j for before, after in links.values() for j in (*before, *after))})
-                    rows = await (await conn.execute(CONTEXT_PARTS, (model, want, q, NEIGHBOUR_REACH))).fetchall()
+                    cands, rows = await self.context(conn, model, qvec, n * ANN_OVERFETCH, context, ch)
                     ids, cos = context_cosines(cands, rows, context)
                 best = top_rows(cos, n)
                 out_ids.append(ids[best])
@@ -239,36 +234,54 @@ CHANNEL_SCAN = 20_000
 
 #: The nearest turns of one channel by an exact scan of that channel's vectors only (each found by its key from the
 #: channel's rows: the plan cannot turn into a scan of every turn's vector, as a join on the channel could).
-CHANNEL_EXACT = ("SELECT c.id AS message_id FROM messages c, LATERAL (SELECT embedding, model FROM message_vectors v "
-                 "WHERE v.message_id = c.id OFFSET 0) v WHERE c.channel = %s AND v.model = %s "
-                 "ORDER BY v.embedding <=> %s::vector LIMIT %s")
+CHANNEL_EXACT = ("SELECT c.id FROM messages c, LATERAL (SELECT embedding, model FROM message_vectors v "
+                 "WHERE v.message_id = c.id OFFSET 0) v WHERE c.channel = %(channel)s AND v.model = %(model)s "
+                 "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(k)s")
 
-#: Each of a set of turns and every turn of its channel within reach (the neighbours of the context vectors).
-CHANNEL_PAIRS = ("SELECT m.id AS a, p.id AS b FROM messages m JOIN messages p ON p.channel = m.channel "
-                 "AND p.id BETWEEN m.id - %s AND m.id + %s AND p.id <> m.id WHERE m.id = ANY(%s)")
-
+#: One hop of the context: each turn of the set before and its nearest turn of its channel within reach on each
+#: side (``pps_turns.retrieval.links_from_rows`` with reach 1), from the ``(channel, id)`` index.
+_HOP = ("{this} AS (SELECT id FROM {prev} UNION SELECT n.id FROM {prev} s JOIN messages m ON m.id = s.id, "
+        "LATERAL ((SELECT p.id FROM messages p WHERE p.channel = m.channel AND p.id < m.id "
+        "AND p.id >= m.id - %(reach)s ORDER BY p.id DESC LIMIT 1) UNION ALL "
+        "(SELECT p.id FROM messages p WHERE p.channel = m.channel AND p.id > m.id AND p.id <= m.id + %(reach)s "
+        "ORDER BY p.id LIMIT 1)) AS n)")
 
 #: What the context cosines of candidates need, computed where the vectors are (a few numbers per row, not the
 #: vectors): each row's dot product with the question and with itself, and with the rows one and two before it in
 #: its channel (the context vector of j is v_j + w (v_p + v_n), p and n its nearest turns of its channel within
-#: reach, so |c|^2 needs v_j.v_p, v_j.v_n and v_p.v_n). The rows are the candidates and their neighbours'.
-CONTEXT_PARTS = (
+#: reach, so |c|^2 needs v_j.v_p, v_j.v_n and v_p.v_n); ``cand``: one of the nearest themselves. The rows are the
+#: candidates and their neighbours'.
+_PARTS = (
+    "w AS (SELECT v.message_id AS id, v.embedding AS e, m.channel AS c FROM message_vectors v "
+    "JOIN messages m ON m.id = v.message_id WHERE v.model = %(model)s AND v.message_id IN (SELECT id FROM {last})) "
+    "SELECT id, c, -(e <#> %(q)s::vector) AS qd, -(e <#> e) AS sq, "
+    "CASE WHEN lag(id) OVER o >= id - %(reach)s THEN -(e <#> lag(e) OVER o) END AS d1, "
+    "-(e <#> lag(e, 2) OVER o) AS d2, id IN (SELECT id FROM s0) AS cand "
+    "FROM w WINDOW o AS (PARTITION BY c ORDER BY id) ORDER BY id")
+
+
+def context_query(nearest: sql.Composable, hops: int) -> sql.Composable:
+    """One statement: the turns ``nearest`` gives (``s0``), ``hops`` hops of neighbours, their context parts."""
+    parts: list[sql.Composable] = [sql.SQL("WITH s0 AS ({})").format(nearest)]
+    parts += [sql.SQL(", " + _HOP.format(this=f"s{h + 1}", prev=f"s{h}")) for h in range(hops)]
+    parts.append(sql.SQL(", " + _PARTS.format(last=f"s{hops}")))
+    return sql.Composed(parts)
+
+
+#: The context parts (as ``_PARTS``) of every turn of one channel that has a vector of the model.
+CHANNEL_PARTS = (
     "WITH w AS (SELECT v.message_id AS id, v.embedding AS e, m.channel AS c FROM message_vectors v "
-    "JOIN messages m ON m.id = v.message_id WHERE v.model = %s AND v.message_id = ANY(%s)) "
+    "JOIN messages m ON m.id = v.message_id WHERE v.model = %s AND m.channel = %s) "
     "SELECT id, c, -(e <#> %s::vector) AS qd, -(e <#> e) AS sq, "
     "CASE WHEN lag(id) OVER o >= id - %s THEN -(e <#> lag(e) OVER o) END AS d1, "
     "-(e <#> lag(e, 2) OVER o) AS d2 "
     "FROM w WINDOW o AS (PARTITION BY c ORDER BY id) ORDER BY id")
 
 
-#: :data:`CONTEXT_PARTS` for every turn of one channel that has a vector of the model.
-CHANNEL_PARTS = CONTEXT_PARTS.replace("v.message_id = ANY(%s)", "m.channel = %s")
-
-
 def context_cosines(ids: list[int], rows: list[dict[str, Any]], context: float):
     """The cosines ``pps_turns.vectors.TurnVectors.scores`` gives (a turn's vector plus ``context`` times its
     nearest turns of its channel within reach, re-normalised) for the candidates and those neighbours,
-    from :data:`CONTEXT_PARTS`' dot products. A turn whose neighbours have no vector counts them as absent."""
+    from the context parts' dot products (:func:`context_query`). A turn whose neighbours have no vector counts them as absent."""
     import math
 
     import numpy as np

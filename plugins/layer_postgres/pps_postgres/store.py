@@ -142,12 +142,15 @@ class PostgresStore(TurnVectors):
         await refuse_transaction_pooling(self.settings.dsn, self.settings.connect_timeout_s)  # PgBouncer: session mode
         schema = self.schema
         sync = self.settings.synchronous_commit
+        ef_search = self.settings.hnsw_ef_search
 
         async def configure(conn: AsyncConnection) -> None:
             await conn.set_autocommit(True)
             await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
             await conn.execute("SET TIME ZONE 'UTC'")
             await conn.execute(sql.SQL("SET synchronous_commit TO {}").format(sql.Literal(sync)))
+            # the turn search's HNSW breadth for the session: a search needs no transaction to set it
+            await conn.execute(sql.SQL("SET hnsw.ef_search = {}").format(sql.Literal(ef_search)))
 
         self.pool = AsyncConnectionPool(self.settings.dsn, min_size=self.settings.pool_min,
                                         max_size=self.settings.pool_max, open=False, configure=configure,
