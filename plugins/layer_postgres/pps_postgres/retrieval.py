@@ -64,6 +64,8 @@ class TurnIndex:
         self.ready: set[tuple[str, int]] = set()
         #: the index being made in the background (searches scan exactly in the database meanwhile)
         self.building: asyncio.Task[None] | None = None
+        #: a channel's digest -> (when counted, turns up to CHANNEL_SCAN + 1)
+        self.sizes: dict[bytes, tuple[float, int]] = {}
 
     def forget(self) -> None:
         self.ready.clear()  # vectors were dropped (the index stays, emptied): looked up again at the next use
@@ -198,6 +200,23 @@ class TurnIndex:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         return context_cosines(ids, rows, context)
 
+    async def channel_size(self, conn: Any, channel: str) -> int:
+        """The channel's turns counted up to :data:`CHANNEL_SCAN` + 1 (which way its second pass goes), kept for
+        :data:`SIZE_TTL_S`: a channel of that size grows or shrinks past the bound rarely."""
+        import time
+
+        now = time.monotonic()
+        key = hashlib.blake2b(channel.encode(), digest_size=16).digest()  # no channel name kept in memory
+        hit = self.sizes.get(key)
+        if hit is None or now - hit[0] > SIZE_TTL_S:
+            if len(self.sizes) > 10_000:
+                self.sizes.clear()
+            n = (await (await conn.execute(  # counted up to the bound: a large channel is not counted whole
+                "SELECT count(*) AS n FROM (SELECT 1 FROM messages WHERE channel = %s LIMIT %s) c",
+                (channel, CHANNEL_SCAN + 1))).fetchone())["n"]
+            hit = self.sizes[key] = (now, int(n))
+        return hit[1]
+
     async def channel_similarities(self, model: str, qvec: Any, channels: list[str], n: int, context: float):
         """The ``n`` best turns of each of ``channels`` by context vector (``TurnStore.channel_similarities``): a
         channel of at most :data:`CHANNEL_SCAN` turns is scored whole in the database (every turn's context parts,
@@ -212,9 +231,7 @@ class TurnIndex:
         out_ids, out_cos = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.float32)]
         async with self.store.connection() as conn:
             for ch in dict.fromkeys(channels):
-                size = (await (await conn.execute(  # counted up to the bound: a large channel is not counted whole
-                    "SELECT count(*) AS n FROM (SELECT 1 FROM messages WHERE channel = %s LIMIT %s) c",
-                    (ch, CHANNEL_SCAN + 1))).fetchone())["n"]
+                size = await self.channel_size(conn, ch)
                 if not size:
                     continue
                 if size <= CHANNEL_SCAN:
@@ -228,6 +245,9 @@ class TurnIndex:
                 out_cos.append(cos[best])
         return np.concatenate(out_ids), np.concatenate(out_cos)
 
+
+#: How long a channel's counted size is kept (seconds).
+SIZE_TTL_S = 30.0
 
 #: A channel of at most this many turns is scored whole for its own best turns by meaning (in the database).
 CHANNEL_SCAN = 20_000

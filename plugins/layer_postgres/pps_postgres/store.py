@@ -899,9 +899,13 @@ class PostgresStore(TurnVectors):
     async def channel_neighbours(self, ids, reach):
         if not ids:
             return []
-        rows = await self.fetch("SELECT m.id AS a, p.id AS b FROM messages m JOIN messages p ON p.channel = m.channel "
-                                "AND p.id BETWEEN m.id - %s AND m.id + %s AND p.id <> m.id WHERE m.id = ANY(%s)",
-                                (reach, reach, [int(i) for i in ids]))
+        # the nearest two on each side only (what links_from_rows keeps), each from the (channel, id) index
+        rows = await self.fetch(
+            "SELECT m.id AS a, n.id AS b FROM messages m, LATERAL ("
+            "(SELECT p.id FROM messages p WHERE p.channel = m.channel AND p.id < m.id AND p.id >= m.id - %(r)s "
+            "ORDER BY p.id DESC LIMIT 2) UNION ALL "
+            "(SELECT p.id FROM messages p WHERE p.channel = m.channel AND p.id > m.id AND p.id <= m.id + %(r)s "
+            "ORDER BY p.id LIMIT 2)) n WHERE m.id = ANY(%(ids)s)", {"r": reach, "ids": [int(i) for i in ids]})
         return [(r["a"], r["b"]) for r in rows]
 
     async def term_counts(self, terms, cap):

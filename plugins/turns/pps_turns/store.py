@@ -273,8 +273,9 @@ class TurnStore(Protocol):
         ...
 
     async def channel_neighbours(self, ids: Sequence[int], reach: int) -> list[tuple[int, int]]:
-        """(id, other) pairs: for each of ``ids``, every turn of the same channel whose id is at most ``reach`` away
-        (``pps_turns.retrieval.links_from_rows`` keeps the nearest): the neighbour signal counts a turn's
+        """(id, other) pairs: for each of ``ids``, every turn of the same channel whose id is at most ``reach`` away,
+        or only the nearest two of them on each side (``pps_turns.retrieval.links_from_rows`` keeps no more; a store
+        may save the rows): the neighbour signal counts a turn's
         neighbours in its own conversation, not the turns of other channels stored between them. (A store
         without it still works: the turns next by id, when of the same channel, count instead.)"""
         ...
