@@ -109,9 +109,21 @@ def postgres_section(pg_dsn):
 
     yield section
     if made:
+        import time
+
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             for schema in made:
-                conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                # a memory still closing (a test's make_memory is torn down after this) may be changing the same
+                # catalog rows, e.g. an index made in the background: "tuple concurrently updated", tried again
+                for attempt in range(20):
+                    try:
+                        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+                        break
+                    except (psycopg.errors.InternalError, psycopg.errors.LockNotAvailable,
+                            psycopg.errors.DeadlockDetected):
+                        if attempt == 19:
+                            raise
+                        time.sleep(0.1)
 
 
 def audit(dsn: str, schema: str, tally) -> dict:

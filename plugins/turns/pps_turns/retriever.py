@@ -273,12 +273,19 @@ class Retriever(_Embedding):
                        if cfg.use_bm25 and q.terms else {})
             return q, lexical, (await self.weights(q.terms) if calibrated else None)
 
-        # the question's vector (a model run) and everything read by its words do not wait for each other
-        qvec, (q, lexical, weights) = await asyncio.gather(embedded(), by_words())
+        async def by_meaning() -> tuple[Any, Any]:
+            qvec = await embedded()
+            if qvec is None:
+                return None, None
+            assert emb is not None
+            return qvec, await self.store.turn_similarities(self.model(emb), qvec, cfg.candidates, cfg.context, channel)
+
+        # the question's vector (a model run) and its nearest turns, and everything read by its words, do not wait
+        # for each other (a store that reads on several connections or threads reads both at once)
+        (qvec, scores), (q, lexical, weights) = await asyncio.gather(by_meaning(), by_words())
         dense: dict[int, float] = {}
         floor = 0.0
         if qvec is not None:
-            scores = await self.store.turn_similarities(self.model(emb), qvec, cfg.candidates, cfg.context, channel)
             dense, floor = retrieval.dense_top(scores, cfg.candidates, cfg.dense_floor_rank)
         ids = sorted(set(lexical) | set(dense))
         if not ids:
