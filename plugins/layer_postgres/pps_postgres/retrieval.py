@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+from collections import OrderedDict
 from typing import Any
 
 from pps_turns.retrieval import NEIGHBOUR_REACH
@@ -66,6 +67,9 @@ class TurnIndex:
         self.building: asyncio.Task[None] | None = None
         #: a channel's digest -> (when counted, turns up to CHANNEL_SCAN + 1)
         self.sizes: dict[bytes, tuple[float, int]] = {}
+        #: (model, question vector) -> the index's nearest turns, (id, channel digest) nearest first: the last few
+        #: questions' first passes, for their second pass
+        self.nearest_seen: OrderedDict[tuple[str, bytes], list[tuple[int, bytes]]] = OrderedDict()
 
     def forget(self) -> None:
         self.ready.clear()  # vectors were dropped (the index stays, emptied): looked up again at the next use
@@ -150,9 +154,12 @@ class TurnIndex:
         runs it only when the index gave too few); vectors too long to index: an exact scan."""
         m, d = sql.Literal(model), sql.Literal(dim)
         if channel is None and indexed:
-            # the model and dimension are literals: the planner matches the partial index on them
-            return sql.SQL("SELECT message_id AS id FROM message_vectors WHERE model = {m} "
-                           "ORDER BY embedding::vector({d}) <=> %(q)s::vector({d}) LIMIT %(k)s").format(m=m, d=d), None
+            # the model and dimension are literals: the planner matches the partial index on them. The index's
+            # EF_SEARCH_MAX nearest (``nn``, with their distance), of which the k nearest are the candidates: the
+            # others are kept (ids and channels) for the second pass's channels (:meth:`channel_similarities`)
+            return sql.SQL("SELECT message_id AS id, embedding::vector({d}) <=> %(q)s::vector({d}) AS dist "
+                           "FROM message_vectors WHERE model = {m} ORDER BY dist LIMIT {limit}").format(
+                m=m, d=d, limit=sql.Literal(EF_SEARCH_MAX)), EF_SEARCH_MAX
         if channel is None:
             return sql.SQL("SELECT message_id AS id FROM message_vectors WHERE model = %(model)s "
                            "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s"), None
@@ -177,17 +184,35 @@ class TurnIndex:
         near, ef = self.nearest(model, dim, indexed, channel)
         if ef is None and channel is None and indexed and k > self.store.settings.hnsw_ef_search:
             ef = min(EF_SEARCH_MAX, k)
-        query = context_query(near, 2 if context else 0)
+        wide = channel is None and indexed
+        query = context_query(near, 2 if context else 0, wide)
         args = {"model": model, "q": q, "k": k, "channel": channel, "reach": NEIGHBOUR_REACH}
-        if ef is None:
-            rows = await (await conn.execute(query, args)).fetchall()
-        else:
-            async with conn.pipeline():
-                async with conn.transaction():
-                    await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
-                    cur = await conn.execute(query, args)
-            rows = await cur.fetchall()
+        rows = await self.run(conn, query, args, ef)
+        if wide:
+            nearest = [r for r in rows if r["dist"] is not None]
+            rows = [r for r in rows if r["dist"] is None]
+            nearest.sort(key=lambda r: (r["dist"], r["id"]))
+            self.remember((model, qvec.tobytes()), [(r["id"], _digest(r["c"])) for r in nearest])
+        rows.sort(key=lambda r: r["id"])
         return [r["id"] for r in rows if r["cand"]], rows
+
+    async def run(self, conn: Any, query: sql.Composable, args: dict[str, Any], ef: int | None) -> list[dict[str, Any]]:
+        """``query``'s rows; with ``hnsw.ef_search`` at ``ef`` for it (its transaction, the setting and the query in
+        one pipeline: one round trip)."""
+        if ef is None:
+            return await (await conn.execute(query, args)).fetchall()
+        async with conn.pipeline():
+            async with conn.transaction():
+                await conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
+                cur = await conn.execute(query, args)
+        return await cur.fetchall()
+
+    def remember(self, key: tuple[str, bytes], nearest: list[tuple[int, bytes]]) -> None:
+        """The index's nearest turns of a question (ids and channel digests, no text), kept for its second pass."""
+        self.nearest_seen[key] = nearest
+        self.nearest_seen.move_to_end(key)
+        while len(self.nearest_seen) > NEAREST_KEPT:
+            self.nearest_seen.popitem(last=False)
 
     async def similarities(self, model: str, qvec: Any, n: int, context: float, channel: str | None = None):
         """(ids, cosines) of the context vectors of the nearest candidates and of the turns next to them."""
@@ -206,7 +231,7 @@ class TurnIndex:
         import time
 
         now = time.monotonic()
-        key = hashlib.blake2b(channel.encode(), digest_size=16).digest()  # no channel name kept in memory
+        key = _digest(channel)  # no channel name kept in memory
         hit = self.sizes.get(key)
         if hit is None or now - hit[0] > SIZE_TTL_S:
             if len(self.sizes) > 10_000:
@@ -238,12 +263,30 @@ class TurnIndex:
                     rows = await (await conn.execute(CHANNEL_PARTS, (model, ch, q, NEIGHBOUR_REACH))).fetchall()
                     ids, cos = context_cosines([r["id"] for r in rows], rows, context)
                 else:
-                    cands, rows = await self.context(conn, model, qvec, n * ANN_OVERFETCH, context, ch)
+                    k = n * ANN_OVERFETCH
+                    seen = self.nearest_seen.get((model, qvec.tobytes()))
+                    mine = [i for i, c in seen or () if c == _digest(ch)][:k]
+                    if len(mine) >= k:  # the first pass's wider read of the index has them: no second read
+                        rows = await self.run(conn, context_query(sql.SQL("SELECT unnest(%(ids)s::bigint[]) AS id"),
+                                                                  2 if context else 0),
+                                              {"model": model, "q": q, "ids": mine, "reach": NEIGHBOUR_REACH}, None)
+                        rows.sort(key=lambda r: r["id"])
+                        cands = mine
+                    else:
+                        cands, rows = await self.context(conn, model, qvec, k, context, ch)
                     ids, cos = context_cosines(cands, rows, context)
                 best = top_rows(cos, n)
                 out_ids.append(ids[best])
                 out_cos.append(cos[best])
         return np.concatenate(out_ids), np.concatenate(out_cos)
+
+
+#: First passes whose nearest turns are kept for their second pass.
+NEAREST_KEPT = 8
+
+
+def _digest(channel: str) -> bytes:
+    return hashlib.blake2b(channel.encode(), digest_size=16).digest()
 
 
 #: How long a channel's counted size is kept (seconds).
@@ -276,15 +319,24 @@ _PARTS = (
     "JOIN messages m ON m.id = v.message_id WHERE v.model = %(model)s AND v.message_id IN (SELECT id FROM {last})) "
     "SELECT id, c, -(e <#> %(q)s::vector) AS qd, -(e <#> e) AS sq, "
     "CASE WHEN lag(id) OVER o >= id - %(reach)s THEN -(e <#> lag(e) OVER o) END AS d1, "
-    "-(e <#> lag(e, 2) OVER o) AS d2, id IN (SELECT id FROM s0) AS cand "
-    "FROM w WINDOW o AS (PARTITION BY c ORDER BY id) ORDER BY id")
+    "-(e <#> lag(e, 2) OVER o) AS d2, id IN (SELECT id FROM s0) AS cand, NULL::float8 AS dist "
+    "FROM w WINDOW o AS (PARTITION BY c ORDER BY id)")
 
 
-def context_query(nearest: sql.Composable, hops: int) -> sql.Composable:
-    """One statement: the turns ``nearest`` gives (``s0``), ``hops`` hops of neighbours, their context parts."""
-    parts: list[sql.Composable] = [sql.SQL("WITH s0 AS ({})").format(nearest)]
+def context_query(nearest: sql.Composable, hops: int, wide: bool = False) -> sql.Composable:
+    """One statement: the turns ``nearest`` gives (``s0``), ``hops`` hops of neighbours, their context parts
+    (``dist`` null). ``wide``: ``nearest`` gives more turns than the candidates, with their distance (``nn``): the
+    ``%(k)s`` nearest are ``s0``, and every one of them comes back too (``id``, its channel ``c`` and ``dist``)."""
+    if wide:
+        parts: list[sql.Composable] = [sql.SQL("WITH nn AS ({}), s0 AS (SELECT id FROM nn ORDER BY dist, id "
+                                               "LIMIT %(k)s)").format(nearest)]
+    else:
+        parts = [sql.SQL("WITH s0 AS ({})").format(nearest)]
     parts += [sql.SQL(", " + _HOP.format(this=f"s{h + 1}", prev=f"s{h}")) for h in range(hops)]
     parts.append(sql.SQL(", " + _PARTS.format(last=f"s{hops}")))
+    if wide:
+        parts.append(sql.SQL(" UNION ALL SELECT nn.id, m.channel, NULL, NULL, NULL, NULL, NULL, nn.dist "
+                             "FROM nn JOIN messages m ON m.id = nn.id"))
     return sql.Composed(parts)
 
 
