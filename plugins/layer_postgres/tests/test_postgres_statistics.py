@@ -1,0 +1,119 @@
+"""PostgreSQL's planner statistics keep no text of a turn.
+
+``ANALYZE`` (autovacuum's, on any table with enough changed rows; ours after a restore) copies sampled values into
+``pg_statistic`` (``pg_stats``): a text column's most common values and histogram bounds verbatim, a tsvector's
+most common lexemes. A DELETE or ``VACUUM FULL`` of the rows leaves them there, so a forgotten turn's words stayed
+in the catalog. Every column that holds text a client wrote (or vectors made of it) has no statistics
+(``SET STATISTICS 0``): ANALYZE skips it.
+"""
+
+import secrets
+from pathlib import Path
+
+import psycopg
+from pps_postgres.testing import analyze_schema, statistics_holding
+
+PLUGINS = ["postgres"]
+
+
+def files_holding(dsn: str, word: str) -> list[str]:
+    """The database's files (WAL aside: docs/PRIVACY.md) holding ``word``, after a checkpoint."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    return [str(p.relative_to(datadir)) for p in datadir.rglob("*") if p.is_file() and "pg_wal" not in p.parts
+            and word.encode() in p.read_bytes()]
+
+
+def catalog_holding(dsn: str, word: str) -> list[str]:
+    """pg_statistic's own files (its table, TOAST and their indexes) holding ``word``, after a checkpoint."""
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+        paths = [r[0] for r in conn.execute(
+            "SELECT pg_relation_filepath(oid) FROM pg_class WHERE oid IN ('pg_statistic'::regclass, "
+            "(SELECT reltoastrelid FROM pg_class WHERE oid = 'pg_statistic'::regclass)) OR oid IN "
+            "(SELECT indexrelid FROM pg_index WHERE indrelid = 'pg_statistic'::regclass)")]
+    return [p.name for path in paths for p in datadir.glob(path + "*") if word.encode() in p.read_bytes()]
+
+
+def statistics_of(dsn: str, schema: str, table: str) -> set[str]:
+    with psycopg.connect(dsn) as conn:
+        return {r[0] for r in conn.execute("SELECT attname FROM pg_stats WHERE schemaname = %s AND tablename = %s",
+                                           (schema, table))}
+
+
+async def test_a_forgotten_turn_leaves_no_word_in_the_planner_statistics(make_memory, postgres_section, pg_dsn):
+    word = "zqpgstats" + secrets.token_hex(4)
+    section = postgres_section("lyra")
+    schema = section["schema"]
+    m = await make_memory("lyra", plugins=PLUGINS, postgres=section)
+    await m.call("store_messages", {"messages": [{"content": f"filler {i} on gardens", "author_name": f"Author{i}",
+                                                  "channel": f"c{i}"} for i in range(30)]})
+    turn = await m.call("store_message", {"content": f"the secret is {word}", "author_name": f"Ann {word}",
+                                          "channel": f"email:{word}", "metadata": {"subject": word}})
+    await m.call("store_summary", {"summary_text": f"they spoke of {word}", "message_ids": [turn["id"]]})
+    analyze_schema(pg_dsn, schema)  # as autovacuum would
+    assert {"id", "created_at"} <= statistics_of(pg_dsn, schema, "messages")  # ANALYZE ran
+    await m.call("forget_turns", {"ids": [turn["id"]]})
+    assert statistics_holding(pg_dsn, schema, [word]) == []
+    analyze_schema(pg_dsn, schema)  # a table left empty (the summaries) is not sampled again: its old values stayed
+    assert statistics_holding(pg_dsn, schema, [word]) == []
+    assert files_holding(pg_dsn, word) == []  # pg_statistic's own file included
+
+    kept = "zqpgkept" + secrets.token_hex(4)  # a turn that stays is not copied there either
+    await m.call("store_message", {"content": f"the other secret is {kept}", "author_name": f"Bo {kept}",
+                                   "channel": f"email:{kept}", "metadata": {"subject": kept}})
+    analyze_schema(pg_dsn, schema)
+    assert statistics_holding(pg_dsn, schema, [kept]) == []
+
+
+async def test_pps_db_upgrade_removes_the_statistics_an_older_schema_gathered(make_memory, postgres_section, pg_dsn,
+                                                                             tmp_path):
+    """A schema from before v7 had statistics of every column, and autovacuum had filled them: the upgrade sets
+    each text column's target to 0 and removes what is there (the tsv made again: the GIN index with it), and
+    rewrites pg_statistic so its file keeps no dead copy."""
+    from pps_postgres.schema import NO_STATISTICS
+    from pps_postgres.upgrade import upgrade
+
+    word = "zqpgupgrade" + secrets.token_hex(4)
+    section = postgres_section("lyra")
+    schema = section["schema"]
+    m = await make_memory("lyra", home=tmp_path / "a", plugins=PLUGINS, postgres=section)
+    await m.call("store_messages", {"messages": [{"content": f"filler {i} on gardens", "author_name": f"Author{i}",
+                                                  "channel": f"c{i}"} for i in range(30)]})
+    turn = await m.call("store_message", {"content": f"the secret is {word}", "author_name": f"Ann {word}",
+                                          "channel": f"email:{word}"})
+    await m.call("store_summary", {"summary_text": f"they spoke of {word}", "message_ids": [turn["id"]]})
+    await m.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:  # the schema as v6 left it
+        for table, columns in NO_STATISTICS.items():
+            conn.execute(f'ALTER TABLE "{schema}".{table} '
+                         + ", ".join(f"ALTER COLUMN {c} SET STATISTICS -1" for c in columns))
+        conn.execute(f'DELETE FROM "{schema}".pps_schema_version WHERE version = 7')
+    analyze_schema(pg_dsn, schema)
+    held = statistics_holding(pg_dsn, schema, [word])
+    assert {"messages.content.histogram_bounds", "messages.tsv.most_common_elems",
+            "message_summaries.tsv.most_common_elems"} <= set(held), held
+
+    assert catalog_holding(pg_dsn, word)
+    assert await upgrade(pg_dsn, schema, "lyra", 10, 10) == (6, 7)
+    assert statistics_holding(pg_dsn, schema, [word]) == []
+    assert catalog_holding(pg_dsn, word) == []  # the removed rows' bytes went with pg_statistic's rewrite
+    with psycopg.connect(pg_dsn) as conn:
+        targets = dict(conn.execute(
+            "SELECT c.relname || '.' || a.attname, a.attstattarget FROM pg_attribute a JOIN pg_class c "
+            "ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s "
+            "AND a.attnum > 0 AND NOT a.attisdropped", (schema,)).fetchall())
+        gin = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexdef LIKE '%%gin%%' "
+                           "ORDER BY 1", (schema,)).fetchall()
+    assert {f"{t}.{c}": 0 for t, cols in NO_STATISTICS.items() for c in cols}.items() <= targets.items()
+    assert [r[0] for r in gin] == ["idx_messages_tsv", "idx_summaries_tsv"]
+    analyze_schema(pg_dsn, schema)
+    assert statistics_holding(pg_dsn, schema, [word]) == []
+
+    m = await make_memory("lyra", home=tmp_path / "b", plugins=PLUGINS, postgres=section)
+    assert (await m.call("raw_search", {"query": word}))["count"] == 1  # the tsv made again is searched
+    await m.call("forget_turns", {"ids": [turn["id"]]})
+    assert files_holding(pg_dsn, word) == []  # no dead row of pg_statistic keeps it
+    assert (await m.call("raw_search", {"query": "gardens"}))["count"] >= 10
