@@ -117,3 +117,63 @@ async def test_pps_db_upgrade_removes_the_statistics_an_older_schema_gathered(ma
     await m.call("forget_turns", {"ids": [turn["id"]]})
     assert files_holding(pg_dsn, word) == []  # no dead row of pg_statistic keeps it
     assert (await m.call("raw_search", {"query": "gardens"}))["count"] >= 10
+
+
+async def test_searches_are_still_planned_on_the_gin_and_hnsw_indexes(postgres_section, pg_dsn):
+    """The BM25 queries match a tsquery the planner cannot see (a parameter, a subquery): it took a GIN match's
+    default selectivity (0.5 %) with the statistics too, so every plan scans what it did (at 200,000 turns they are
+    GIN bitmap scans either way); a vector's statistics were never the HNSW index's cost. Read here: the scans of
+    each plan with and without the statistics, the document frequencies from the GIN index, the nearest turns
+    from the HNSW index."""
+    from pps_postgres.retrieval import index_name
+    from pps_postgres.schema import NO_STATISTICS
+    from pps_postgres.settings import PostgresSettings
+    from pps_postgres.store import PostgresStore
+    from pps_postgres.textsearch import _LEXEMES, _SCORE
+    from psycopg import ClientCursor, sql
+
+    section = postgres_section("plan")
+    schema = section["schema"]
+    store = PostgresStore(PostgresSettings(**section), "plan")
+    await store.open()
+    try:
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:
+            conn.execute(f'SET search_path TO "{schema}", public')
+            conn.execute(
+                "INSERT INTO messages (content, author_name, channel, created_at) SELECT 'turn ' || i || ' about ' "
+                "|| (ARRAY['gardens', 'kettles', 'tides', 'lanterns'])[1 + i % 4] || ' and word' || i, 'A' || i % 7, "
+                "'c' || i % 5, now() - i * interval '1 minute' FROM generate_series(1, 4000) i")
+            conn.execute("INSERT INTO message_vectors (message_id, model, embedding) SELECT m.id, 'm', "
+                         "(SELECT array_agg(random() + 0 * m.id + 0 * g)::real[] FROM generate_series(1, 384) g)"
+                         "::vector FROM messages m")
+        await store.dense.make("m", 384)
+        table = sql.Identifier("messages")
+        bm25 = {"lexemes": ["kettl", "word17"], "idf": [1.0, 5.0], "cand": ["word17"], "n": 10, "k1": 1.2,
+                "k1plus": 2.2, "b": 0.75, "avgdl": 5.0, "channel": "c1"}
+        queries = {
+            "lexemes": (sql.SQL(_LEXEMES).format(table=table), {"text": "kettles word17"}),
+            "bm25": (sql.SQL(_SCORE).format(table=table, channel=sql.SQL("")), bm25),
+            "bm25 of a channel": (sql.SQL(_SCORE).format(table=table, channel=sql.SQL("AND d.channel = %(channel)s")),
+                                  bm25),
+            "nearest": (sql.SQL("SELECT message_id FROM message_vectors WHERE model = 'm' ORDER BY "
+                                "embedding::vector(384) <=> %(q)s::vector(384) LIMIT 40"),
+                        {"q": "[" + ",".join("0.5" for _ in range(384)) + "]"}),
+        }
+
+        def plans(target: int) -> dict[str, str]:
+            with psycopg.connect(pg_dsn, autocommit=True, cursor_factory=ClientCursor) as conn:
+                conn.execute(f'SET search_path TO "{schema}", public')
+                for t, columns in NO_STATISTICS.items():
+                    conn.execute(f"ALTER TABLE {t} " + ", ".join(f"ALTER COLUMN {c} SET STATISTICS {target}"
+                                                                for c in columns))
+                    conn.execute(f"ANALYZE {t}")
+                return {name: "\n".join(sorted(r[0].split("  (cost")[0].strip(" ->") for r in conn.execute(
+                            sql.SQL("EXPLAIN ") + query, params).fetchall() if " Scan " in r[0]))
+                        for name, (query, params) in queries.items()}
+
+        without = plans(0)
+        assert "Bitmap Index Scan on idx_messages_tsv" in without["lexemes"], without["lexemes"]
+        assert f"Index Scan using {index_name('m', 384)}" in without["nearest"], without["nearest"]
+        assert without == plans(-1)  # with the statistics: the same scans
+    finally:
+        await store.close()
