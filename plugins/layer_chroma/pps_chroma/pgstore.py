@@ -50,6 +50,25 @@ MIGRATIONS = [
     );
     CREATE INDEX idx_word_photos_deleted_name ON word_photos_deleted(filename);
     """,
+    # 2: no planner statistics of a word-photo's text, name or vectors: ANALYZE (autovacuum's) copied sampled values
+    # into pg_statistic, where a forgotten word-photo's words stayed (docs/PRIVACY.md)
+    """
+    ALTER TABLE word_photos ALTER COLUMN filename SET STATISTICS 0, ALTER COLUMN content SET STATISTICS 0;
+    ALTER TABLE word_photo_vectors ALTER COLUMN filename SET STATISTICS 0, ALTER COLUMN embedding SET STATISTICS 0;
+    ALTER TABLE word_photos_deleted ALTER COLUMN filename SET STATISTICS 0, ALTER COLUMN content SET STATISTICS 0;
+    DO $$
+    DECLARE r record;
+    BEGIN  -- what an ANALYZE stored before: a column altered to its own type loses it (no rewrite)
+        FOR r IN SELECT s.tablename, s.attname, format_type(a.atttypid, a.atttypmod) AS type FROM pg_stats s
+                 JOIN pg_attribute a ON a.attrelid = format('%I.%I', s.schemaname, s.tablename)::regclass
+                                    AND a.attname = s.attname
+                 WHERE s.schemaname = current_schema() AND (s.tablename, s.attname) IN (('word_photos', 'filename'), ('word_photos', 'content'), ('word_photo_vectors', 'filename'), ('word_photo_vectors', 'embedding'), ('word_photos_deleted', 'filename'), ('word_photos_deleted', 'content'))
+                   AND (s.most_common_vals IS NOT NULL OR s.histogram_bounds IS NOT NULL)
+        LOOP
+            EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE %s', r.tablename, r.attname, r.type);
+        END LOOP;
+    END $$;
+    """,
 ]
 
 

@@ -35,6 +35,23 @@ MIGRATIONS = [
     );
     CREATE INDEX idx_crystals_live ON crystals(number) WHERE state = 'live';
     """,
+    # 2: no planner statistics of a crystal's text: ANALYZE (autovacuum's) copied sampled values into pg_statistic,
+    # where a forgotten crystal's words stayed (docs/PRIVACY.md)
+    """
+    ALTER TABLE crystals ALTER COLUMN content SET STATISTICS 0;
+    DO $$
+    DECLARE r record;
+    BEGIN  -- what an ANALYZE stored before: a column altered to its own type loses it (no rewrite)
+        FOR r IN SELECT s.tablename, s.attname, format_type(a.atttypid, a.atttypmod) AS type FROM pg_stats s
+                 JOIN pg_attribute a ON a.attrelid = format('%I.%I', s.schemaname, s.tablename)::regclass
+                                    AND a.attname = s.attname
+                 WHERE s.schemaname = current_schema() AND (s.tablename, s.attname) IN (('crystals', 'content'))
+                   AND (s.most_common_vals IS NOT NULL OR s.histogram_bounds IS NOT NULL)
+        LOOP
+            EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE %s', r.tablename, r.attname, r.type);
+        END LOOP;
+    END $$;
+    """,
 ]
 LIVE = "state = 'live'"
 

@@ -4,6 +4,7 @@ server (pgserver), numbering shared by every process, and nothing in the home.""
 from __future__ import annotations
 
 import pytest
+from pps_postgres.testing import analyze_schema, statistics_holding
 from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
 
 from pps_core.errors import NotFound
@@ -33,7 +34,8 @@ class TestPgCrystalContract(LayerContract):
 
 
 async def test_the_same_operations_on_postgres(make_memory, crystals_pg):
-    m = await make_memory(plugins=["crystals"], crystals=crystals_pg())
+    section = crystals_pg()
+    m = await make_memory(plugins=["crystals"], crystals=section)
     for i in range(1, 7):
         out = await m.call("crystallize", {"content": f"Crystal {i}: secret{i} of the lamp."})
         assert out["created"] == f"crystal_{i:03d}.md"
@@ -47,12 +49,14 @@ async def test_the_same_operations_on_postgres(make_memory, crystals_pg):
     assert "secret4" in found["text"]
     assert (await m.call("crystal_delete"))["deleted"] == "crystal_006.md"  # the window refills from the archive
     assert (await m.call("crystal_list"))["current"] == [f"crystal_{i:03d}.md" for i in (2, 3, 4, 5)]
+    analyze_schema(section["dsn"], section["schema"])  # as autovacuum would: no statistic copies a crystal's text
     out = await m.call("crystal_forget", {"name": "crystal_004.md"})
     assert out["current"] == ["crystal_001.md", "crystal_002.md", "crystal_003.md", "crystal_005.md"]
     await m.call("crystal_forget", {"name": "crystal_006.md"})  # deleted, then forgotten too
     with pytest.raises(NotFound):
         await m.call("crystal_forget", {"name": "crystal_004.md"})
     assert "secret4" not in (await m.call("ambient_recall", {"context": "secret4 lamp"}))["text"]
+    assert statistics_holding(section["dsn"], section["schema"], ["secret4", "secret6"]) == []
     assert (await m.call("crystallize", {"content": "Crystal 7."}))["created"] == "crystal_007.md"  # never reused
     startup = await m.call("ambient_recall", {"context": "startup"})
     assert "Crystal 7." in startup["text"]
@@ -108,3 +112,21 @@ async def test_a_long_entity_name_keeps_turns_and_crystals_in_one_schema(make_me
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'pps_lyra_x%'").fetchall():
                 conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+
+
+async def test_an_older_table_loses_the_statistics_autovacuum_gathered(make_memory, crystals_pg, tmp_path):
+    import psycopg
+
+    section = crystals_pg()
+    m = await make_memory(plugins=["crystals"], home=tmp_path / "a", crystals=section)
+    for i in range(1, 6):
+        await m.call("crystallize", {"content": f"Crystal {i}: zqold{i} of the lamp."})
+    await m.close()
+    with psycopg.connect(section["dsn"], autocommit=True) as conn:  # the table as v1 left it, analyzed
+        conn.execute(f'ALTER TABLE "{section["schema"]}".crystals ALTER COLUMN content SET STATISTICS -1')
+        conn.execute(f'DELETE FROM "{section["schema"]}".crystals_schema_version WHERE version = 2')
+    analyze_schema(section["dsn"], section["schema"])
+    assert statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == ["crystals.content.histogram_bounds"]
+    m = await make_memory(plugins=["crystals"], home=tmp_path / "b", crystals=section)
+    assert (await m.call("crystal_list"))["current"]  # opened: migrated
+    assert statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == []

@@ -149,7 +149,7 @@ def statistics_holding(dsn: str, schema: str, words: list[str]) -> list[str]:
 
     with psycopg.connect(dsn, autocommit=True) as conn:
         needles = set(words)
-        for word in words:
+        for word in (w for w in words if w.isalnum()):  # one word: its lexeme too
             needles.update(r[0] for r in conn.execute(
                 "SELECT lexeme FROM unnest(to_tsvector('english'::regconfig, %s))", (word,)))
         fields = [r[0] for r in conn.execute(
