@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
-from pps_postgres.testing import analyze_schema, statistics_holding
+from pps_postgres import testing as pg_testing
 from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
 
 from pps_core.errors import NotFound
@@ -59,7 +59,7 @@ async def test_two_homes_share_every_operation(make_memory, postgres_section, tm
     startup = await b.call("ambient_recall", {"context": "startup"})
     assert "Quarterly tax forms" in startup["text"]
 
-    analyze_schema(section["dsn"], section["schema"])  # as autovacuum would: no statistic copies a word-photo
+    pg_testing.analyze_schema(section["dsn"], section["schema"])  # as autovacuum would: no statistic copies a word-photo
     gone = await a.call("anchor_delete", {"filename": "taxes"})
     assert gone["kept_at"].startswith("taxes.md (word_photos_deleted id ")
     assert "taxes.md" not in _sources(await b.call("anchor_search", {"query": "tax forms", "limit": 5}))
@@ -69,7 +69,7 @@ async def test_two_homes_share_every_operation(make_memory, postgres_section, tm
     with psycopg.connect(section["dsn"]) as conn:
         rows = conn.execute(f'SELECT count(*) FROM "{section["schema"]}".word_photos_deleted').fetchone()
     assert rows == (0,)
-    assert statistics_holding(section["dsn"], section["schema"], ["Quarterly", "taxes"]) == []
+    assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["Quarterly", "taxes"]) == []
     health = (await a.call("pps_health"))["layers"]["core_anchors"]
     assert health["available"] and health["counts"]["word_photos"] == 2
     for m in (a, b):
@@ -107,10 +107,10 @@ async def test_older_tables_lose_the_statistics_autovacuum_gathered(make_memory,
             conn.execute(f'ALTER TABLE "{schema}".{table} '
                          + ", ".join(f"ALTER COLUMN {c} SET STATISTICS -1" for c in columns))
         conn.execute(f'DELETE FROM "{schema}".word_photos_schema_version WHERE version = 2')
-    analyze_schema(section["dsn"], schema)
-    assert "word_photos.content.histogram_bounds" in statistics_holding(section["dsn"], schema, ["zqold2"])
+    pg_testing.analyze_schema(section["dsn"], schema)
+    assert "word_photos.content.histogram_bounds" in pg_testing.statistics_holding(section["dsn"], schema, ["zqold2"])
     m = await make_memory("lyra", home=tmp_path / "b", plugins=PLUGINS, chroma={"store": "postgres"},
                           postgres=section)
     assert len((await m.call("anchor_list", {}))["word_photos"]) == 3  # opened: migrated
-    assert statistics_holding(section["dsn"], schema, ["zqold"]) == []
+    assert pg_testing.statistics_holding(section["dsn"], schema, ["zqold"]) == []
     assert _sources(await m.call("anchor_search", {"query": "harbour", "limit": 3}))

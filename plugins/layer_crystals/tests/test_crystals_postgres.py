@@ -4,7 +4,7 @@ server (pgserver), numbering shared by every process, and nothing in the home.""
 from __future__ import annotations
 
 import pytest
-from pps_postgres.testing import analyze_schema, statistics_holding
+from pps_postgres import testing as pg_testing
 from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
 
 from pps_core.errors import NotFound
@@ -49,14 +49,14 @@ async def test_the_same_operations_on_postgres(make_memory, crystals_pg):
     assert "secret4" in found["text"]
     assert (await m.call("crystal_delete"))["deleted"] == "crystal_006.md"  # the window refills from the archive
     assert (await m.call("crystal_list"))["current"] == [f"crystal_{i:03d}.md" for i in (2, 3, 4, 5)]
-    analyze_schema(section["dsn"], section["schema"])  # as autovacuum would: no statistic copies a crystal's text
+    pg_testing.analyze_schema(section["dsn"], section["schema"])  # as autovacuum would: no statistic copies a crystal's text
     out = await m.call("crystal_forget", {"name": "crystal_004.md"})
     assert out["current"] == ["crystal_001.md", "crystal_002.md", "crystal_003.md", "crystal_005.md"]
     await m.call("crystal_forget", {"name": "crystal_006.md"})  # deleted, then forgotten too
     with pytest.raises(NotFound):
         await m.call("crystal_forget", {"name": "crystal_004.md"})
     assert "secret4" not in (await m.call("ambient_recall", {"context": "secret4 lamp"}))["text"]
-    assert statistics_holding(section["dsn"], section["schema"], ["secret4", "secret6"]) == []
+    assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["secret4", "secret6"]) == []
     assert (await m.call("crystallize", {"content": "Crystal 7."}))["created"] == "crystal_007.md"  # never reused
     startup = await m.call("ambient_recall", {"context": "startup"})
     assert "Crystal 7." in startup["text"]
@@ -125,8 +125,8 @@ async def test_an_older_table_loses_the_statistics_autovacuum_gathered(make_memo
     with psycopg.connect(section["dsn"], autocommit=True) as conn:  # the table as v1 left it, analyzed
         conn.execute(f'ALTER TABLE "{section["schema"]}".crystals ALTER COLUMN content SET STATISTICS -1')
         conn.execute(f'DELETE FROM "{section["schema"]}".crystals_schema_version WHERE version = 2')
-    analyze_schema(section["dsn"], section["schema"])
-    assert statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == ["crystals.content.histogram_bounds"]
+    pg_testing.analyze_schema(section["dsn"], section["schema"])
+    assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == ["crystals.content.histogram_bounds"]
     m = await make_memory(plugins=["crystals"], home=tmp_path / "b", crystals=section)
     assert (await m.call("crystal_list"))["current"]  # opened: migrated
-    assert statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == []
+    assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == []
