@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import threading
 from datetime import datetime
@@ -70,6 +71,34 @@ MIGRATIONS = [
     END $$;
     """,
 ]
+
+
+NO_STATISTICS_VERSION = 2
+
+
+def _rewrite_statistics(conn) -> None:
+    """The statistics migration 2 removed are dead rows of ``pg_statistic`` whose bytes stay in its file until it
+    is rewritten (``VACUUM FULL``), which only a superuser or the database's owner may do: else a warning says so."""
+    refused: list[str] = []
+
+    def notice(diag) -> None:
+        if (diag.severity_nonlocalized or "") == "WARNING":
+            refused.append(str(diag.message_primary or ""))
+
+    conn.add_notice_handler(notice)
+    try:
+        conn.autocommit = True
+        conn.execute("VACUUM FULL pg_catalog.pg_statistic")
+    except Exception as exc:  # the upgrade is done all the same
+        refused.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        conn.remove_notice_handler(notice)
+        conn.autocommit = False
+    if refused:
+        logging.getLogger("pps.chroma").warning(
+            "word-photos: planner statistics removed from their tables may keep their text in pg_statistic's file "
+            "until its pages are reused (%s): have a superuser or the database owner run "
+            "`VACUUM FULL pg_catalog.pg_statistic` once", refused[0])
 
 
 def target(cs: ChromaSettings, entity_settings) -> tuple[str, str]:
@@ -136,6 +165,8 @@ class PgAnchorLayer(Layer):
                 conn.execute("INSERT INTO word_photos_schema_version (version) VALUES (%s)", (version,))
         conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(self.schema)))
         conn.commit()
+        if 0 < current < NO_STATISTICS_VERSION:  # statistics that held word-photo text were removed
+            _rewrite_statistics(conn)
         self._conn = conn
         return conn
 

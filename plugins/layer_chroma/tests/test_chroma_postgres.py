@@ -109,8 +109,10 @@ async def test_older_tables_lose_the_statistics_autovacuum_gathered(make_memory,
         conn.execute(f'DELETE FROM "{schema}".word_photos_schema_version WHERE version = 2')
     pg_testing.analyze_schema(section["dsn"], schema)
     assert "word_photos.content.histogram_bounds" in pg_testing.statistics_holding(section["dsn"], schema, ["zqold2"])
+    assert pg_testing.statistics_files_holding(section["dsn"], "zqold2")
     m = await make_memory("lyra", home=tmp_path / "b", plugins=PLUGINS, chroma={"store": "postgres"},
                           postgres=section)
     assert len((await m.call("anchor_list", {}))["word_photos"]) == 3  # opened: migrated
     assert pg_testing.statistics_holding(section["dsn"], schema, ["zqold"]) == []
+    assert pg_testing.statistics_files_holding(section["dsn"], "zqold") == []  # pg_statistic rewritten
     assert _sources(await m.call("anchor_search", {"query": "harbour", "limit": 3}))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,32 @@ MIGRATIONS = [
     """,
 ]
 LIVE = "state = 'live'"
+NO_STATISTICS_VERSION = 2
+
+
+async def _rewrite_statistics(conn) -> None:
+    """The statistics migration 2 removed are dead rows of ``pg_statistic`` whose bytes stay in its file until it
+    is rewritten (``VACUUM FULL``), which only a superuser or the database's owner may do: else a warning says so."""
+    refused: list[str] = []
+
+    def notice(diag) -> None:
+        if (diag.severity_nonlocalized or "") == "WARNING":
+            refused.append(str(diag.message_primary or ""))
+
+    conn.add_notice_handler(notice)
+    try:
+        await conn.set_autocommit(True)
+        await conn.execute("VACUUM FULL pg_catalog.pg_statistic")
+    except Exception as exc:  # the upgrade is done all the same
+        refused.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        conn.remove_notice_handler(notice)
+        await conn.set_autocommit(False)
+    if refused:
+        logging.getLogger("pps.crystals").warning(
+            "crystals: planner statistics removed from the table may keep crystal text in pg_statistic's file until "
+            "its pages are reused (%s): have a superuser or the database owner run "
+            "`VACUUM FULL pg_catalog.pg_statistic` once", refused[0])
 
 
 async def _ping(conn) -> None:
@@ -102,6 +129,8 @@ class CrystalStore:
                 await conn.execute("INSERT INTO crystals_schema_version (version) VALUES (%s)", (version,))
         await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
         await conn.commit()
+        if 0 < current < NO_STATISTICS_VERSION:  # statistics that held crystal text were removed
+            await _rewrite_statistics(conn)
         self._conn = conn
         return conn
 

@@ -127,6 +127,8 @@ async def test_an_older_table_loses_the_statistics_autovacuum_gathered(make_memo
         conn.execute(f'DELETE FROM "{section["schema"]}".crystals_schema_version WHERE version = 2')
     pg_testing.analyze_schema(section["dsn"], section["schema"])
     assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == ["crystals.content.histogram_bounds"]
+    assert pg_testing.statistics_files_holding(section["dsn"], "zqold3")
     m = await make_memory(plugins=["crystals"], home=tmp_path / "b", crystals=section)
     assert (await m.call("crystal_list"))["current"]  # opened: migrated
     assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == []
+    assert pg_testing.statistics_files_holding(section["dsn"], "zqold3") == []  # pg_statistic rewritten

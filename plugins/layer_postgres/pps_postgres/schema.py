@@ -251,7 +251,7 @@ async def rewrite_statistics(conn: AsyncConnection) -> str | None:
     refused: list[str] = []
 
     def notice(diag) -> None:
-        if (diag.severity_nonlocalized or diag.severity or "") == "WARNING":
+        if (diag.severity_nonlocalized or "") == "WARNING":
             refused.append(str(diag.message_primary or ""))
 
     conn.add_notice_handler(notice)

@@ -12,7 +12,7 @@ import warnings
 import pytest
 
 __all__ = ["StoppablePostgres", "analyze_schema", "audit", "pg_dsn", "postgres_section", "start_postgres",
-           "statistics_holding"]
+           "statistics_files_holding", "statistics_holding"]
 
 
 def start_postgres():
@@ -160,3 +160,22 @@ def statistics_holding(dsn: str, schema: str, words: list[str]) -> list[str]:
                             + " FROM pg_stats WHERE schemaname = %s", (schema,)).fetchall()
     return sorted(f"{r[0]}.{r[1]}.{field}" for r in rows for field, value in zip(fields, r[2:], strict=True)
                   if value is not None and any(n.lower() in value.lower() for n in needles))
+
+
+def statistics_files_holding(dsn: str, word: str) -> list[str]:
+    """``pg_statistic``'s own files (its table, TOAST table and their indexes) holding ``word`` after a checkpoint:
+    rows a DELETE of statistics left dead keep their bytes there until the catalog is rewritten."""
+    from pathlib import Path
+
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+        paths = [r[0] for r in conn.execute(
+            "SELECT pg_relation_filepath(oid) FROM pg_class WHERE oid IN ('pg_statistic'::regclass, "
+            "(SELECT reltoastrelid FROM pg_class WHERE oid = 'pg_statistic'::regclass)) OR oid IN "
+            "(SELECT indexrelid FROM pg_index WHERE indrelid IN ('pg_statistic'::regclass, "
+            "(SELECT reltoastrelid FROM pg_class WHERE oid = 'pg_statistic'::regclass)))")]
+    return sorted(str(p.relative_to(datadir)) for path in paths for p in datadir.glob(path + "*")
+                  if word.encode() in p.read_bytes())

@@ -11,7 +11,7 @@ import secrets
 from pathlib import Path
 
 import psycopg
-from pps_postgres.testing import analyze_schema, statistics_holding
+from pps_postgres.testing import analyze_schema, statistics_files_holding, statistics_holding
 
 PLUGINS = ["postgres"]
 
@@ -23,18 +23,6 @@ def files_holding(dsn: str, word: str) -> list[str]:
         datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
     return [str(p.relative_to(datadir)) for p in datadir.rglob("*") if p.is_file() and "pg_wal" not in p.parts
             and word.encode() in p.read_bytes()]
-
-
-def catalog_holding(dsn: str, word: str) -> list[str]:
-    """pg_statistic's own files (its table, TOAST and their indexes) holding ``word``, after a checkpoint."""
-    with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("CHECKPOINT")
-        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
-        paths = [r[0] for r in conn.execute(
-            "SELECT pg_relation_filepath(oid) FROM pg_class WHERE oid IN ('pg_statistic'::regclass, "
-            "(SELECT reltoastrelid FROM pg_class WHERE oid = 'pg_statistic'::regclass)) OR oid IN "
-            "(SELECT indexrelid FROM pg_index WHERE indrelid = 'pg_statistic'::regclass)")]
-    return [p.name for path in paths for p in datadir.glob(path + "*") if word.encode() in p.read_bytes()]
 
 
 def statistics_of(dsn: str, schema: str, table: str) -> set[str]:
@@ -96,10 +84,10 @@ async def test_pps_db_upgrade_removes_the_statistics_an_older_schema_gathered(ma
     assert {"messages.content.histogram_bounds", "messages.tsv.most_common_elems",
             "message_summaries.tsv.most_common_elems"} <= set(held), held
 
-    assert catalog_holding(pg_dsn, word)
+    assert statistics_files_holding(pg_dsn, word)
     assert await upgrade(pg_dsn, schema, "lyra", 10, 10) == (6, 7)
     assert statistics_holding(pg_dsn, schema, [word]) == []
-    assert catalog_holding(pg_dsn, word) == []  # the removed rows' bytes went with pg_statistic's rewrite
+    assert statistics_files_holding(pg_dsn, word) == []  # the removed rows' bytes went with pg_statistic's rewrite
     with psycopg.connect(pg_dsn) as conn:
         targets = dict(conn.execute(
             "SELECT c.relname || '.' || a.attname, a.attstattarget FROM pg_attribute a JOIN pg_class c "
