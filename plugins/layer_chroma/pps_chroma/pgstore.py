@@ -185,6 +185,24 @@ class PgAnchorLayer(Layer):
                         raise Unavailable(f"word-photos: the database is unavailable ({exc})") from None
             raise AssertionError("unreachable")  # pragma: no cover
 
+    def _rewrite(self, *tables: str) -> None:
+        """``VACUUM FULL``: new table files without the dead rows, whose bytes (a forgotten word-photo's text and
+        vectors) stay in the old ones until their pages are reused. Best effort: the forget is done either way."""
+        from psycopg import sql
+
+        with self._lock:
+            try:
+                conn = self._connect()
+                conn.autocommit = True
+                try:
+                    for table in tables:
+                        conn.execute(sql.SQL("VACUUM FULL {}").format(sql.Identifier(table)))
+                finally:
+                    conn.autocommit = False
+            except Exception as exc:
+                logging.getLogger("pps.chroma").warning("VACUUM FULL after a forgotten word-photo did not run: %s: %s",
+                                                        type(exc).__name__, exc)
+
     # -- lifecycle ------------------------------------------------------------------------------
 
     async def open(self) -> None:
@@ -372,7 +390,10 @@ class PgAnchorLayer(Layer):
                                    (name, row[0])).fetchone()[0]
             return f"{name} (word_photos_deleted id {kept_id})"
 
-        return self._run(run)
+        kept = self._run(run)
+        if forget:
+            self._rewrite("word_photos", "word_photo_vectors", "word_photos_deleted")
+        return kept
 
     def sync(self, rehash: bool = False, names: set[str] | None = None) -> dict[str, list]:
         """``anchor_resync``: rows embedded by another embedder are embedded again (rows are never edited behind

@@ -116,3 +116,22 @@ async def test_older_tables_lose_the_statistics_autovacuum_gathered(make_memory,
     assert pg_testing.statistics_holding(section["dsn"], schema, ["zqold"]) == []
     assert pg_testing.statistics_files_holding(section["dsn"], "zqold") == []  # pg_statistic rewritten
     assert _sources(await m.call("anchor_search", {"query": "harbour", "limit": 3}))
+
+
+async def test_a_forgotten_word_photo_leaves_no_byte_in_the_database_files(make_memory, postgres_section,  # noqa: F811
+                                                                           pg_dsn):  # noqa: F811
+    """Deleted rows keep their bytes in the table files until the tables are rewritten (VACUUM FULL), as the turn
+    tables are after a forget (WAL aside: docs/PRIVACY.md)."""
+    from pathlib import Path
+
+    m = await make_memory("lyra", plugins=PLUGINS, chroma={"store": "postgres"}, postgres=postgres_section("lyra"))
+    await m.call("anchor_save", {"title": "Kept", "content": "The harbour at dawn."})
+    await m.call("anchor_save", {"title": "Gone", "content": "The zqphotofile secret by the harbour."})
+    await m.call("anchor_delete", {"filename": "gone"})  # kept in word_photos_deleted first
+    await m.call("anchor_delete", {"filename": "gone", "forget": True})
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    assert [p for p in datadir.rglob("*") if p.is_file() and "pg_wal" not in p.parts
+            and b"zqphotofile" in p.read_bytes()] == []
+    assert (await m.call("anchor_get", {"filename": "kept"}))["content"] == "The harbour at dawn."

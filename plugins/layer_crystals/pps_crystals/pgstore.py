@@ -151,6 +151,23 @@ class CrystalStore:
                     if attempt == 2 or not conn.broken:
                         raise Unavailable(f"crystallization: the database is unavailable ({exc})") from None
 
+    async def rewrite(self, table: str) -> None:
+        """``VACUUM FULL``: a new table file without the dead row versions, whose bytes (a forgotten crystal's text)
+        stay in the old one until its pages are reused. Best effort: the forget is done either way."""
+        from psycopg import sql
+
+        async with self._lock:
+            try:
+                conn = await self._connect()
+                await conn.set_autocommit(True)
+                try:
+                    await conn.execute(sql.SQL("VACUUM FULL {}").format(sql.Identifier(table)))
+                finally:
+                    await conn.set_autocommit(False)
+            except Exception as exc:
+                logging.getLogger("pps.crystals").warning("VACUUM FULL %s after a forget did not run: %s: %s",
+                                                          table, type(exc).__name__, exc)
+
     async def close(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
@@ -301,6 +318,7 @@ class PgCrystalLayer(Layer):
 
         number = int(NAME.match(name).group(1))  # type: ignore[union-attr]  # the params model checked it
         before = await self.store.run(_forget, number)
+        await self.store.rewrite("crystals")  # the emptied row's old version keeps the text until then
         window, _arch = self._split(await self.store.run(_numbers))
         self._tokens.pop(number, None)
         return {"forgotten": name, "from": [f"postgres ({'deleted' if before == 'deleted' else 'live'})"],

@@ -132,3 +132,22 @@ async def test_an_older_table_loses_the_statistics_autovacuum_gathered(make_memo
     assert (await m.call("crystal_list"))["current"]  # opened: migrated
     assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == []
     assert pg_testing.statistics_files_holding(section["dsn"], "zqold3") == []  # pg_statistic rewritten
+
+
+async def test_a_forgotten_crystal_leaves_no_byte_in_the_database_files(make_memory, crystals_pg, pg_dsn):  # noqa: F811
+    """The forget empties the row (its number is kept); the old row version keeps the text in the table file until
+    the table is rewritten (VACUUM FULL), as the turn tables are after a forget (WAL aside: docs/PRIVACY.md)."""
+    from pathlib import Path
+
+    import psycopg
+
+    m = await make_memory(plugins=["crystals"], crystals=crystals_pg())
+    for i in range(3):
+        await m.call("crystallize", {"content": f"Crystal {i}: zqcrystalfile{i} of the lamp."})
+    await m.call("crystal_forget", {"name": "crystal_002.md"})
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    assert [p for p in datadir.rglob("*") if p.is_file() and "pg_wal" not in p.parts
+            and b"zqcrystalfile1" in p.read_bytes()] == []
+    assert "zqcrystalfile2" in (await m.call("get_crystals", {"count": 3}))["crystals"][-1]["content"]
