@@ -69,9 +69,10 @@ async def test_pps_db_upgrade_removes_the_statistics_an_older_schema_gathered(ma
     schema = section["schema"]
     m = await make_memory("lyra", home=tmp_path / "a", plugins=PLUGINS, postgres=section)
     await m.call("store_messages", {"messages": [{"content": f"filler {i} on gardens", "author_name": f"Author{i}",
-                                                  "channel": f"c{i}"} for i in range(30)]})
+                                                  "channel": f"c{i}", "message_id": f"m{i}", "session_id": f"s{i}",
+                                                  "metadata": {"n": i}} for i in range(30)]})
     turn = await m.call("store_message", {"content": f"the secret is {word}", "author_name": f"Ann {word}",
-                                          "channel": f"email:{word}"})
+                                          "channel": f"email:{word}", "message_id": f"m-{word}"})
     await m.call("store_summary", {"summary_text": f"they spoke of {word}", "message_ids": [turn["id"]]})
     await m.close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:  # the schema as v6 left it
@@ -81,7 +82,7 @@ async def test_pps_db_upgrade_removes_the_statistics_an_older_schema_gathered(ma
         conn.execute(f'DELETE FROM "{schema}".pps_schema_version WHERE version = 7')
     analyze_schema(pg_dsn, schema)
     held = statistics_holding(pg_dsn, schema, [word])
-    assert {"messages.content.histogram_bounds", "messages.tsv.most_common_elems",
+    assert {"messages.content.histogram_bounds", "messages.tsv.most_common_elems", "messages.message_id.histogram_bounds",
             "message_summaries.tsv.most_common_elems"} <= set(held), held
 
     assert statistics_files_holding(pg_dsn, word)
@@ -96,6 +97,11 @@ async def test_pps_db_upgrade_removes_the_statistics_an_older_schema_gathered(ma
         gin = conn.execute("SELECT indexname FROM pg_indexes WHERE schemaname = %s AND indexdef LIKE '%%gin%%' "
                            "ORDER BY 1", (schema,)).fetchall()
     assert {f"{t}.{c}": 0 for t, cols in NO_STATISTICS.items() for c in cols}.items() <= targets.items()
+    with psycopg.connect(pg_dsn) as conn:
+        valued = {r[0] for r in conn.execute(
+            "SELECT tablename || '.' || attname FROM pg_stats WHERE schemaname = %s AND (most_common_vals IS NOT NULL "
+            "OR histogram_bounds IS NOT NULL OR most_common_elems IS NOT NULL)", (schema,))}
+    assert "messages.id" in valued and not valued & {f"{t}.{c}" for t, cols in NO_STATISTICS.items() for c in cols}
     assert [r[0] for r in gin] == ["idx_messages_tsv", "idx_summaries_tsv"]
     analyze_schema(pg_dsn, schema)
     assert statistics_holding(pg_dsn, schema, [word]) == []
