@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import threading
 from datetime import datetime
@@ -50,7 +51,54 @@ MIGRATIONS = [
     );
     CREATE INDEX idx_word_photos_deleted_name ON word_photos_deleted(filename);
     """,
+    # 2: no planner statistics of a word-photo's text, name or vectors: ANALYZE (autovacuum's) copied sampled values
+    # into pg_statistic, where a forgotten word-photo's words stayed (docs/PRIVACY.md)
+    """
+    ALTER TABLE word_photos ALTER COLUMN filename SET STATISTICS 0, ALTER COLUMN content SET STATISTICS 0;
+    ALTER TABLE word_photo_vectors ALTER COLUMN filename SET STATISTICS 0, ALTER COLUMN embedding SET STATISTICS 0;
+    ALTER TABLE word_photos_deleted ALTER COLUMN filename SET STATISTICS 0, ALTER COLUMN content SET STATISTICS 0;
+    DO $$
+    DECLARE r record;
+    BEGIN  -- what an ANALYZE stored before: a column altered to its own type loses it (no rewrite)
+        FOR r IN SELECT s.tablename, s.attname, format_type(a.atttypid, a.atttypmod) AS type FROM pg_stats s
+                 JOIN pg_attribute a ON a.attrelid = format('%I.%I', s.schemaname, s.tablename)::regclass
+                                    AND a.attname = s.attname
+                 WHERE s.schemaname = current_schema() AND (s.tablename, s.attname) IN (('word_photos', 'filename'), ('word_photos', 'content'), ('word_photo_vectors', 'filename'), ('word_photo_vectors', 'embedding'), ('word_photos_deleted', 'filename'), ('word_photos_deleted', 'content'))
+                   AND (s.most_common_vals IS NOT NULL OR s.histogram_bounds IS NOT NULL)
+        LOOP
+            EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE %s', r.tablename, r.attname, r.type);
+        END LOOP;
+    END $$;
+    """,
 ]
+
+
+NO_STATISTICS_VERSION = 2
+
+
+def _rewrite_statistics(conn) -> None:
+    """The statistics migration 2 removed are dead rows of ``pg_statistic`` whose bytes stay in its file until it
+    is rewritten (``VACUUM FULL``), which only a superuser or the database's owner may do: else a warning says so."""
+    refused: list[str] = []
+
+    def notice(diag) -> None:
+        if (diag.severity_nonlocalized or "") == "WARNING":
+            refused.append(str(diag.message_primary or ""))
+
+    conn.add_notice_handler(notice)
+    try:
+        conn.autocommit = True
+        conn.execute("VACUUM FULL pg_catalog.pg_statistic")
+    except Exception as exc:  # the upgrade is done all the same
+        refused.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        conn.remove_notice_handler(notice)
+        conn.autocommit = False
+    if refused:
+        logging.getLogger("pps.chroma").warning(
+            "word-photos: planner statistics removed from their tables may keep their text in pg_statistic's file "
+            "until its pages are reused (%s): have a superuser or the database owner run "
+            "`VACUUM FULL pg_catalog.pg_statistic` once", refused[0])
 
 
 def target(cs: ChromaSettings, entity_settings) -> tuple[str, str]:
@@ -117,6 +165,8 @@ class PgAnchorLayer(Layer):
                 conn.execute("INSERT INTO word_photos_schema_version (version) VALUES (%s)", (version,))
         conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(self.schema)))
         conn.commit()
+        if 0 < current < NO_STATISTICS_VERSION:  # statistics that held word-photo text were removed
+            _rewrite_statistics(conn)
         self._conn = conn
         return conn
 
@@ -134,6 +184,24 @@ class PgAnchorLayer(Layer):
                     if attempt == 2 or not conn.broken:
                         raise Unavailable(f"word-photos: the database is unavailable ({exc})") from None
             raise AssertionError("unreachable")  # pragma: no cover
+
+    def _rewrite(self, *tables: str) -> None:
+        """``VACUUM FULL``: new table files without the dead rows, whose bytes (a forgotten word-photo's text and
+        vectors) stay in the old ones until their pages are reused. Best effort: the forget is done either way."""
+        from psycopg import sql
+
+        with self._lock:
+            try:
+                conn = self._connect()
+                conn.autocommit = True
+                try:
+                    for table in tables:
+                        conn.execute(sql.SQL("VACUUM FULL {}").format(sql.Identifier(table)))
+                finally:
+                    conn.autocommit = False
+            except Exception as exc:
+                logging.getLogger("pps.chroma").warning("VACUUM FULL after a forgotten word-photo did not run: %s: %s",
+                                                        type(exc).__name__, exc)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -322,7 +390,10 @@ class PgAnchorLayer(Layer):
                                    (name, row[0])).fetchone()[0]
             return f"{name} (word_photos_deleted id {kept_id})"
 
-        return self._run(run)
+        kept = self._run(run)
+        if forget:
+            self._rewrite("word_photos", "word_photo_vectors", "word_photos_deleted")
+        return kept
 
     def sync(self, rehash: bool = False, names: set[str] | None = None) -> dict[str, list]:
         """``anchor_resync``: rows embedded by another embedder are embedded again (rows are never edited behind

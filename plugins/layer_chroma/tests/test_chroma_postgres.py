@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import psycopg
 import pytest
+from pps_postgres import testing as pg_testing
 from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
 
 from pps_core.errors import NotFound
@@ -58,6 +59,7 @@ async def test_two_homes_share_every_operation(make_memory, postgres_section, tm
     startup = await b.call("ambient_recall", {"context": "startup"})
     assert "Quarterly tax forms" in startup["text"]
 
+    pg_testing.analyze_schema(section["dsn"], section["schema"])  # as autovacuum would: no statistic copies a word-photo
     gone = await a.call("anchor_delete", {"filename": "taxes"})
     assert gone["kept_at"].startswith("taxes.md (word_photos_deleted id ")
     assert "taxes.md" not in _sources(await b.call("anchor_search", {"query": "tax forms", "limit": 5}))
@@ -67,6 +69,7 @@ async def test_two_homes_share_every_operation(make_memory, postgres_section, tm
     with psycopg.connect(section["dsn"]) as conn:
         rows = conn.execute(f'SELECT count(*) FROM "{section["schema"]}".word_photos_deleted').fetchone()
     assert rows == (0,)
+    assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["Quarterly", "taxes"]) == []
     health = (await a.call("pps_health"))["layers"]["core_anchors"]
     assert health["available"] and health["counts"]["word_photos"] == 2
     for m in (a, b):
@@ -87,3 +90,48 @@ def test_word_photos_are_named_into_the_turns_schema_by_the_one_rule(tmp_path):
     s = load_settings(entity, tmp_path / "home", timezone="UTC", postgres={"dsn": "postgresql://db.example/pps"})
     assert pgstore.target(ChromaSettings(), s) == ("postgresql://db.example/pps", entity_schema(entity))
     assert len(entity_schema(entity)) <= 63
+
+
+async def test_older_tables_lose_the_statistics_autovacuum_gathered(make_memory, postgres_section, tmp_path):  # noqa: F811
+    section = postgres_section("lyra")
+    schema = section["schema"]
+    m = await make_memory("lyra", home=tmp_path / "a", plugins=PLUGINS, chroma={"store": "postgres"},
+                          postgres=section)
+    for i in range(4):
+        await m.call("anchor_save", {"title": f"zqold {i}", "content": f"The zqold{i} harbour."})
+    await m.call("anchor_delete", {"filename": "zqold-0"})
+    await m.close()
+    with psycopg.connect(section["dsn"], autocommit=True) as conn:  # the tables as v1 left them, analyzed
+        for table, columns in (("word_photos", ("filename", "content")), ("word_photo_vectors", ("filename",
+                               "embedding")), ("word_photos_deleted", ("filename", "content"))):
+            conn.execute(f'ALTER TABLE "{schema}".{table} '
+                         + ", ".join(f"ALTER COLUMN {c} SET STATISTICS -1" for c in columns))
+        conn.execute(f'DELETE FROM "{schema}".word_photos_schema_version WHERE version = 2')
+    pg_testing.analyze_schema(section["dsn"], schema)
+    assert "word_photos.content.histogram_bounds" in pg_testing.statistics_holding(section["dsn"], schema, ["zqold2"])
+    assert pg_testing.statistics_files_holding(section["dsn"], "zqold2")
+    m = await make_memory("lyra", home=tmp_path / "b", plugins=PLUGINS, chroma={"store": "postgres"},
+                          postgres=section)
+    assert len((await m.call("anchor_list", {}))["word_photos"]) == 3  # opened: migrated
+    assert pg_testing.statistics_holding(section["dsn"], schema, ["zqold"]) == []
+    assert pg_testing.statistics_files_holding(section["dsn"], "zqold") == []  # pg_statistic rewritten
+    assert _sources(await m.call("anchor_search", {"query": "harbour", "limit": 3}))
+
+
+async def test_a_forgotten_word_photo_leaves_no_byte_in_the_database_files(make_memory, postgres_section,  # noqa: F811
+                                                                           pg_dsn):  # noqa: F811
+    """Deleted rows keep their bytes in the table files until the tables are rewritten (VACUUM FULL), as the turn
+    tables are after a forget (WAL aside: docs/PRIVACY.md)."""
+    from pathlib import Path
+
+    m = await make_memory("lyra", plugins=PLUGINS, chroma={"store": "postgres"}, postgres=postgres_section("lyra"))
+    await m.call("anchor_save", {"title": "Kept", "content": "The harbour at dawn."})
+    await m.call("anchor_save", {"title": "Gone", "content": "The zqphotofile secret by the harbour."})
+    await m.call("anchor_delete", {"filename": "gone"})  # kept in word_photos_deleted first
+    await m.call("anchor_delete", {"filename": "gone", "forget": True})
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    assert [p for p in datadir.rglob("*") if p.is_file() and "pg_wal" not in p.parts
+            and b"zqphotofile" in p.read_bytes()] == []
+    assert (await m.call("anchor_get", {"filename": "kept"}))["content"] == "The harbour at dawn."

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -35,8 +36,51 @@ MIGRATIONS = [
     );
     CREATE INDEX idx_crystals_live ON crystals(number) WHERE state = 'live';
     """,
+    # 2: no planner statistics of a crystal's text: ANALYZE (autovacuum's) copied sampled values into pg_statistic,
+    # where a forgotten crystal's words stayed (docs/PRIVACY.md)
+    """
+    ALTER TABLE crystals ALTER COLUMN content SET STATISTICS 0;
+    DO $$
+    DECLARE r record;
+    BEGIN  -- what an ANALYZE stored before: a column altered to its own type loses it (no rewrite)
+        FOR r IN SELECT s.tablename, s.attname, format_type(a.atttypid, a.atttypmod) AS type FROM pg_stats s
+                 JOIN pg_attribute a ON a.attrelid = format('%I.%I', s.schemaname, s.tablename)::regclass
+                                    AND a.attname = s.attname
+                 WHERE s.schemaname = current_schema() AND (s.tablename, s.attname) IN (('crystals', 'content'))
+                   AND (s.most_common_vals IS NOT NULL OR s.histogram_bounds IS NOT NULL)
+        LOOP
+            EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE %s', r.tablename, r.attname, r.type);
+        END LOOP;
+    END $$;
+    """,
 ]
 LIVE = "state = 'live'"
+NO_STATISTICS_VERSION = 2
+
+
+async def _rewrite_statistics(conn) -> None:
+    """The statistics migration 2 removed are dead rows of ``pg_statistic`` whose bytes stay in its file until it
+    is rewritten (``VACUUM FULL``), which only a superuser or the database's owner may do: else a warning says so."""
+    refused: list[str] = []
+
+    def notice(diag) -> None:
+        if (diag.severity_nonlocalized or "") == "WARNING":
+            refused.append(str(diag.message_primary or ""))
+
+    conn.add_notice_handler(notice)
+    try:
+        await conn.set_autocommit(True)
+        await conn.execute("VACUUM FULL pg_catalog.pg_statistic")
+    except Exception as exc:  # the upgrade is done all the same
+        refused.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        conn.remove_notice_handler(notice)
+        await conn.set_autocommit(False)
+    if refused:
+        logging.getLogger("pps.crystals").warning(
+            "crystals: planner statistics removed from the table may keep crystal text in pg_statistic's file until "
+            "its pages are reused (%s): have a superuser or the database owner run "
+            "`VACUUM FULL pg_catalog.pg_statistic` once", refused[0])
 
 
 async def _ping(conn) -> None:
@@ -85,6 +129,8 @@ class CrystalStore:
                 await conn.execute("INSERT INTO crystals_schema_version (version) VALUES (%s)", (version,))
         await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
         await conn.commit()
+        if 0 < current < NO_STATISTICS_VERSION:  # statistics that held crystal text were removed
+            await _rewrite_statistics(conn)
         self._conn = conn
         return conn
 
@@ -104,6 +150,23 @@ class CrystalStore:
                 except psycopg.OperationalError as exc:
                     if attempt == 2 or not conn.broken:
                         raise Unavailable(f"crystallization: the database is unavailable ({exc})") from None
+
+    async def rewrite(self, table: str) -> None:
+        """``VACUUM FULL``: a new table file without the dead row versions, whose bytes (a forgotten crystal's text)
+        stay in the old one until its pages are reused. Best effort: the forget is done either way."""
+        from psycopg import sql
+
+        async with self._lock:
+            try:
+                conn = await self._connect()
+                await conn.set_autocommit(True)
+                try:
+                    await conn.execute(sql.SQL("VACUUM FULL {}").format(sql.Identifier(table)))
+                finally:
+                    await conn.set_autocommit(False)
+            except Exception as exc:
+                logging.getLogger("pps.crystals").warning("VACUUM FULL %s after a forget did not run: %s: %s",
+                                                          table, type(exc).__name__, exc)
 
     async def close(self) -> None:
         conn, self._conn = self._conn, None
@@ -255,6 +318,7 @@ class PgCrystalLayer(Layer):
 
         number = int(NAME.match(name).group(1))  # type: ignore[union-attr]  # the params model checked it
         before = await self.store.run(_forget, number)
+        await self.store.rewrite("crystals")  # the emptied row's old version keeps the text until then
         window, _arch = self._split(await self.store.run(_numbers))
         self._tokens.pop(number, None)
         return {"forgotten": name, "from": [f"postgres ({'deleted' if before == 'deleted' else 'live'})"],

@@ -4,6 +4,7 @@ server (pgserver), numbering shared by every process, and nothing in the home.""
 from __future__ import annotations
 
 import pytest
+from pps_postgres import testing as pg_testing
 from pps_postgres.testing import pg_dsn, postgres_section  # noqa: F401 - fixtures
 
 from pps_core.errors import NotFound
@@ -33,7 +34,8 @@ class TestPgCrystalContract(LayerContract):
 
 
 async def test_the_same_operations_on_postgres(make_memory, crystals_pg):
-    m = await make_memory(plugins=["crystals"], crystals=crystals_pg())
+    section = crystals_pg()
+    m = await make_memory(plugins=["crystals"], crystals=section)
     for i in range(1, 7):
         out = await m.call("crystallize", {"content": f"Crystal {i}: secret{i} of the lamp."})
         assert out["created"] == f"crystal_{i:03d}.md"
@@ -47,12 +49,14 @@ async def test_the_same_operations_on_postgres(make_memory, crystals_pg):
     assert "secret4" in found["text"]
     assert (await m.call("crystal_delete"))["deleted"] == "crystal_006.md"  # the window refills from the archive
     assert (await m.call("crystal_list"))["current"] == [f"crystal_{i:03d}.md" for i in (2, 3, 4, 5)]
+    pg_testing.analyze_schema(section["dsn"], section["schema"])  # as autovacuum would: no statistic copies a crystal's text
     out = await m.call("crystal_forget", {"name": "crystal_004.md"})
     assert out["current"] == ["crystal_001.md", "crystal_002.md", "crystal_003.md", "crystal_005.md"]
     await m.call("crystal_forget", {"name": "crystal_006.md"})  # deleted, then forgotten too
     with pytest.raises(NotFound):
         await m.call("crystal_forget", {"name": "crystal_004.md"})
     assert "secret4" not in (await m.call("ambient_recall", {"context": "secret4 lamp"}))["text"]
+    assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["secret4", "secret6"]) == []
     assert (await m.call("crystallize", {"content": "Crystal 7."}))["created"] == "crystal_007.md"  # never reused
     startup = await m.call("ambient_recall", {"context": "startup"})
     assert "Crystal 7." in startup["text"]
@@ -108,3 +112,42 @@ async def test_a_long_entity_name_keeps_turns_and_crystals_in_one_schema(make_me
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             for (name,) in conn.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'pps_lyra_x%'").fetchall():
                 conn.execute(f'DROP SCHEMA "{name}" CASCADE')
+
+
+async def test_an_older_table_loses_the_statistics_autovacuum_gathered(make_memory, crystals_pg, tmp_path):
+    import psycopg
+
+    section = crystals_pg()
+    m = await make_memory(plugins=["crystals"], home=tmp_path / "a", crystals=section)
+    for i in range(1, 6):
+        await m.call("crystallize", {"content": f"Crystal {i}: zqold{i} of the lamp."})
+    await m.close()
+    with psycopg.connect(section["dsn"], autocommit=True) as conn:  # the table as v1 left it, analyzed
+        conn.execute(f'ALTER TABLE "{section["schema"]}".crystals ALTER COLUMN content SET STATISTICS -1')
+        conn.execute(f'DELETE FROM "{section["schema"]}".crystals_schema_version WHERE version = 2')
+    pg_testing.analyze_schema(section["dsn"], section["schema"])
+    assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == ["crystals.content.histogram_bounds"]
+    assert pg_testing.statistics_files_holding(section["dsn"], "zqold3")
+    m = await make_memory(plugins=["crystals"], home=tmp_path / "b", crystals=section)
+    assert (await m.call("crystal_list"))["current"]  # opened: migrated
+    assert pg_testing.statistics_holding(section["dsn"], section["schema"], ["zqold3"]) == []
+    assert pg_testing.statistics_files_holding(section["dsn"], "zqold3") == []  # pg_statistic rewritten
+
+
+async def test_a_forgotten_crystal_leaves_no_byte_in_the_database_files(make_memory, crystals_pg, pg_dsn):  # noqa: F811
+    """The forget empties the row (its number is kept); the old row version keeps the text in the table file until
+    the table is rewritten (VACUUM FULL), as the turn tables are after a forget (WAL aside: docs/PRIVACY.md)."""
+    from pathlib import Path
+
+    import psycopg
+
+    m = await make_memory(plugins=["crystals"], crystals=crystals_pg())
+    for i in range(3):
+        await m.call("crystallize", {"content": f"Crystal {i}: zqcrystalfile{i} of the lamp."})
+    await m.call("crystal_forget", {"name": "crystal_002.md"})
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+    assert [p for p in datadir.rglob("*") if p.is_file() and "pg_wal" not in p.parts
+            and b"zqcrystalfile1" in p.read_bytes()] == []
+    assert "zqcrystalfile2" in (await m.call("get_crystals", {"count": 3}))["crystals"][-1]["content"]

@@ -169,6 +169,103 @@ MIGRATIONS: list[str] = [
     """,
 ]
 
+#: Every column whose values are text a client wrote (a turn's content, author, channel, ids, metadata; a summary;
+#: the texts an owed forget keeps) or made of it (tsvectors, vectors). ANALYZE (autovacuum's, on any table with
+#: enough changed rows) copies sampled values of a column into ``pg_statistic`` (``pg_stats``): a text column's
+#: most common values and histogram bounds verbatim, a tsvector's most common lexemes; a DELETE or ``VACUUM FULL``
+#: of the rows leaves them there. ``SET STATISTICS 0`` has ANALYZE skip the column, but keeps what an earlier one
+#: stored: migration 7 removes that (a column's ``ALTER TYPE`` to its own type drops its statistics, without a
+#: rewrite; a column a generated ``tsv`` is made of cannot be altered, so that ``tsv`` is dropped and made again:
+#: the table is rewritten once). Without them the planner takes its default selectivities (a GIN match 0.5 %,
+#: an equality 0.5 %), which keep the indexes in use (tests/test_postgres_statistics.py reads the plans).
+NO_STATISTICS: dict[str, tuple[str, ...]] = {
+    "messages": ("content", "tsv", "author_name", "channel", "session_id", "message_id", "metadata"),
+    "message_summaries": ("summary_text", "tsv", "channels"),
+    "message_vectors": ("embedding",),
+    "summary_vectors": ("embedding",),
+    "owed_forgets": ("message_ids", "texts"),
+}
+#: The generated tsvector of each table's text column.
+TSV_OF = {"messages": "content", "message_summaries": "summary_text"}
+TSV_INDEX = {"messages": "idx_messages_tsv", "message_summaries": "idx_summaries_tsv"}
+
+
+def _no_statistics() -> str:
+    """Migration 7: ``SET STATISTICS 0`` on every :data:`NO_STATISTICS` column, and the values an ANALYZE stored
+    for one of them removed."""
+    held = ("EXISTS (SELECT 1 FROM pg_stats WHERE schemaname = current_schema() AND tablename = '{t}' "
+            "AND attname IN ({cols}) AND (most_common_vals IS NOT NULL OR histogram_bounds IS NOT NULL "
+            "OR most_common_elems IS NOT NULL))")
+    out = []
+    for table, text in TSV_OF.items():
+        out.append(f"""
+        IF {held.format(t=table, cols=f"'{text}', 'tsv'")} THEN
+            ALTER TABLE {table} DROP COLUMN tsv;
+            ALTER TABLE {table} ALTER COLUMN {text} TYPE text;
+            ALTER TABLE {table} ADD COLUMN tsv tsvector
+                GENERATED ALWAYS AS (to_tsvector('english'::regconfig, {text})) STORED;
+            CREATE INDEX {TSV_INDEX[table]} ON {table} USING gin(tsv);
+        END IF;""")
+    pairs = ", ".join(f"('{t}', '{c}')" for t, cols in NO_STATISTICS.items() for c in cols)
+    alters = "\n".join(f"    ALTER TABLE {t} " + ", ".join(f"ALTER COLUMN {c} SET STATISTICS 0" for c in cols) + ";"
+                       for t, cols in NO_STATISTICS.items())
+    return f"""
+    DO $$
+    DECLARE r record;
+    BEGIN{"".join(out)}
+        FOR r IN SELECT s.tablename, s.attname, format_type(a.atttypid, a.atttypmod) AS type
+                 FROM pg_stats s JOIN pg_attribute a ON a.attrelid = format('%I.%I', s.schemaname, s.tablename)::regclass
+                                                    AND a.attname = s.attname
+                 WHERE s.schemaname = current_schema() AND (s.tablename, s.attname) IN ({pairs})
+                   AND (s.most_common_vals IS NOT NULL OR s.histogram_bounds IS NOT NULL
+                        OR s.most_common_elems IS NOT NULL)
+        LOOP  -- to its own type: no rewrite, the column's statistics dropped
+            EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE %s', r.tablename, r.attname, r.type);
+        END LOOP;
+        -- the HNSW indexes' expression (embedding::vector(d)) has statistics of its own
+        FOR r IN SELECT i.indexrelid::regclass AS idx, a.attnum FROM pg_index i
+                 JOIN pg_attribute a ON a.attrelid = i.indexrelid AND a.attnum > 0
+                 WHERE i.indrelid = 'message_vectors'::regclass AND i.indexprs IS NOT NULL
+        LOOP
+            EXECUTE format('ALTER INDEX %s ALTER COLUMN %s SET STATISTICS 0', r.idx, r.attnum);
+        END LOOP;
+    END $$;
+{alters}
+    """
+
+
+# 7: no planner statistics of turn text (a forgotten turn's words stayed in pg_statistic): every column holding
+# text a client wrote, or vectors made of it, is skipped by ANALYZE; what an ANALYZE stored before is removed.
+MIGRATIONS.append(_no_statistics())
+NO_STATISTICS_VERSION = len(MIGRATIONS)
+
+#: What to tell the operator when this PPS may not rewrite pg_statistic itself.
+VACUUM_STATISTICS = "VACUUM FULL pg_catalog.pg_statistic"
+
+
+async def rewrite_statistics(conn: AsyncConnection) -> str | None:
+    """After migration 7 removed statistics that held turn text: their rows are dead tuples of ``pg_statistic``,
+    whose bytes stay in its file until the pages are reused. ``VACUUM FULL`` of it writes a new file without them
+    (a superuser or the database's owner may; it takes a moment, the catalog is small). ``conn`` in autocommit.
+    None when done, else why not (the command for whoever may run it)."""
+    refused: list[str] = []
+
+    def notice(diag) -> None:
+        if (diag.severity_nonlocalized or "") == "WARNING":
+            refused.append(str(diag.message_primary or ""))
+
+    conn.add_notice_handler(notice)
+    try:
+        await conn.execute(VACUUM_STATISTICS)
+    except Exception as exc:  # not granted (a lock not had in time): the upgrade is done all the same
+        refused.append(f"{type(exc).__name__}: {str(exc).strip()}")
+    finally:
+        conn.remove_notice_handler(notice)
+    if not refused:
+        return None
+    return (f"the planner statistics the upgrade removed may keep turn text in pg_statistic's file until its pages "
+            f"are reused ({refused[0]}): have a superuser or the database owner run `{VACUUM_STATISTICS}` once")
+
 
 def behind(schema: str, current: int, entity: str) -> str:
     """The error of a server that finds the schema older than its code."""

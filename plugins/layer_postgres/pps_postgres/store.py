@@ -24,7 +24,7 @@ from pps_core.textsearch import content_terms
 from pps_core.timeutil import from_storage
 
 from .rows import COLUMNS, SUMMARY_COLUMNS, row_to_summary, row_to_turn, ts
-from .schema import migrate
+from .schema import NO_STATISTICS_VERSION, migrate, rewrite_statistics
 from .settings import PostgresSettings, schema_for
 from .textsearch import bm25
 from .vectors import TurnVectors
@@ -157,7 +157,12 @@ class PostgresStore(TurnVectors):
                                         timeout=self.settings.connect_timeout_s, kwargs={"row_factory": dict_row})
         await self.pool.open(wait=True, timeout=self.settings.connect_timeout_s)
         async with self.pool.connection() as conn:
-            await migrate(conn, schema, upgrade=self.settings.auto_upgrade, entity=self.entity)  # else pps db upgrade
+            before, after = await migrate(conn, schema, upgrade=self.settings.auto_upgrade,
+                                          entity=self.entity)  # else pps db upgrade
+            if 0 < before < NO_STATISTICS_VERSION <= after:  # statistics that held turn text were removed
+                why = await rewrite_statistics(conn)
+                if why:
+                    log.warning("%s: %s", schema, why)
             await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(schema)))
 
     async def close(self) -> None:

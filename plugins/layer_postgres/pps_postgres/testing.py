@@ -11,7 +11,8 @@ import warnings
 
 import pytest
 
-__all__ = ["StoppablePostgres", "audit", "pg_dsn", "postgres_section", "start_postgres"]
+__all__ = ["StoppablePostgres", "analyze_schema", "audit", "pg_dsn", "postgres_section", "start_postgres",
+           "statistics_files_holding", "statistics_holding"]
 
 
 def start_postgres():
@@ -136,3 +137,57 @@ def audit(dsn: str, schema: str, tally) -> dict:
         summaries = conn.execute(f'SELECT id, start_id, end_id, message_count FROM "{schema}".message_summaries '
                                  "ORDER BY start_id").fetchall()
     return audit_rows(rows, summaries, tally)
+
+
+def analyze_schema(dsn: str, schema: str) -> list[str]:
+    """``ANALYZE`` every table of the schema, as autovacuum does to any table with enough changed rows; the tables."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY 1",
+                                             (schema,))]
+        for table in tables:
+            conn.execute(sql.SQL("ANALYZE {}.{}").format(sql.Identifier(schema), sql.Identifier(table)))
+    return tables
+
+
+def statistics_holding(dsn: str, schema: str, words: list[str]) -> list[str]:
+    """Where PostgreSQL's planner statistics of the schema (``pg_stats``: every table's and index's columns, every
+    field, arrays as text) hold any of ``words``, or the lexeme the English text search made of one (a tsvector
+    column's ``most_common_elems`` keeps lexemes: "zqcanary" is "zqcanari" there): ``table.column.field`` each.
+    ANALYZE copies sampled values there verbatim, and a DELETE or VACUUM FULL of the rows leaves them."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        needles = set(words)
+        for word in (w for w in words if w.isalnum()):  # one word: its lexeme too
+            needles.update(r[0] for r in conn.execute(
+                "SELECT lexeme FROM unnest(to_tsvector('english'::regconfig, %s))", (word,)))
+        fields = [r[0] for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'pg_catalog' "
+            "AND table_name = 'pg_stats' AND column_name NOT IN ('schemaname', 'tablename', 'attname') "
+            "ORDER BY ordinal_position")]
+        rows = conn.execute("SELECT tablename, attname, " + ", ".join(f"{f}::text" for f in fields)
+                            + " FROM pg_stats WHERE schemaname = %s", (schema,)).fetchall()
+    return sorted(f"{r[0]}.{r[1]}.{field}" for r in rows for field, value in zip(fields, r[2:], strict=True)
+                  if value is not None and any(n.lower() in value.lower() for n in needles))
+
+
+def statistics_files_holding(dsn: str, word: str) -> list[str]:
+    """``pg_statistic``'s own files (its table, TOAST table and their indexes) holding ``word`` after a checkpoint:
+    rows a DELETE of statistics left dead keep their bytes there until the catalog is rewritten."""
+    from pathlib import Path
+
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+        datadir = Path(conn.execute("SHOW data_directory").fetchone()[0])
+        paths = [r[0] for r in conn.execute(
+            "SELECT pg_relation_filepath(oid) FROM pg_class WHERE oid IN ('pg_statistic'::regclass, "
+            "(SELECT reltoastrelid FROM pg_class WHERE oid = 'pg_statistic'::regclass)) OR oid IN "
+            "(SELECT indexrelid FROM pg_index WHERE indrelid IN ('pg_statistic'::regclass, "
+            "(SELECT reltoastrelid FROM pg_class WHERE oid = 'pg_statistic'::regclass)))")]
+    return sorted(str(p.relative_to(datadir)) for path in paths for p in datadir.glob(path + "*")
+                  if word.encode() in p.read_bytes())

@@ -23,17 +23,27 @@ async def upgrade(dsn: str, schema: str, entity: str, lock_timeout_s: float, con
     import psycopg
     from psycopg.rows import dict_row
 
-    from .schema import migrate
+    from .schema import NO_STATISTICS_VERSION, migrate, rewrite_statistics
 
     for attempt in range(1, LOCK_TRIES + 1):
         async with await psycopg.AsyncConnection.connect(dsn, connect_timeout=max(1, int(connect_timeout_s)),
                                                          row_factory=dict_row) as conn:
             try:
-                return await migrate(conn, schema, upgrade=True, entity=entity, lock_timeout_s=lock_timeout_s)
+                before, after = await migrate(conn, schema, upgrade=True, entity=entity,
+                                              lock_timeout_s=lock_timeout_s)
             except psycopg.errors.LockNotAvailable:
                 if attempt == LOCK_TRIES:
                     raise
                 await asyncio.sleep(attempt)
+                continue
+            if 0 < before < NO_STATISTICS_VERSION <= after:  # statistics that held turn text were removed
+                await conn.set_autocommit(True)
+                await conn.execute("SELECT set_config('lock_timeout', %s, false)",
+                                   (f"{int(lock_timeout_s * 1000)}ms",))
+                why = await rewrite_statistics(conn)
+                if why:
+                    print(f"pps db upgrade: {schema}: {why}", file=sys.stderr)
+            return before, after
     raise AssertionError("unreachable")
 
 

@@ -215,6 +215,8 @@ async def test_a_forgotten_turn_leaves_no_byte_in_the_table_files(make_memory, p
     import secrets
     from pathlib import Path
 
+    from pps_postgres.testing import analyze_schema, statistics_holding
+
     word = "zqpgforget" + secrets.token_hex(4)
     m = await open_memory(make_memory, postgres_section)
     await m.call("store_messages", {"messages": [{"content": f"filler {i} on gardens", "author_name": "J",
@@ -230,10 +232,12 @@ async def test_a_forgotten_turn_leaves_no_byte_in_the_table_files(make_memory, p
                 and word.encode() in p.read_bytes()]
 
     assert files_holding(), "the canary should be in the table files before forgetting"
+    analyze_schema(pg_dsn, postgres_section("lyra")["schema"])  # as autovacuum would: pg_statistic's file scanned too
     await m.call("forget_turns", {"ids": [turn["id"]]})
     with psycopg.connect(pg_dsn, autocommit=True) as conn:
         conn.execute("CHECKPOINT")
     assert files_holding() == []
+    assert statistics_holding(pg_dsn, postgres_section("lyra")["schema"], [word]) == []
 
 
 async def test_the_bounded_lexical_pass_finds_the_selective_turns_and_its_reads_do_not_grow(

@@ -6,20 +6,19 @@ and the error names the command (``[postgres] auto_upgrade = true``: a lone serv
 from concurrent.futures import ThreadPoolExecutor
 
 import psycopg
-from pps_postgres.schema import MIGRATIONS
+from pps_postgres.schema import MIGRATIONS, NO_STATISTICS
 
 from pps_core.testing.server import init_entity, pps
 
 
 def _make_it_one_version_older(dsn: str, schema: str) -> None:
-    """What the schema looked like before the newest migration (v6: the turn counts kept by triggers)."""
-    assert len(MIGRATIONS) == 6, "a new migration: undo it here instead"
+    """What the schema looked like before the newest migration (v7: no planner statistics of turn text)."""
+    assert len(MIGRATIONS) == 7, "a new migration: undo it here instead"
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'DROP TABLE "{schema}".turn_counts')
-        for fn in ("turn_counts_inserted", "turn_counts_deleted", "turn_counts_updated"):
-            conn.execute(f'DROP FUNCTION "{schema}".{fn}() CASCADE')
-        conn.execute(f'DROP FUNCTION "{schema}".turn_counts_add(bigint, bigint, bigint)')
-        conn.execute(f'DELETE FROM "{schema}".pps_schema_version WHERE version = 6')
+        for table, columns in NO_STATISTICS.items():
+            conn.execute(f'ALTER TABLE "{schema}".{table} '
+                         + ", ".join(f"ALTER COLUMN {c} SET STATISTICS -1" for c in columns))
+        conn.execute(f'DELETE FROM "{schema}".pps_schema_version WHERE version = 7')
 
 
 def _versions(dsn: str, schema: str) -> list[int]:
@@ -38,8 +37,8 @@ async def test_an_older_schema_is_refused_until_pps_db_upgrade_runs(make_memory,
     old = await make_memory("lyra", home=tmp_path / "b", plugins=["postgres"], postgres=section)
     health = await old.layer("raw_capture").health()
     assert not health.available
-    assert "v5" in health.detail and "v6" in health.detail and "pps db upgrade --entity lyra" in health.detail
-    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5]  # the server changed nothing
+    assert "v6" in health.detail and "v7" in health.detail and "pps db upgrade --entity lyra" in health.detail
+    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5, 6]  # the server changed nothing
     await old.close()
 
     init_entity(tmp_path / "cli", "lyra", "postgres", "[postgres]", f"dsn = {section['dsn']!r}",
@@ -49,10 +48,10 @@ async def test_an_older_schema_is_refused_until_pps_db_upgrade_runs(make_memory,
                              range(2)))
     assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
     said = sorted(r.stdout.strip() for r in runs)
-    assert any(f"{section['schema']}: v5 -> v6" in s for s in said), said
-    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5, 6]
+    assert any(f"{section['schema']}: v6 -> v7" in s for s in said), said
+    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5, 6, 7]
     again = pps(tmp_path / "cli", "db", "upgrade", "--entity", "lyra")
-    assert f"{section['schema']}: v6, up to date" in again.stdout
+    assert f"{section['schema']}: v7, up to date" in again.stdout
 
     new = await make_memory("lyra", home=tmp_path / "c", plugins=["postgres"], postgres=section)
     health = await new.layer("raw_capture").health()
@@ -69,7 +68,7 @@ async def test_a_lone_server_may_upgrade_itself(make_memory, postgres_section, t
     m = await make_memory("lyra", home=tmp_path / "b", plugins=["postgres"],
                           postgres={**section, "auto_upgrade": True})
     assert (await m.layer("raw_capture").health()).available
-    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5, 6]
+    assert _versions(section["dsn"], section["schema"]) == [1, 2, 3, 4, 5, 6, 7]
 
 
 def test_pps_db_upgrade_of_an_unreachable_database_fails_clearly(tmp_path):
