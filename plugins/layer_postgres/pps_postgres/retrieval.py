@@ -119,6 +119,9 @@ class TurnIndex:
                     "WHERE model = {}").format(
                     sql.Identifier(name), sql.Literal(dim), sql.Literal(s.hnsw_m),
                     sql.Literal(s.hnsw_ef_construction), sql.Literal(model)))
+            # no planner statistics of the vectors (ANALYZE would sample them for an expression index): nothing
+            # derived from a turn in pg_statistic (schema v7, docs/PRIVACY.md)
+            await conn.execute(sql.SQL("ALTER INDEX {} ALTER COLUMN 1 SET STATISTICS 0").format(sql.Identifier(name)))
         self.ready.add((model, dim))
 
     async def _make(self, model: str, dim: int) -> None:

@@ -123,7 +123,7 @@ async def test_searches_are_still_planned_on_the_gin_and_hnsw_indexes(postgres_s
     from pps_postgres.schema import NO_STATISTICS
     from pps_postgres.settings import PostgresSettings
     from pps_postgres.store import PostgresStore
-    from pps_postgres.textsearch import _LEXEMES, _SCORE
+    from pps_postgres.textsearch import _ANY, _LEXEMES, _SCORE
     from psycopg import ClientCursor, sql
 
     section = postgres_section("plan")
@@ -141,14 +141,20 @@ async def test_searches_are_still_planned_on_the_gin_and_hnsw_indexes(postgres_s
                          "(SELECT array_agg(random() + 0 * m.id + 0 * g)::real[] FROM generate_series(1, 384) g)"
                          "::vector FROM messages m")
         await store.dense.make("m", 384)
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:  # made without statistics of its vectors
+            assert conn.execute("SELECT attstattarget FROM pg_attribute WHERE attrelid = %s::regclass",
+                                (f'"{schema}".{index_name("m", 384)}',)).fetchone()[0] == 0
         table = sql.Identifier("messages")
-        bm25 = {"lexemes": ["kettl", "word17"], "idf": [1.0, 5.0], "cand": ["word17"], "n": 10, "k1": 1.2,
-                "k1plus": 2.2, "b": 0.75, "avgdl": 5.0, "channel": "c1"}
+        bm25 = {"lexemes": ["kettl", "word17"], "idf": [1.0, 5.0], "any": ["word17"], "after": 0, "n": 10,
+                "k1": 1.2, "k1plus": 2.2, "b": 0.75, "avgdl": 5.0, "channel": "c1"}
+
+        def score(channel: str) -> sql.Composable:
+            return sql.SQL(_SCORE).format(cand=sql.SQL(_ANY).format(table=table, channel=sql.SQL(channel)))
+
         queries = {
-            "lexemes": (sql.SQL(_LEXEMES).format(table=table), {"text": "kettles word17"}),
-            "bm25": (sql.SQL(_SCORE).format(table=table, channel=sql.SQL("")), bm25),
-            "bm25 of a channel": (sql.SQL(_SCORE).format(table=table, channel=sql.SQL("AND d.channel = %(channel)s")),
-                                  bm25),
+            "lexemes": (sql.SQL(_LEXEMES).format(table=table), {"terms": ["kettles", "word17"], "known": []}),
+            "bm25": (score(""), bm25),
+            "bm25 of a channel": (score("AND d.channel = %(channel)s"), bm25),
             "nearest": (sql.SQL("SELECT message_id FROM message_vectors WHERE model = 'm' ORDER BY "
                                 "embedding::vector(384) <=> %(q)s::vector(384) LIMIT 40"),
                         {"q": "[" + ",".join("0.5" for _ in range(384)) + "]"}),
