@@ -304,12 +304,12 @@ CHANNEL_EXACT = ("SELECT c.id FROM messages c, LATERAL (SELECT embedding, model 
                  "WHERE v.message_id = c.id OFFSET 0) v WHERE c.channel = %(channel)s AND v.model = %(model)s "
                  "ORDER BY v.embedding <=> %(q)s::vector LIMIT %(k)s")
 
-#: One hop of the context: each turn of the set before and its nearest turn of its channel within reach on each
-#: side (``pps_turns.retrieval.links_from_rows`` with reach 1), from the ``(channel, id)`` index.
-_HOP = ("{this} AS (SELECT id FROM {prev} UNION SELECT n.id FROM {prev} s JOIN messages m ON m.id = s.id, "
-        "LATERAL ((SELECT p.id FROM messages p WHERE p.channel = m.channel AND p.id < m.id "
-        "AND p.id >= m.id - %(reach)s ORDER BY p.id DESC LIMIT 1) UNION ALL "
-        "(SELECT p.id FROM messages p WHERE p.channel = m.channel AND p.id > m.id AND p.id <= m.id + %(reach)s "
+#: One hop of the context: each turn of the set before (id, channel) and its nearest turn of that channel within
+#: reach on each side (``pps_turns.retrieval.links_from_rows`` with reach 1), from the ``(channel, id)`` index.
+_HOP = ("{this} AS (SELECT id, c FROM {prev} UNION SELECT n.id, s.c FROM {prev} s, "
+        "LATERAL ((SELECT p.id FROM messages p WHERE p.channel = s.c AND p.id < s.id "
+        "AND p.id >= s.id - %(reach)s ORDER BY p.id DESC LIMIT 1) UNION ALL "
+        "(SELECT p.id FROM messages p WHERE p.channel = s.c AND p.id > s.id AND p.id <= s.id + %(reach)s "
         "ORDER BY p.id LIMIT 1)) AS n)")
 
 #: What the context cosines of candidates need, computed where the vectors are (a few numbers per row, not the
@@ -318,8 +318,8 @@ _HOP = ("{this} AS (SELECT id FROM {prev} UNION SELECT n.id FROM {prev} s JOIN m
 #: reach, so |c|^2 needs v_j.v_p, v_j.v_n and v_p.v_n); ``cand``: one of the nearest themselves. The rows are the
 #: candidates and their neighbours'.
 _PARTS = (
-    "w AS (SELECT v.message_id AS id, v.embedding AS e, m.channel AS c FROM message_vectors v "
-    "JOIN messages m ON m.id = v.message_id WHERE v.model = %(model)s AND v.message_id IN (SELECT id FROM {last})) "
+    "w AS (SELECT v.message_id AS id, v.embedding AS e, s.c FROM {last} s "
+    "JOIN message_vectors v ON v.message_id = s.id WHERE v.model = %(model)s) "
     "SELECT id, c, -(e <#> %(q)s::vector) AS qd, -(e <#> e) AS sq, "
     "CASE WHEN lag(id) OVER o >= id - %(reach)s THEN -(e <#> lag(e) OVER o) END AS d1, "
     "-(e <#> lag(e, 2) OVER o) AS d2, id IN (SELECT id FROM s0) AS cand, NULL::float8 AS dist "
@@ -335,8 +335,10 @@ def context_query(nearest: sql.Composable, hops: int, wide: bool = False) -> sql
                                                "LIMIT %(k)s)").format(nearest)]
     else:
         parts = [sql.SQL("WITH s0 AS ({})").format(nearest)]
-    parts += [sql.SQL(", " + _HOP.format(this=f"s{h + 1}", prev=f"s{h}")) for h in range(hops)]
-    parts.append(sql.SQL(", " + _PARTS.format(last=f"s{hops}")))
+    # each turn with its channel (h0), then each hop carries the channel along: no second look at a turn's row
+    parts.append(sql.SQL(", h0 AS (SELECT m.id, m.channel AS c FROM s0 JOIN messages m ON m.id = s0.id)"))
+    parts += [sql.SQL(", " + _HOP.format(this=f"h{h + 1}", prev=f"h{h}")) for h in range(hops)]
+    parts.append(sql.SQL(", " + _PARTS.format(last=f"h{hops}")))
     if wide:
         parts.append(sql.SQL(" UNION ALL SELECT nn.id, m.channel, NULL, NULL, NULL, NULL, NULL, nn.dist "
                              "FROM nn JOIN messages m ON m.id = nn.id"))
