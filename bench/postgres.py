@@ -1,6 +1,6 @@
 """The PostgreSQL store beside SQLite, same run: recall latency at 20,000 turns and capture throughput.
 
-    .venv/bin/python bench/postgres.py [--turns 20000] [--runs 100] [--vectors] [--only-recall]
+    .venv/bin/python bench/postgres.py [--turns 20000] [--runs 100] [--vectors] [--only-recall] [--keep DIR]
 
 ``--vectors``: every turn also gets a vector from a hashing embedder (words hashed into 384 dimensions, a
 benchmark stand-in for the model: cheap, deterministic, topical enough), so ``raw_search`` is the fused search
@@ -8,6 +8,12 @@ benchmark stand-in for the model: cheap, deterministic, topical enough), so ``ra
 turn index is made before measuring (`pps reindex`'s step: SQLite's ANN, PostgreSQL's HNSW), timed, with turns
 captured meanwhile.
 ``--only-recall``: no capture-throughput measures (a long run at 200,000 turns).
+``--keep DIR``: the two entities and the PostgreSQL server's data are built in DIR once (20 minutes at 200,000 turns
+with vectors) and measured again by later runs with the same ``--turns``/``--vectors`` (the build's own measures
+are those recorded when it was built).
+
+The recall measures are taken with both entities open in one process, each call made on SQLite then on
+PostgreSQL, run after run, so the load of the rest of the machine weighs on both alike.
 
 The same Zipfian corpus as bench/startup.py is stored through store_messages into an entity on each store
 (plugins sqlite+crystals, then postgres+crystals; PostgreSQL is a pgserver in a temp dir on this machine),
@@ -20,6 +26,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
+import os
 import random
 import sys
 import tempfile
@@ -64,13 +73,18 @@ class HashEmbedderPlugin:
         return HashEmbedder()
 
 
-async def measure(store: str, home: Path, turns: int, runs: int, settings: dict, vectors: bool = False,
-                  only_recall: bool = False) -> dict:
+def settings_for(store: str, home: Path, dsn: str):
+    extra = {"postgres": {"dsn": dsn, "schema": "bench", "auto_upgrade": True}} if store == "postgres" else {}
+    return load_settings("bench", home, plugins=[store, "crystals"], timezone="UTC", **extra)
+
+
+async def build(store: str, home: Path, dsn: str, turns: int, vectors: bool) -> dict:
+    """The entity: ``turns`` turns stored in batches, (``vectors``) embedded and indexed with turns captured
+    meanwhile, all but the newest 300 summarized. Returns the build's own measures."""
     rng = random.Random(7)
     out: dict = {}
     extra = [HashEmbedderPlugin()] if vectors else []
-    async with Memory(load_settings("bench", home, plugins=[store, "crystals"], timezone="UTC", **settings),
-                      extra_plugins=extra) as m:
+    async with Memory(settings_for(store, home, dsn), extra_plugins=extra) as m:
         started = time.perf_counter()
         for k in range(0, turns, 1000):
             await m.call("store_messages", {"messages": [
@@ -87,13 +101,13 @@ async def measure(store: str, home: Path, turns: int, runs: int, settings: dict,
             # the store's turn index made (what `pps reindex` does): SQLite's ANN, PostgreSQL's HNSW; turns are
             # captured meanwhile, timed as they go (a build that blocked writes would show here)
             started, during = time.perf_counter(), []
-            build = asyncio.create_task(raw.retriever.reindex(lambda _d, _t: None, False))
-            while not build.done():
+            task = asyncio.create_task(raw.retriever.reindex(lambda _d, _t: None, False))
+            while not task.done():
                 t0 = time.perf_counter()
                 await m.call("store_message", {"content": sentence(rng), "author_name": "Jeff", "channel": "terminal:a"})
                 during.append((time.perf_counter() - t0) * 1000)
                 await asyncio.sleep(0.2)
-            await build
+            await task
             out["index s"] = time.perf_counter() - started
             out["turns stored during index"] = len(during)
             out["capture during index max ms"] = max(during, default=0.0)
@@ -104,19 +118,41 @@ async def measure(store: str, home: Path, turns: int, runs: int, settings: dict,
                 break
             await m.call("store_summary", {"summary_text": f"summary {batch['start_id']}",
                                            "message_ids": batch["message_ids"][:keep]})
-        for name, op, params in [
-                ("ambient_recall startup", "ambient_recall", lambda i: {"context": "startup"}),
-                ("ambient_recall search", "ambient_recall", lambda i: {"context": QUERIES[i % len(QUERIES)]}),
-                ("raw_search", "raw_search", lambda i: {"query": QUERIES[i % len(QUERIES)], "limit": 10})]:
-            await m.call(op, params(0))  # warm
-            lat = []
+    return out
+
+
+MEASURES = [("ambient_recall startup", "ambient_recall", lambda i: {"context": "startup"}),
+            ("ambient_recall search", "ambient_recall", lambda i: {"context": QUERIES[i % len(QUERIES)]}),
+            ("raw_search", "raw_search", lambda i: {"query": QUERIES[i % len(QUERIES)], "limit": 10})]
+
+
+async def recall(homes: dict[str, Path], dsn: str, runs: int, vectors: bool) -> dict[str, dict]:
+    """Both entities open in this process, each call made on one store then the other, run after run: whatever
+    else the machine does weighs on both alike."""
+    extra = [HashEmbedderPlugin()] if vectors else []
+    out: dict[str, dict] = {store: {} for store in homes}
+    async with contextlib.AsyncExitStack() as stack:
+        mems = {store: await stack.enter_async_context(Memory(settings_for(store, home, dsn), extra_plugins=extra))
+                for store, home in homes.items()}
+        for name, op, params in MEASURES:
+            lat: dict[str, list[float]] = {store: [] for store in mems}
+            for m in mems.values():
+                await m.call(op, params(0))  # warm
             for i in range(runs):
-                t0 = time.perf_counter()
-                await m.call(op, params(i))
-                lat.append((time.perf_counter() - t0) * 1000)
-            out[name] = (pct(lat, 50), pct(lat, 95))
-        if only_recall:
-            return out
+                for store, m in mems.items():
+                    t0 = time.perf_counter()
+                    await m.call(op, params(i))
+                    lat[store].append((time.perf_counter() - t0) * 1000)
+            for store in mems:
+                out[store][name] = (pct(lat[store], 50), pct(lat[store], 95))
+    return out
+
+
+async def capture(store: str, home: Path, dsn: str) -> dict:
+    """Capture through store_message one turn at a time, then by 8 concurrent writers."""
+    rng = random.Random(11)
+    out: dict = {}
+    async with Memory(settings_for(store, home, dsn)) as m:
         started = time.perf_counter()
         for _i in range(300):
             await m.call("store_message", {"content": sentence(rng), "author_name": "Jeff", "channel": "terminal:a"})
@@ -133,30 +169,59 @@ async def measure(store: str, home: Path, turns: int, runs: int, settings: dict,
     return out
 
 
+def keep_server(keep: Path):
+    """A pgserver whose data directory is ``keep``/pgdata, left running for the next run (``--keep``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+        keep.mkdir(parents=True, exist_ok=True)
+        os.chmod(keep, 0o777)  # as root, pgserver runs the server as an unprivileged user
+        server = pgserver.get_server(keep / "pgdata", cleanup_mode=None)
+    return server.get_uri(), lambda: None
+
+
 async def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--turns", type=int, default=20_000)
     ap.add_argument("--runs", type=int, default=100)
     ap.add_argument("--vectors", action="store_true", help="a vector per turn (hashing embedder): fused search")
     ap.add_argument("--only-recall", action="store_true", help="no capture-throughput measures")
+    ap.add_argument("--keep", type=Path, help="build both entities (and the PostgreSQL server's data) here once, "
+                                              "and measure them again in later runs without building")
     args = ap.parse_args()
     from pps_postgres.testing import start_postgres
 
-    dsn, stop = start_postgres()
+    dsn, stop = keep_server(args.keep) if args.keep else start_postgres()
     try:
         with tempfile.TemporaryDirectory(prefix="pps-pgbench-") as tmp:
-            sq = await measure("sqlite", Path(tmp) / "sqlite", args.turns, args.runs, {}, args.vectors,
-                               args.only_recall)
-            pg = await measure("postgres", Path(tmp) / "pg", args.turns, args.runs,
-                               {"postgres": {"dsn": dsn, "schema": "bench"}}, args.vectors, args.only_recall)
+            base = args.keep or Path(tmp)
+            homes = {"sqlite": base / "sqlite", "postgres": base / "pg"}
+            built_file = base / f"built-{args.turns}-{int(args.vectors)}.json"
+            if built_file.exists():
+                built = json.loads(built_file.read_text())
+                print(f"entities built earlier ({built_file}): build measures as recorded then")
+            else:
+                built = {store: await build(store, home, dsn, args.turns, args.vectors) for store, home in homes.items()}
+                if args.keep:
+                    built_file.write_text(json.dumps(built))
+            measured = await recall(homes, dsn, args.runs, args.vectors)
+            if not args.only_recall:
+                for store, home in homes.items():
+                    measured[store].update(await capture(store, home, dsn))
     finally:
         stop()
-    print(f"{args.turns} turns, {args.runs} runs each; PostgreSQL 16 (pgserver) on this machine, "
-          "synchronous_commit on\n")
-    print(f"{'measure':<28} {'sqlite p50':>10} {'p95':>8} {'postgres p50':>13} {'p95':>8} {'p95 ratio':>9}")
-    for name in ("ambient_recall startup", "ambient_recall search", "raw_search"):
+    sq = {**built["sqlite"], **measured["sqlite"]}
+    pg = {**built["postgres"], **measured["postgres"]}
+    print(f"{args.turns} turns, {args.runs} runs each, the two stores' calls alternating in one process; "
+          "PostgreSQL 16 (pgserver) on this machine, synchronous_commit on\n")
+    print(f"{'measure':<28} {'sqlite p50':>10} {'p95':>8} {'postgres p50':>13} {'p95':>8} {'p50 ratio':>9} "
+          f"{'p95 ratio':>9}")
+    for name, _op, _params in MEASURES:
         (a50, a95), (b50, b95) = sq[name], pg[name]
-        print(f"{name:<28} {a50:>10.1f} {a95:>8.1f} {b50:>13.1f} {b95:>8.1f} {b95 / a95:>9.1f}")
+        print(f"{name:<28} {a50:>10.1f} {a95:>8.1f} {b50:>13.1f} {b95:>8.1f} {b50 / a50:>9.1f} {b95 / a95:>9.1f}")
     for name in ("bulk turns/s", "store_message turns/s", "store_message x8 turns/s"):
         if name in sq:
             print(f"{name:<28} {sq[name]:>10.0f} {'':>8} {pg[name]:>13.0f} {'':>8} {pg[name] / sq[name]:>9.2f}")

@@ -65,8 +65,8 @@ class TurnIndex:
         self.ready: set[tuple[str, int]] = set()
         #: the index being made in the background (searches scan exactly in the database meanwhile)
         self.building: asyncio.Task[None] | None = None
-        #: a channel's digest -> (when counted, turns up to CHANNEL_SCAN + 1)
-        self.sizes: dict[bytes, tuple[float, int]] = {}
+        #: a channel's digest -> (when counted, its turns, every turn)
+        self.sizes: dict[bytes, tuple[float, int, int]] = {}
         #: (model, question vector) -> the index's nearest turns, (id, channel digest) nearest first: the last few
         #: questions' first passes, for their second pass
         self.nearest_seen: OrderedDict[tuple[str, bytes], list[tuple[int, bytes]]] = OrderedDict()
@@ -158,11 +158,11 @@ class TurnIndex:
         m, d = sql.Literal(model), sql.Literal(dim)
         if channel is None and indexed:
             # the model and dimension are literals: the planner matches the partial index on them. The index's
-            # EF_SEARCH_MAX nearest (``nn``, with their distance), of which the k nearest are the candidates: the
+            # FIRST_WIDE nearest (``nn``, with their distance), of which the k nearest are the candidates: the
             # others are kept (ids and channels) for the second pass's channels (:meth:`channel_similarities`)
             return sql.SQL("SELECT message_id AS id, embedding::vector({d}) <=> %(q)s::vector({d}) AS dist "
-                           "FROM message_vectors WHERE model = {m} ORDER BY dist LIMIT {limit}").format(
-                m=m, d=d, limit=sql.Literal(EF_SEARCH_MAX)), EF_SEARCH_MAX
+                           "FROM message_vectors WHERE model = {m} ORDER BY dist LIMIT %(wide)s").format(
+                m=m, d=d), -1
         if channel is None:
             return sql.SQL("SELECT message_id AS id FROM message_vectors WHERE model = %(model)s "
                            "ORDER BY embedding <=> %(q)s::vector LIMIT %(k)s"), None
@@ -189,7 +189,10 @@ class TurnIndex:
             ef = min(EF_SEARCH_MAX, k)
         wide = channel is None and indexed
         query = context_query(near, 2 if context else 0, wide)
-        args = {"model": model, "q": q, "k": k, "channel": channel, "reach": NEIGHBOUR_REACH}
+        args = {"model": model, "q": q, "k": k, "channel": channel, "reach": NEIGHBOUR_REACH,
+                "wide": min(EF_SEARCH_MAX, max(FIRST_WIDE, k))}
+        if ef == -1:  # the wide first read: hnsw.ef_search as wide as the read
+            ef = args["wide"] if args["wide"] > self.store.settings.hnsw_ef_search else None
         rows = await self.run(conn, query, args, ef)
         if wide:
             nearest = [r for r in rows if r["dist"] is not None]
@@ -228,9 +231,9 @@ class TurnIndex:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         return context_cosines(ids, rows, context)
 
-    async def channel_size(self, conn: Any, channel: str) -> int:
-        """The channel's turns counted up to :data:`CHANNEL_SCAN` + 1 (which way its second pass goes), kept for
-        :data:`SIZE_TTL_S`: a channel of that size grows or shrinks past the bound rarely."""
+    async def channel_size(self, conn: Any, channel: str) -> tuple[int, int]:
+        """(the channel's turns, every turn), kept for :data:`SIZE_TTL_S` (which way the channel's second pass goes,
+        and how wide a read of the index finds enough of its turns: a channel's share moves slowly)."""
         import time
 
         now = time.monotonic()
@@ -239,11 +242,11 @@ class TurnIndex:
         if hit is None or now - hit[0] > SIZE_TTL_S:
             if len(self.sizes) > 10_000:
                 self.sizes.clear()
-            n = (await (await conn.execute(  # counted up to the bound: a large channel is not counted whole
-                "SELECT count(*) AS n FROM (SELECT 1 FROM messages WHERE channel = %s LIMIT %s) c",
-                (channel, CHANNEL_SCAN + 1))).fetchone())["n"]
-            hit = self.sizes[key] = (now, int(n))
-        return hit[1]
+            row = await (await conn.execute(
+                "SELECT (SELECT count(*) FROM messages WHERE channel = %s) AS n, "
+                "(SELECT coalesce(sum(messages), 0) FROM turn_counts) AS total", (channel,))).fetchone()
+            hit = self.sizes[key] = (now, int(row["n"]), max(int(row["total"]), int(row["n"])))
+        return hit[1], hit[2]
 
     async def channel_similarities(self, model: str, qvec: Any, channels: list[str], n: int, context: float):
         """The ``n`` best turns of each of ``channels`` by context vector (``TurnStore.channel_similarities``): a
@@ -259,7 +262,7 @@ class TurnIndex:
         out_ids, out_cos = [np.empty(0, dtype=np.int64)], [np.empty(0, dtype=np.float32)]
         async with self.store.connection() as conn:
             for ch in dict.fromkeys(channels):
-                size = await self.channel_size(conn, ch)
+                size, total = await self.channel_size(conn, ch)
                 if not size:
                     continue
                 if size <= CHANNEL_SCAN:
@@ -267,9 +270,14 @@ class TurnIndex:
                     ids, cos = context_cosines([r["id"] for r in rows], rows, context)
                 else:
                     k = n * ANN_OVERFETCH
-                    seen = self.nearest_seen.get((model, qvec.tobytes()))
-                    mine = [i for i, c in seen or () if c == _digest(ch)][:k]
-                    if len(mine) >= k:  # the first pass's wider read of the index has them: no second read
+                    # as SQLite's index does: the nearest turns of every channel, as many as should hold k of this
+                    # one (k times its inverse share), the channel's kept; from the first pass's read when it read
+                    # that many, else a read of the index as wide as the index allows (and an exact scan of the
+                    # channel's own vectors if even that held fewer than k)
+                    wide = min(EF_SEARCH_MAX, k * -(-total // size))
+                    seen = self.nearest_seen.get((model, qvec.tobytes())) or []
+                    mine = [i for i, c in seen[:wide] if c == _digest(ch)][:k] if wide <= len(seen) else []
+                    if mine:  # the first pass's wider read of the index has them: no second read
                         rows = await self.run(conn, context_query(sql.SQL("SELECT unnest(%(ids)s::bigint[]) AS id"),
                                                                   2 if context else 0),
                                               {"model": model, "q": q, "ids": mine, "reach": NEIGHBOUR_REACH}, None)
@@ -283,6 +291,10 @@ class TurnIndex:
                 out_cos.append(cos[best])
         return np.concatenate(out_ids), np.concatenate(out_cos)
 
+
+#: How many of the index's nearest turns a first pass reads (its candidates are the nearest of them; the rest serve
+#: its second pass: a channel of a third of the history finds its candidates among them, as SQLite's index does).
+FIRST_WIDE = 600
 
 #: First passes whose nearest turns are kept for their second pass.
 NEAREST_KEPT = 8
