@@ -170,7 +170,7 @@ async def bm25(conn, table: str, terms: list[str], n: int, channel: str | None =
         if not chosen:  # every lexeme is common: the newest rows that fit the budget
             more = {"any": held, "after": top - max(budget // len(lex), 1)}  # as SQLite: per query word
         cand: sql.Composable = any_of()
-        if len(held) > 1 and len(held) == len(lex):  # and every row holding them all, the newest that fit
+        if len(held) > 1:  # and every row holding all the words some row holds, the newest that fit
             together = n_docs * math.prod(lex[x] / max(n_docs, 1.0) for x in held)  # if independent
             quarter = max(budget // 4, 1)
             cand = sql.SQL(_ANY_OR_ALL).format(table=sql.Identifier(table), channel=channel_sql)

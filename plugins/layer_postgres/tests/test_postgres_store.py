@@ -289,6 +289,8 @@ async def test_the_bounded_lexical_pass_finds_the_selective_turns_and_its_reads_
             wide = await textsearch.bm25(conn, "messages", ["garden", "violin"], 50, None, store.corpus_stats, 200)
             assert violins <= set(wide)  # every turn with the selective word is a candidate
             assert (await run(["garden", "violin"], 100_000))[0] == exhaustive  # under the budget: exhaustive
+            absent = (await run(["garden", "violin", "xylophone"], 200))[0]  # a word no turn holds empties nothing
+            assert max(absent, key=absent.get) == max(exhaustive, key=exhaustive.get)
             common = ["garden", "coffee"]
             reads[n] = ((await run(common, 0))[1], (await run(common, 200))[1])
         await m.close()

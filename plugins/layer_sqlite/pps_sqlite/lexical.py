@@ -75,8 +75,9 @@ def bounded(conn: sqlite3.Connection, terms: list[str], total: int, budget: int,
     counts = {t: df(conn, t, budget + 1, total) for t in terms}
     if sum(counts.values()) <= budget:
         return rank(terms, "OR", 0)
+    held = [t for t in terms if counts[t]]  # a term in no row adds no row (and would empty the AND below)
     chosen, used = [], 0
-    for t in sorted(terms, key=lambda t: counts[t]):
+    for t in sorted(held, key=lambda t: counts[t]):
         if used + counts[t] > budget:
             break
         chosen.append(t)
@@ -84,9 +85,9 @@ def bounded(conn: sqlite3.Connection, terms: list[str], total: int, budget: int,
     if chosen:
         out = rank(chosen, "OR", 0)
     else:  # every term is common: the newest rows that fit the budget
-        out = rank(terms, "OR", top_id - max(budget // len(terms), 1))
-    if len(terms) > 1:
-        for i, s in rank(terms, "AND", 0).items():
+        out = rank(held, "OR", top_id - max(budget // len(terms), 1))
+    if len(held) > 1:  # the rows holding every term that some row holds
+        for i, s in rank(held, "AND", 0).items():
             out[i] = max(out.get(i, 0.0), s)
     return out
 
@@ -100,7 +101,8 @@ def bm25_bounded(conn: sqlite3.Connection, terms: list[str], n: int, channel: st
     selective terms whose postings fit the budget are ranked over all history (their BM25 contributions are
     exact), every term together (AND) adds the turns holding all of them with their full score, and when even
     the rarest term is common, the OR of all terms is ranked over the newest slice of history that fits the
-    budget. Below the budget (every LoCoMo conversation, any entity's first months) the result is the
+    budget. A term no turn holds (a typo, a word never said) is left out of all three: it would choose no turn
+    and empty the AND. Below the budget (every LoCoMo conversation, any entity's first months) the result is the
     exhaustive one.
     """
     if not terms:

@@ -208,6 +208,25 @@ def test_bounded_lexical_pass_finds_the_selective_turns_and_its_work_does_not_gr
     assert ours_large < 1.5 * ours_small, work  # the bounded pass does not
 
 
+def test_a_word_no_turn_holds_does_not_empty_the_bounded_pass(tmp_path):
+    """A question with a word nobody ever said ("xylophone", a typo) beside common ones: the bounded pass still
+    ranks the turns holding the common words (their AND, the newest of their OR), as the exhaustive pass does;
+    the absent word used to be "chosen" as the rarest, choose nothing, and empty the AND of every word."""
+    from pps_sqlite import lexical
+
+    conn = _fts_db(tmp_path / "x.db", 2_000)
+    conn.execute("BEGIN")
+    conn.executemany("INSERT INTO messages (content, author_name, channel, created_at) VALUES (?, ?, ?, ?)",
+                     [(f"water the garden {i}", "Lyra", "c", "2026-01-01T00:00:00.000Z") for i in range(600)]
+                     + [("water, water: the garden, the garden", "Jeff", "c", "2026-01-01T00:00:00.000Z")])
+    conn.execute("COMMIT")
+    terms = ["garden", "water", "xylophone"]
+    exhaustive = lexical.bm25_scores(conn, terms, 10)
+    bounded = lexical.bm25_bounded(conn, terms, 10, None, 200, lexical.DocFreq())
+    assert bounded, "the common words' turns are candidates"
+    assert max(bounded, key=bounded.get) == max(exhaustive, key=exhaustive.get)
+
+
 async def test_summary_search_does_not_recheck_every_summary_for_a_vector(make_memory):
     """A summary search looks for summaries without a vector above the last one known to have one."""
     m = await make_memory(plugins=["sqlite", "embeddings"])
