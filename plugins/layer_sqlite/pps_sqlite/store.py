@@ -258,7 +258,10 @@ class SQLiteStore:
                                 context)
 
     async def repair_turn_index(self, model):
-        return await self._run(self._dense(self.dense.repair_ann), model)
+        # on a reader's thread and connection: the build only reads (the vectors; it writes the index's files),
+        # so captures go on meanwhile (on the writer's thread it held them for minutes at 200,000 vectors);
+        # vector writes and forgets wait for it on the index's lock, so none is missed or kept
+        return await self._read(self._dense(self.dense.repair_ann), model)
 
     async def summaries_missing_vectors(self, model, limit, after):
         rows, top = await self._read(summaryindex._missing_upto, model, limit, after)

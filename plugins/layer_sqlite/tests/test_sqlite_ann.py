@@ -356,3 +356,37 @@ async def test_a_channels_own_best_come_from_the_index_as_the_exact_matrix_gives
             assert all(abs(truth[int(i)] - float(c)) < 2e-3 for i, c in zip(ids, cos, strict=True))
         monkeypatch.setattr(ann, "CHANNEL_SCAN", scan_all)
         await m.close()
+
+
+async def test_turns_are_captured_while_pps_reindex_builds_the_index(make_memory, monkeypatch):
+    """Issue 37's same run: SQLite's `pps reindex` step held a capture 224 s while it built the index of 200,000
+    vectors (the build ran on the writer's thread). The build only reads: a turn stored meanwhile is stored at
+    once, and the index it made is whole (the new turn's vector is added after)."""
+    import asyncio
+    import threading
+
+    m = await filled(make_memory, 45)
+    raw = m.require_layer("raw_capture")
+    release, started = threading.Event(), threading.Event()
+    repair = ann.TurnANN.repair
+
+    def slow_repair(self, conn):  # the build, held open until the capture below has been answered
+        started.set()
+        release.wait(30)
+        return repair(self, conn)
+
+    monkeypatch.setattr(ann.TurnANN, "repair", slow_repair)
+    build = asyncio.create_task(raw.reindex(lambda done, total: None, full=False))
+    assert await asyncio.to_thread(started.wait, 30)
+    try:
+        stored = await asyncio.wait_for(
+            m.call("store_message", {"content": "a capture during the build", "author_name": "Jeff",
+                                     "channel": "terminal"}), 10)
+        assert not build.done()  # answered while the build was still running
+    finally:
+        release.set()
+    report = await build
+    assert report["ann_vectors"] == 45
+    await raw.retriever.drain()
+    found = await m.call("raw_search", {"query": "a capture during the build", "limit": 1})
+    assert found["results"][0]["id"] == stored["id"]
