@@ -262,6 +262,34 @@ class EntitySettings(PluginSettings):
             raise ConfigError(f"invalid [{section}] settings for entity at {self.home}: {_brief(exc)}") from None
 
 
+def misspelled(settings: EntitySettings) -> list[tuple[str, str]]:
+    """Top-level keys and tables of pps.toml that nothing reads and that look like a misspelling of one something
+    does read: ``(written, meant)`` pairs, e.g. ``("postgress", "postgres")``. Known names are the kernel's
+    settings and the installed plugins' names (a plugin's section is named as the plugin); a key close to none of
+    them (a third-party plugin's own section) is left alone."""
+    import difflib
+    from importlib.metadata import entry_points
+
+    known = set(EntitySettings.model_fields) | {ep.name.replace("-", "_") for ep in entry_points(group="pps.plugins")}
+    out = []
+    for key in sorted(settings.model_extra or {}):
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+        if close:
+            out.append((key, close[0]))
+    return out
+
+
+def settings_check(settings: EntitySettings) -> tuple[str, str, str] | None:
+    """``pps doctor``'s line for pps.toml's own spelling (entry point group ``pps.checks``)."""
+    found = misspelled(settings)
+    if not found:
+        return None
+    return "warn", "settings", "; ".join(f"`{k}` in pps.toml is read by nothing: did you mean `{m}`?"
+                                         for k, m in found)
+
+
 def pps_root() -> Path:
     return Path(os.environ.get("PPS_ROOT") or Path.home() / ".pps").expanduser()
 

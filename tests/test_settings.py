@@ -82,3 +82,20 @@ def test_a_plugin_setting_spelled_differently_in_pps_toml_is_read_under_the_plug
     assert Spelled.from_section({"schema": "from_toml"}).schema_name == "from_toml"
     monkeypatch.setenv("PPS_SPELLED_SCHEMA", "from_env")
     assert Spelled.from_section({"schema": "from_toml"}).schema_name == "from_env"
+
+
+def test_a_misspelled_section_or_key_is_named_with_what_was_meant(pps_home):
+    """A `[postgress]` table or a `timezon` key was accepted and silently ignored (its settings never applied);
+    `pps doctor` now says which was meant. A third party's own section, close to no known name, is left alone."""
+    from pps_core.settings import misspelled, settings_check
+
+    home = pps_home / "lyra"
+    home.mkdir(parents=True)
+    (home / "pps.toml").write_text('timezon = "UTC"\n\n[postgress]\ndsn = "postgresql://x"\n\n[embedding]\n'
+                                   'provider = "onnx"\n\n[acme_memory]\nsize = 3\n\n[postgres]\nschema = "s"\n')
+    settings = load_settings(home=home)
+    assert misspelled(settings) == [("embedding", "embeddings"), ("postgress", "postgres"), ("timezon", "timezone")]
+    status, name, detail = settings_check(settings)
+    assert status == "warn" and "did you mean `postgres`?" in detail and "acme_memory" not in detail
+    (home / "pps.toml").write_text('timezone = "UTC"\n\n[postgres]\nschema = "s"\n')
+    assert settings_check(load_settings(home=home)) is None
