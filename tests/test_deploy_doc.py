@@ -265,7 +265,7 @@ error_log {folder}/error.log warn;
 events {{ worker_connections 256; }}
 http {{
 {temp}
-    log_format fleet '$request_method $uri $status $upstream_addr';
+    log_format fleet '$http_x_test_run $request_method $uri $status $upstream_addr';
     access_log {folder}/access.log fleet;
 {block}
 }}
@@ -282,11 +282,12 @@ class Balancer:
     upstreams: list[str]
 
     def log(self) -> list[list[str]]:
-        """The access log's lines: method, path, status, the server(s) nginx passed the request to."""
-        return [line.split(" ", 3) for line in (self.folder / "access.log").read_text().splitlines()]
+        """The access log's lines: the client's X-Test-Run, method, path, status, the server(s) nginx passed the
+        request to."""
+        return [line.split(" ", 4) for line in (self.folder / "access.log").read_text().splitlines()]
 
-    def client(self, **kw) -> httpx.Client:
-        headers = {"Host": self.host, **kw.pop("headers", {})}
+    def client(self, run: str = "-", **kw) -> httpx.Client:
+        headers = {"Host": self.host, "X-Test-Run": run, **kw.pop("headers", {})}
         kw.setdefault("base_url", self.url)
         return httpx.Client(verify=self.verify, headers=headers, timeout=60, **kw)
 
@@ -367,12 +368,12 @@ def balancer(pg_dsn, tmp_path_factory):  # noqa: F811
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def passed_to(balancer: Balancer, since: int, path: str, count: int) -> list[str]:
-    """The servers nginx passed the ``count`` requests for ``path`` to, after the first ``since`` lines of its log
-    (nginx writes a line once the exchange is over: waited for)."""
+def passed_to(balancer: Balancer, run: str, path: str, count: int) -> list[str]:
+    """The servers nginx passed the ``count`` requests for ``path`` of client ``run`` to (nginx writes a line once
+    the exchange is over: waited for)."""
     deadline = time.monotonic() + 30
     while True:
-        seen = [line[3] for line in balancer.log()[since:] if line[1] == path]
+        seen = [line[4] for line in balancer.log() if line[0] == run and line[2] == path]
         if len(seen) >= count or time.monotonic() > deadline:
             assert len(seen) == count, seen
             return seen
@@ -385,8 +386,8 @@ async def test_an_mcp_session_through_the_balancer_is_answered_by_every_server(b
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    since = len(balancer.log())
-    headers = {"Host": balancer.host, "Authorization": f"Bearer {balancer.token()}"}
+    run = uuid.uuid4().hex
+    headers = {"Host": balancer.host, "X-Test-Run": run, "Authorization": f"Bearer {balancer.token()}"}
     sent: list[str] = []
 
     async def note(request) -> None:
@@ -401,7 +402,7 @@ async def test_an_mcp_session_through_the_balancer_is_answered_by_every_server(b
         assert "raw_search" in {t.name for t in (await client.list_tools()).tools}
         found = await client.call_tool("raw_search", {"query": f"behind nginx {mode}"})
         assert not found.is_error and f"behind nginx {mode} 3" in str(found.content), found
-    assert set(passed_to(balancer, since, "/mcp", len(sent))) == set(balancer.upstreams)  # no sticky sessions
+    assert set(passed_to(balancer, run, "/mcp", len(sent))) == set(balancer.upstreams)  # no sticky sessions
 
 
 def test_oauth_discovery_through_the_balancer_names_its_public_url(balancer):
@@ -422,9 +423,9 @@ def test_oauth_discovery_through_the_balancer_names_its_public_url(balancer):
 
 
 def test_rest_calls_and_readiness_through_the_balancer(balancer):
-    since = len(balancer.log())
+    run = uuid.uuid4().hex
     token = {"Authorization": f"Bearer {balancer.token()}"}
-    with balancer.client() as http:
+    with balancer.client(run) as http:
         for i in range(3):
             stored = http.post("/tools/store_message", headers=token, json={
                 "content": f"the lighthouse keeper's log, page {i}", "author_name": "Jeff", "channel": "terminal"})
@@ -436,13 +437,13 @@ def test_rest_calls_and_readiness_through_the_balancer(balancer):
         for _ in range(3):
             ready = http.get("/ready")
             assert ready.status_code == 200 and ready.json()["ready"] is True, ready.text
-    assert set(passed_to(balancer, since, "/tools/store_message", 3)) == set(balancer.upstreams)
-    assert set(passed_to(balancer, since, "/ready", 3)) == set(balancer.upstreams)
+    assert set(passed_to(balancer, run, "/tools/store_message", 3)) == set(balancer.upstreams)
+    assert set(passed_to(balancer, run, "/ready", 3)) == set(balancer.upstreams)
 
 
 def test_an_explorer_login_through_the_balancer_holds_on_every_server(balancer):
-    since = len(balancer.log())
-    with balancer.client(base_url=f"{balancer.url}/ui/{ENTITY}") as browser:
+    run = uuid.uuid4().hex
+    with balancer.client(run, base_url=f"{balancer.url}/ui/{ENTITY}") as browser:
         form = browser.get("/login")
         nonce = re.search(r'name="nonce" value="([^"]+)"', form.text).group(1)
         answer = browser.post("/login", data={"nonce": nonce, "token": balancer.token()},
@@ -454,7 +455,7 @@ def test_an_explorer_login_through_the_balancer_holds_on_every_server(balancer):
         assert browser.post("/logout", data={"csrf": csrf}).status_code == 303
         after = [browser.get("/timeline") for _ in range(3)]
         assert [(p.status_code, p.headers.get("location")) for p in after] == [(303, f"/ui/{ENTITY}/login")] * 3
-    assert set(passed_to(balancer, since, f"/ui/{ENTITY}/timeline", 6)) == set(balancer.upstreams)
+    assert set(passed_to(balancer, run, f"/ui/{ENTITY}/timeline", 6)) == set(balancer.upstreams)
 
 
 def test_the_balancer_passes_every_body_the_servers_take_and_refuses_larger_ones_itself(balancer):
@@ -466,7 +467,8 @@ def test_the_balancer_passes_every_body_the_servers_take_and_refuses_larger_ones
     server_limit = Limits().max_request_bytes
     assert body_limit() <= server_limit, (body_limit(), server_limit)
     token = {"Authorization": f"Bearer {balancer.token()}", "Content-Type": "application/json"}
-    with balancer.client() as http:
+    run = uuid.uuid4().hex
+    with balancer.client(run) as http:
         letter = "a long letter. " * 6_000  # 90,000 characters, under a batched turn's 100,000
         count = (server_limit - 64 * 1024) // (len(letter) + 100)
         body = json.dumps({"messages": [{"content": f"{letter}{i}", "author_name": "Jeff", "channel": "letters"}
@@ -474,11 +476,11 @@ def test_the_balancer_passes_every_body_the_servers_take_and_refuses_larger_ones
         assert server_limit - 64 * 1024 > len(body) > 4 * 1024 * 1024
         taken = http.post("/tools/store_messages", headers=token, content=body)
         assert taken.status_code == 200 and taken.json()["stored"] == count, taken.text[:500]
-        since = len(balancer.log())
         for _ in range(3):
             over = http.post("/tools/store_messages", headers=token, content=body + " " * (server_limit - len(body) + 1))
             assert over.status_code == 413, over.text[:500]
-        assert passed_to(balancer, since, "/tools/store_messages", 3) == ["-"] * 3  # no server was sent one
+        servers = passed_to(balancer, run, "/tools/store_messages", 4)
+        assert servers[0] in balancer.upstreams and servers[1:] == ["-"] * 3  # no server was sent a larger one
         assert all(http.get("/ready").status_code == 200 for _ in range(3))
 
 
