@@ -272,6 +272,62 @@ http {{
 """
 
 
+class Link:
+    """A TCP port on loopback that forwards to the session's PostgreSQL (its unix socket), until ``cut``: then
+    connections are refused and the open ones closed, as when the network between a server and the database fails."""
+
+    def __init__(self, dsn: str) -> None:
+        import threading
+
+        info = psycopg.conninfo.conninfo_to_dict(dsn)
+        self.target = f"{info['host']}/.s.PGSQL.{info.get('port') or 5432}"
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        port = self.listener.getsockname()[1]
+        self.dsn = f"postgresql://{info.get('user') or 'postgres'}@127.0.0.1:{port}/{info.get('dbname') or 'postgres'}"
+        self.open: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                near, _ = self.listener.accept()
+            except OSError:
+                return
+            far = socket.socket(socket.AF_UNIX)
+            far.connect(self.target)
+            with self.lock:
+                self.open += [near, far]
+            for a, b in ((near, far), (far, near)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cut(self) -> None:
+        self.listener.close()
+        with self.lock:
+            for s in self.open:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+            self.open.clear()
+
+
 @dataclass
 class Balancer:
     url: str  # what clients dial (https, a name the certificate holds)
@@ -280,6 +336,7 @@ class Balancer:
     folder: Path
     servers: list
     upstreams: list[str]
+    link: Link  # between the third server and PostgreSQL
 
     def log(self) -> list[list[str]]:
         """The access log's lines: the client's X-Test-Run, method, path, status, the server(s) nginx passed the
@@ -311,9 +368,11 @@ def balancer(pg_dsn, tmp_path_factory):  # noqa: F811
     schema = f"t{uuid.uuid4().hex[:10]}_deploy"
     base = tmp_path_factory.mktemp("deploy")
     roots = [base / f"machine{i}" for i in range(3)]
-    for root in roots:  # the page's section 3: `pps init` on the first, its token file copied to the others
+    link = Link(pg_dsn)  # the third server reaches PostgreSQL through a link the tests may cut
+    for root, dsn in zip(roots, [pg_dsn, pg_dsn, link.dsn], strict=True):
+        # the page's section 3: `pps init` on the first, its token file copied to the others
         root.mkdir()
-        init_entity(root, u.instance, "postgres,explorer,http", "[postgres]", f"dsn = {pg_dsn!r}",
+        init_entity(root, u.instance, "postgres,explorer,http", "[postgres]", f"dsn = {dsn!r}",
                     f"schema = {schema!r}")
     for root in roots[1:]:
         shutil.copyfile(roots[0] / u.instance / "token", root / u.instance / "token")
@@ -356,8 +415,10 @@ def balancer(pg_dsn, tmp_path_factory):  # noqa: F811
                 pass
             assert proc.poll() is None and time.monotonic() < deadline, (folder / "error.log").read_text()
             time.sleep(0.05)
-        yield Balancer(url=url, host=host, verify=verify, folder=folder, servers=servers, upstreams=upstreams)
+        yield Balancer(url=url, host=host, verify=verify, folder=folder, servers=servers, upstreams=upstreams,
+                       link=link)
     finally:
+        link.cut()
         if proc is not None:
             proc.terminate()
             proc.wait(30)
@@ -485,12 +546,51 @@ def test_the_balancer_passes_every_body_the_servers_take_and_refuses_larger_ones
 
 
 def test_a_stopped_server_is_passed_over(balancer):
-    """Last in this module: it stops a server. Calls through the balancer go on (``proxy_next_upstream error``)."""
-    balancer.servers[2].stop()
+    """It stops the first server (for the rest of this module). Calls through the balancer go on: nginx sends them
+    to another server (``proxy_next_upstream error``: a connection refused, so nothing was sent)."""
+    balancer.servers[0].stop()
+    run = uuid.uuid4().hex
     token = {"Authorization": f"Bearer {balancer.token()}"}
-    with balancer.client() as http:
+    with balancer.client(run) as http:
         for i in range(6):
             stored = http.post("/tools/store_message", headers=token, json={
                 "content": f"one server down, turn {i}", "author_name": "Jeff", "channel": "terminal"})
             assert stored.status_code == 200, stored.text
         assert http.get("/ready").status_code == 200
+    down = balancer.upstreams[0]
+    assert any(e.startswith(f"{down}, ") for e in passed_to(balancer, run, "/tools/store_message", 6))  # tried
+
+
+def test_a_server_that_is_not_ready_is_passed_over(balancer):
+    """Last in this module. The third server loses PostgreSQL (the others keep it). A call (a POST, which nginx
+    never sends twice) that reaches it gets its 503 (``unavailable``, never a 502 or a page of nginx's), and sent
+    again at once it goes to another server (``proxy_next_upstream ... http_503`` with ``max_fails=1``: out of
+    rotation for ``fail_timeout``); ``/ready`` through the balancer stays 200."""
+    run = uuid.uuid4().hex
+    token = {"Authorization": f"Bearer {balancer.token()}"}
+    balancer.link.cut()
+    lost = balancer.servers[2]
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{lost.url}/ready", timeout=30).status_code != 503:  # it knows (the pool's connections cut)
+        assert time.monotonic() < deadline, "the server never noticed PostgreSQL was gone"
+        time.sleep(0.1)
+    with balancer.client(run) as http:
+        answers = []
+        for i in range(6):  # round robin: the third server's turn comes
+            turn = {"content": f"one server without its database, turn {i}", "author_name": "Jeff",
+                    "channel": "terminal"}
+            stored = http.post("/tools/store_message", headers=token, json=turn)
+            answers.append(stored.status_code)
+            if stored.status_code == 503:
+                assert stored.json()["error"] == "unavailable", stored.text
+                again = http.post("/tools/store_message", headers=token, json=turn)
+                assert again.status_code == 200, again.text
+                break
+            assert stored.status_code == 200, stored.text
+        assert answers[-1] == 503, answers
+        for _ in range(6):
+            ready = http.get("/ready")
+            assert ready.status_code == 200 and ready.json()["ready"] is True, ready.text
+    sent = passed_to(balancer, run, "/tools/store_message", len(answers) + 1)
+    there = lost.url.removeprefix("http://")
+    assert [e.split(", ")[-1] == there for e in sent if there in e] == [True], sent  # its 503 was not sent on
