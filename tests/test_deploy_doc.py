@@ -369,12 +369,14 @@ def balancer(pg_dsn, tmp_path_factory):  # noqa: F811
     base = tmp_path_factory.mktemp("deploy")
     roots = [base / f"machine{i}" for i in range(3)]
     link = Link(pg_dsn)  # the third server reaches PostgreSQL through a link the tests may cut
-    for root, dsn in zip(roots, [pg_dsn, pg_dsn, link.dsn], strict=True):
-        # the page's section 3: `pps init` on the first, its token file copied to the others
+
+    def init(root: Path, dsn: str) -> None:
         root.mkdir()
-        init_entity(root, u.instance, "postgres,explorer,http", "[postgres]", f"dsn = {dsn!r}",
-                    f"schema = {schema!r}")
-    for root in roots[1:]:
+        init_entity(root, u.instance, "postgres,explorer,http", "[postgres]", f"dsn = {dsn!r}", f"schema = {schema!r}")
+
+    with ThreadPoolExecutor(3) as pool:
+        list(pool.map(init, roots, [pg_dsn, pg_dsn, link.dsn]))
+    for root in roots[1:]:  # the page's section 3: the first home's token file copied to the others
         shutil.copyfile(roots[0] / u.instance / "token", root / u.instance / "token")
 
     def start(root: Path):
@@ -422,8 +424,8 @@ def balancer(pg_dsn, tmp_path_factory):  # noqa: F811
         if proc is not None:
             proc.terminate()
             proc.wait(30)
-        for server in servers:
-            server.stop()
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(lambda server: server.stop(), servers))
         shutil.rmtree(folder, ignore_errors=True)
         with psycopg.connect(pg_dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
