@@ -48,7 +48,6 @@ DEPLOY = (REPO / "docs" / "DEPLOY.md").read_text()
 PPS = str(Path(sys.executable).parent / "pps")
 NGINX = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.path.exists(p)), None)
 OPENSSL = shutil.which("openssl")
-ENTITY = "lyra"
 
 
 def fenced(lang: str) -> str:
@@ -337,6 +336,7 @@ class Balancer:
     servers: list
     upstreams: list[str]
     link: Link  # between the third server and PostgreSQL
+    entity: str  # the unit's instance
 
     def log(self) -> list[list[str]]:
         """The access log's lines: the client's X-Test-Run, method, path, status, the server(s) nginx passed the
@@ -349,7 +349,7 @@ class Balancer:
         return httpx.Client(verify=self.verify, headers=headers, timeout=60, **kw)
 
     def token(self) -> str:
-        return self.servers[0].token(ENTITY)
+        return self.servers[0].token(self.entity)
 
 
 def _certificate(folder: Path, host: str) -> tuple[Path, Path]:
@@ -418,7 +418,7 @@ def balancer(pg_dsn, tmp_path_factory):  # noqa: F811
             assert proc.poll() is None and time.monotonic() < deadline, (folder / "error.log").read_text()
             time.sleep(0.05)
         yield Balancer(url=url, host=host, verify=verify, folder=folder, servers=servers, upstreams=upstreams,
-                       link=link)
+                       link=link, entity=u.instance)
     finally:
         link.cut()
         if proc is not None:
@@ -506,7 +506,7 @@ def test_rest_calls_and_readiness_through_the_balancer(balancer):
 
 def test_an_explorer_login_through_the_balancer_holds_on_every_server(balancer):
     run = uuid.uuid4().hex
-    with balancer.client(run, base_url=f"{balancer.url}/ui/{ENTITY}") as browser:
+    with balancer.client(run, base_url=f"{balancer.url}/ui/{balancer.entity}") as browser:
         form = browser.get("/login")
         nonce = re.search(r'name="nonce" value="([^"]+)"', form.text).group(1)
         answer = browser.post("/login", data={"nonce": nonce, "token": balancer.token()},
@@ -517,8 +517,8 @@ def test_an_explorer_login_through_the_balancer_holds_on_every_server(balancer):
         csrf = re.search(r'name="csrf-token" content="([^"]+)"', pages[0].text).group(1)
         assert browser.post("/logout", data={"csrf": csrf}).status_code == 303
         after = [browser.get("/timeline") for _ in range(3)]
-        assert [(p.status_code, p.headers.get("location")) for p in after] == [(303, f"/ui/{ENTITY}/login")] * 3
-    assert set(passed_to(balancer, run, f"/ui/{ENTITY}/timeline", 6)) == set(balancer.upstreams)
+        assert [(p.status_code, p.headers.get("location")) for p in after] == [(303, f"/ui/{balancer.entity}/login")] * 3
+    assert set(passed_to(balancer, run, f"/ui/{balancer.entity}/timeline", 6)) == set(balancer.upstreams)
 
 
 def test_the_balancer_passes_every_body_the_servers_take_and_refuses_larger_ones_itself(balancer):
