@@ -385,6 +385,8 @@ def balancer(pg_dsn, tmp_path_factory):  # noqa: F811
         args = argv[3:]
         args[args.index("--host") + 1] = "127.0.0.1"  # three on one machine: loopback, each its own port
         args[args.index("--port") + 1] = "0"
+        assert "FORWARDED_ALLOW_IPS" in env, "the unit names the balancer, whose X-Forwarded-Proto is believed"
+        env["FORWARDED_ALLOW_IPS"] = "127.0.0.1"  # the balancer's address on this machine
         from pps_core.testing.server import pps_env
 
         return start_server(root, *args, env=pps_env(root, **env), program=(argv[0],), cwd=Path("/"))
@@ -512,6 +514,8 @@ def test_an_explorer_login_through_the_balancer_holds_on_every_server(balancer):
         answer = browser.post("/login", data={"nonce": nonce, "token": balancer.token()},
                               headers={"Origin": f"https://{balancer.host}"})
         assert answer.status_code == 303, answer.text
+        cookie = next(c for c in answer.headers.get_list("set-cookie") if c.startswith("pps_ui_session="))
+        assert "; Secure" in cookie, cookie  # the browser reached https: the cookie never goes over plain http
         pages = [browser.get("/timeline") for _ in range(3)]
         assert [p.status_code for p in pages] == [200] * 3, [p.headers.get("location") for p in pages]
         csrf = re.search(r'name="csrf-token" content="([^"]+)"', pages[0].text).group(1)
