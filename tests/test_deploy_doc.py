@@ -172,7 +172,7 @@ print(json.dumps(seen))
 """
 
 
-def test_the_unit_serves_the_entity_as_systemd_runs_it(pg_dsn, tmp_path):  # noqa: F811
+def test_the_unit_serves_the_entity_as_systemd_runs_it(pg_dsn):  # noqa: F811
     """The unit's ExecStart, as systemd runs it, serves the entity it names (``%i``): alive and ready."""
     u = unit()
     root = Path(tempfile.mkdtemp(prefix="pps-unit-"))  # not under pytest's 0700 tmp: see pps_postgres.testing
