@@ -8,7 +8,7 @@ STAMP := $(VENV)/.pps-installed
 # Quiet the build backend's advice about editable installs; real errors still fail the build.
 PIP := PYTHONWARNINGS=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/pip
 
-.PHONY: install test demo lint bench dist clean chromium pgbouncer
+.PHONY: install test demo lint bench dist clean chromium pgbouncer nginx
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -19,7 +19,7 @@ $(STAMP): $(BIN)/python requirements-dev.txt pyproject.toml $(wildcard plugins/*
 	$(PIP) install -q --no-build-isolation -e . $(foreach p,$(PLUGINS),-e $(p))
 	touch $(STAMP)
 
-install: $(STAMP) chromium pgbouncer
+install: $(STAMP) chromium pgbouncer nginx
 
 # The memory explorer's browser tests drive Debian's headless Chromium (never a downloaded browser):
 # installed here when missing and we are root or may sudo; otherwise those tests skip, saying why.
@@ -40,6 +40,17 @@ pgbouncer:
 	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
 		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null; \
 	else echo "pgbouncer is missing and cannot be installed here (not root, no sudo): its test will skip"; fi
+
+# docs/DEPLOY.md's load balancer runs in tests/test_deploy_doc.py: Debian's nginx in front of three servers on
+# loopback, openssl for its test certificate; installed here as chromium is, otherwise those tests skip, saying why.
+nginx:
+	@{ { command -v nginx || test -x /usr/sbin/nginx; } && command -v openssl; } >/dev/null 2>&1 || \
+	! command -v apt-get >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light openssl >/dev/null; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then \
+		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light openssl >/dev/null; \
+	else echo "nginx is missing and cannot be installed here (not root, no sudo): the load balancer tests will skip"; fi
 
 # Claude Code's own CLI, only to run `claude plugin validate` on the repo's Claude Code plugin in a test
 # (offline, no account). Skipped with a note when npm is missing.
