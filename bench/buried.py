@@ -38,6 +38,7 @@ from pps_turns import retrieval  # noqa
 CHANIDF = ""
 CHOSEN: list = []  # the channel the search's second pass chose for the question being asked (``--chanidf chosen``)
 CALIBRATE = retrieval.calibrate
+LEXICAL: dict[str, list[int]] = {}  # per variant/mode, each question's count of lexical candidates (whole history)
 
 
 def variants(names):
@@ -194,6 +195,17 @@ async def run(memory, convs, cfgs, modes, own_channel, chan_of=lambda c: None):
         stats.chosen_only = "chosen" in parts
         stats.lex_chosen = "lexchosen" in parts
         stats.install(raw)
+    store = raw.retriever.store
+    lexical_turns = store.lexical_turns
+    lexn: list[int] = []  # the whole-history lexical candidate sets of the question being asked, by size
+
+    async def counted(terms, n, channel=None, budget=0):
+        scores = await lexical_turns(terms, n, channel, budget)
+        if channel is None:
+            lexn.append(len(scores))
+        return scores
+
+    store.lexical_turns = counted
     await raw.retriever.search("warm up", 10)
     out = {}
     share = {}
@@ -205,9 +217,12 @@ async def run(memory, convs, cfgs, modes, own_channel, chan_of=lambda c: None):
             for name, cfg in cfgs.items():
                 for mode in modes:
                     key = f"{name}/{mode}"
+                    lexn.clear()
                     t0 = time.perf_counter()
                     got = await ask(raw, q["question"], cfg, mode, chan_of(conv))
                     lat.setdefault(key, []).append((time.perf_counter() - t0) * 1000)
+                    # -1: no lexical pass over the whole history (no words to look up, or a channel-only mode)
+                    LEXICAL.setdefault(key, []).append(lexn[0] if lexn else -1)
                     ranked = []
                     sh = share.setdefault(key, {"own": 0, "other": 0, "syn": 0})
                     for t in got:
@@ -229,6 +244,12 @@ def report(tag, out, share, lat):
               f"{sh['other']/tot:.0%} syn {sh['syn']/tot:.0%} n/q {tot/len(rows):.1f}  p50 {ls[len(ls)//2]:.0f}ms "
               f"p95 {ls[int(len(ls) * 0.95)]:.0f}ms",
               flush=True)
+        n = LEXICAL.get(key, [])
+        if n and tag == "buried":
+            asked = [k for k in n if k >= 0]
+            print(f"{'':<7} {key:<28} lexical candidates: none for {sum(1 for k in asked if k == 0)} of "
+                  f"{len(asked)} questions with words (no words: {len(n) - len(asked)}); mean "
+                  f"{sum(asked) / max(1, len(asked)):.1f}", flush=True)
 
 
 async def main():
@@ -257,6 +278,9 @@ async def main():
                                         lambda c: f"locomo:{c['id']}")
             report("buried", out, share, lat)
             results["buried"] = {k: aggregate([s for _c, s in v])["r@10"] for k, v in out.items()}
+            results["buried_mrr"] = {k: aggregate([s for _c, s in v])["mrr"] for k, v in out.items()}
+            results["buried_lexical"] = dict(LEXICAL)  # per question, in order: its lexical candidate count
+            results["buried_scores"] = {k: [s for _c, s in v] for k, v in out.items()}
     if args.alone:
         allout, allshare, alllat = {}, {}, {}
         for conv in convs:
