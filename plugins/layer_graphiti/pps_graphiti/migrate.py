@@ -73,6 +73,16 @@ async def _page(cls, graph, **kw: Any) -> list[Any]:
         return []
 
 
+def _drop_ends(edge) -> None:
+    """graphiti's FalkorDB save stores its own parameters ``source_uuid`` / ``target_uuid`` on the relationship,
+    and its reader hands every property it does not know back as an attribute: the edge's ends are not
+    attributes, and carried into Kuzu they would be (``attributes`` JSON)."""
+    attrs = edge.attributes or {}
+    for key, end in (("source_uuid", edge.source_node_uuid), ("target_uuid", edge.target_node_uuid)):
+        if attrs.get(key) == end:
+            del attrs[key]
+
+
 async def read_all(graph, kind: Kind) -> list[Any]:
     """Every object of one kind in the graph's partition, with embeddings, in pages of PAGE.
 
@@ -94,6 +104,9 @@ async def read_all(graph, kind: Kind) -> list[Any]:
                 return list(out.values())
             raise
         fresh = [obj for obj in page if obj.uuid not in out]
+        if kind.cls == "EntityEdge":
+            for obj in fresh:
+                _drop_ends(obj)
         if kind.embedding:
             for obj in fresh:
                 await getattr(obj, kind.embedding)(graph.driver)
@@ -110,19 +123,62 @@ def _stamp(value) -> str | None:
     return v.isoformat() if v is not None else None
 
 
-def fingerprint(kind: Kind, objs: list[Any]) -> set[tuple]:
-    """What must survive the move, per object: its uuid, its text, its ends and times (facts: valid, invalid,
-    expired; episodes: valid)."""
+def _vector(values) -> int | None:
+    """An embedding compared at float32 precision (every engine stores float32)."""
+    if values is None:
+        return None
+    import struct
+
+    return hash(struct.pack(f"{len(values)}f", *values))
+
+
+def _attrs(value) -> str:
+    import json
+
+    return json.dumps(value or {}, sort_keys=True, default=str)
+
+
+def fields(kind: Kind, o: Any) -> dict[str, Any]:
+    """What must survive the move, per object: its uuid, its text, its ends, times, attributes, labels and
+    embedding (facts: created, valid, invalid, expired; episodes: created, valid, source, the facts it gave)."""
     if kind.cls == "EntityEdge":
-        return {(o.uuid, o.source_node_uuid, o.target_node_uuid, o.name, o.fact, tuple(sorted(o.episodes or [])),
-                 _stamp(o.valid_at), _stamp(o.invalid_at), _stamp(o.expired_at)) for o in objs}
+        return {"uuid": o.uuid, "source": o.source_node_uuid, "target": o.target_node_uuid, "name": o.name,
+                "fact": o.fact, "episodes": tuple(sorted(o.episodes or [])), "created_at": _stamp(o.created_at),
+                "valid_at": _stamp(o.valid_at), "invalid_at": _stamp(o.invalid_at),
+                "expired_at": _stamp(o.expired_at), "reference_time": _stamp(o.reference_time),
+                "attributes": _attrs(o.attributes), "fact_embedding": _vector(o.fact_embedding)}
     if kind.cls == "EpisodicNode":
-        return {(o.uuid, o.name, o.content, _stamp(o.valid_at)) for o in objs}
+        return {"uuid": o.uuid, "name": o.name, "content": o.content, "created_at": _stamp(o.created_at),
+                "valid_at": _stamp(o.valid_at), "source": o.source.value, "source_description": o.source_description,
+                "entity_edges": tuple(sorted(o.entity_edges or []))}
     if kind.cls == "EntityNode":
-        return {(o.uuid, o.name, o.summary, tuple(sorted(o.labels or []))) for o in objs}
+        return {"uuid": o.uuid, "name": o.name, "summary": o.summary, "labels": tuple(sorted(o.labels or [])),
+                "created_at": _stamp(o.created_at), "attributes": _attrs(o.attributes),
+                "name_embedding": _vector(o.name_embedding)}
     if kind.module == "edges":
-        return {(o.uuid, o.source_node_uuid, o.target_node_uuid) for o in objs}
-    return {(o.uuid, o.name) for o in objs}
+        return {"uuid": o.uuid, "source": o.source_node_uuid, "target": o.target_node_uuid,
+                "created_at": _stamp(o.created_at)}
+    return {"uuid": o.uuid, "name": o.name, "created_at": _stamp(o.created_at)}
+
+
+def fingerprint(kind: Kind, objs: list[Any]) -> set[tuple]:
+    """Every object's :func:`fields`, comparable as a set."""
+    return {tuple(fields(kind, o).values()) for o in objs}
+
+
+def differences(kind: Kind, want: list[Any], got: list[Any]) -> str:
+    """Which fields differ, for the problem line: ``fact_embedding (600), attributes (86)``."""
+    from collections import Counter
+
+    moved = {o.uuid: fields(kind, o) for o in got}
+    seen: Counter[str] = Counter()
+    for o in want:
+        a, b = fields(kind, o), moved.get(o.uuid)
+        if b is None:
+            seen["missing"] += 1
+        else:
+            seen.update(k for k in a if a[k] != b[k])
+    return ", ".join(f"{k} ({n})" for k, n in seen.most_common())
 
 
 async def copy_graph(source, target, bar=None) -> dict[str, Any]:
@@ -143,7 +199,8 @@ async def copy_graph(source, target, bar=None) -> dict[str, Any]:
         report["copied"][kind.name] = len(moved)
         if len(moved) != len(found[kind.name]) or want != got:
             report["problems"].append(f"{kind.name}: {len(found[kind.name])} in the source, {len(moved)} in the "
-                                      f"target, {len(want - got)} missing or changed")
+                                      f"target, {len(want - got)} missing or changed: "
+                                      + differences(kind, found[kind.name], moved))
     return report
 
 
