@@ -166,6 +166,10 @@ async def main() -> None:
                   f"written: {same}; novelty carried: {carried}; top-10 overlap hybrid {hybrid:.2f}, cosine half "
                   f"{cosine:.2f}", flush=True)
 
+    print("\nthe same engine before and after a round trip through the others (top-10 overlap, hybrid / cosine):")
+    for a, b in ((0, 3), (0, 6), (2, 4), (1, 5)):
+        print(f"  {CHAIN[b][0]} (step {b}) vs {CHAIN[a][0]} (step {a}): {bench_graph.overlap(states[b][0], states[a][0]):.2f}"
+              f" / {bench_graph.overlap(states[b][1], states[a][1]):.2f}")
     print("\n| pair | seconds | items/s | entities | facts | episodes | mentions | every field as written | "
           "novelty | top-10 overlap (hybrid) | (cosine half) |")
     print("|---|--:|--:|--:|--:|--:|--:|:-:|:-:|--:|--:|")

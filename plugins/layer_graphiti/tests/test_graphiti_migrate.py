@@ -284,3 +284,56 @@ async def test_migrate_every_pair_of_engines_at_size_keeps_every_item_once(falko
                 await moved.close()
     finally:
         servers[2].stop()
+
+
+async def test_the_same_query_finds_the_same_facts_and_entities_after_a_move_to_falkordb(falkordb_server, tmp_path):
+    """The cosine half of the hybrid searches keeps what is within graphiti's 0.6 of the query. On Kuzu that is
+    the cosine similarity; on FalkorDB graphiti's formula is (2 - cosine distance) / 2, so 0.6 let in every fact
+    and entity with a cosine above 0.2, and a moved graph answered the same query with more (issue 36's top-10
+    overlap). Texts share no word with the query, so only the vectors decide."""
+    from datetime import datetime
+
+    from pps_graphiti import migrate as mig
+    from pps_graphiti.graph import Graph
+    from pps_graphiti.settings import GraphitiSettings
+    from pps_llm.settings import LLMSettings
+
+    dim, gid, home = 16, "lyra", tmp_path / "lyra"
+    home.mkdir()
+    query = [1.0] + [0.0] * (dim - 1)
+
+    def at(cos: float) -> list[float]:  # a unit vector at this cosine from the query
+        return [cos, (1 - cos * cos) ** 0.5] + [0.0] * (dim - 2)
+
+    class Fixed:
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            return [query for _ in texts]
+
+    day = datetime(2026, 3, 1, 9, 30)
+    cosines = {"near": 0.9, "middle": 0.45, "far": 0.1}
+    nodes = [{"uuid": f"00000000-0000-4000-8000-00000000000{i}", "name": f"zq{name}", "group_id": gid,
+              "created_at": day, "vec": at(cos), "summary": "", "labels": ["Entity"], "attributes": "{}"}
+             for i, (name, cos) in enumerate(cosines.items())]
+    facts = [{"uuid": f"00000000-0000-4000-9000-00000000000{i}", "s": nodes[i]["uuid"], "t": nodes[(i + 1) % 3]["uuid"],
+              "name": "LINKS", "fact": f"xv {name} wk", "group_id": gid, "created_at": day, "valid_at": day,
+              "invalid_at": None, "expired_at": None, "episodes": [], "vec": at(cos), "attributes": "{}"}
+             for i, (name, cos) in enumerate(cosines.items())]
+    kuzu, falkor = GraphitiSettings(driver="kuzu"), GraphitiSettings(driver="falkordb", port=falkordb_server.port)
+    graph = Graph(kuzu, home, gid, Fixed(), LLMSettings())
+    try:
+        await graph.ensure_indexes()
+        await graph.query(RICH_NODES, rows=nodes)
+        await graph.query(RICH_EDGES, rows=facts)
+    finally:
+        await graph.close()
+    assert (await mig.migrate(home, gid, kuzu, falkor, LLMSettings()))["problems"] == []
+    found = {}
+    for settings in (kuzu, falkor):
+        graph = Graph(settings, home, gid, Fixed(), LLMSettings())
+        try:
+            found[settings.driver] = ([e.fact for e in await graph.hybrid_edges("lighthouse lamp", 10)],
+                                      [n.name for n in await graph.hybrid_nodes("lighthouse lamp", 10)])
+        finally:
+            await graph.close()
+    assert found["kuzu"] == (["xv near wk"], ["zqnear"])
+    assert found["falkordb"] == found["kuzu"]
