@@ -1,9 +1,10 @@
 """``pps graph migrate --to falkordb|neo4j|kuzu``: move an entity's graph from its configured driver to another.
 
 Everything graphiti keeps for the entity's partition is copied with its stored embeddings (no embedder, no LLM):
-entities, facts (with their validity times), episodes, the episodes' mentions, communities and sagas, in pages,
-with graphiti's own model objects (each driver writes them its way). Then both graphs are counted kind by kind
-and the facts' and episodes' times compared; any difference fails the command. The source is left as it was, and
+entities, facts (with their validity times), episodes, the episodes' mentions, communities and sagas, read in
+pages as graphiti's own model objects and written in batches with the properties graphiti's own saves write (one
+by one where the engine takes no batch: Neo4j, communities, sagas). Then both graphs are counted kind by kind and
+every object compared field by field (times, attributes, labels, embeddings); any difference fails the command. The source is left as it was, and
 a target that already holds this entity's partition is refused (nothing is merged or overwritten). Afterwards
 ``[graphiti]`` in pps.toml is switched by hand (the command prints the lines).
 
