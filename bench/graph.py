@@ -66,7 +66,7 @@ async def cosine_top10(graph, query: str) -> list[str]:
     vector = await graph.embed_query(query)
     if graph.kind == "falkordb":
         cypher = ("MATCH (:Entity)-[e:RELATES_TO]->(:Entity) WHERE e.group_id = $group_id "
-                  "WITH e, (2 - vec.cosineDistance(e.fact_embedding, vecf32($vector))) / 2 AS score "
+                  "WITH e, 1 - vec.cosineDistance(e.fact_embedding, vecf32($vector)) AS score "
                   "WHERE score > 0.6 RETURN e.uuid AS uuid ORDER BY score DESC, uuid LIMIT 10")
     else:
         cypher = ("MATCH (e:RelatesToNode_) WHERE e.group_id = $group_id WITH e, array_cosine_similarity("

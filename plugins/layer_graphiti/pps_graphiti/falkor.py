@@ -38,6 +38,12 @@ def record_attributes(record: dict[str, Any]) -> dict[str, Any]:
     return record
 
 
+#: The cosine half keeps what is above ``SIM_MIN_SCORE`` in cosine similarity (``1 - cosine distance``), as on
+#: Kuzu and LadybugDB (``array_cosine_similarity``). graphiti's FalkorDB query scores ``(2 - distance) / 2``, on
+#: which the same 0.6 keeps every cosine above 0.2: a graph moved between engines answered the same query with
+#: other facts (issue 36).
+
+
 async def hybrid_edges(graph, query: str, limit: int) -> list:
     from graphiti_core.search.search_utils import fulltext_query, rrf
 
@@ -57,7 +63,7 @@ async def hybrid_edges(graph, query: str, limit: int) -> list:
 
     lexical, cosine = await asyncio.gather(bm25(), graph.query(
         "MATCH (:Entity)-[e:RELATES_TO]->(:Entity) WHERE e.group_id = $group_id "
-        "WITH e, (2 - vec.cosineDistance(e.fact_embedding, vecf32($vector))) / 2 AS score "
+        "WITH e, 1 - vec.cosineDistance(e.fact_embedding, vecf32($vector)) AS score "
         "WHERE score > $min_score RETURN e.uuid AS uuid ORDER BY score DESC LIMIT $limit",
         group_id=graph.group_id, vector=vector, min_score=SIM_MIN_SCORE, limit=n))
     ranked, _scores = rrf([[r["uuid"] for r in lexical], [r["uuid"] for r in cosine]])
@@ -101,7 +107,7 @@ async def hybrid_nodes(graph, query: str, limit: int) -> list:
 
     lexical, cosine = await asyncio.gather(bm25(), graph.query(
         "MATCH (n:Entity) WHERE n.group_id = $group_id "
-        "WITH n, (2 - vec.cosineDistance(n.name_embedding, vecf32($vector))) / 2 AS score "
+        "WITH n, 1 - vec.cosineDistance(n.name_embedding, vecf32($vector)) AS score "
         "WHERE score > $min_score RETURN n.uuid AS uuid ORDER BY score DESC LIMIT $limit",
         group_id=graph.group_id, vector=vector, min_score=SIM_MIN_SCORE, limit=n))
     ranked, _scores = rrf([[r["uuid"] for r in lexical], [r["uuid"] for r in cosine]])

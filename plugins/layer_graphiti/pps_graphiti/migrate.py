@@ -1,9 +1,10 @@
 """``pps graph migrate --to falkordb|neo4j|kuzu``: move an entity's graph from its configured driver to another.
 
 Everything graphiti keeps for the entity's partition is copied with its stored embeddings (no embedder, no LLM):
-entities, facts (with their validity times), episodes, the episodes' mentions, communities and sagas, in pages,
-with graphiti's own model objects (each driver writes them its way). Then both graphs are counted kind by kind
-and the facts' and episodes' times compared; any difference fails the command. The source is left as it was, and
+entities, facts (with their validity times), episodes, the episodes' mentions, communities and sagas, read in
+pages as graphiti's own model objects and written in batches with the properties graphiti's own saves write (one
+by one where the engine takes no batch: Neo4j, communities, sagas). Then both graphs are counted kind by kind and
+every object compared field by field (times, attributes, labels, embeddings); any difference fails the command. The source is left as it was, and
 a target that already holds this entity's partition is refused (nothing is merged or overwritten). Afterwards
 ``[graphiti]`` in pps.toml is switched by hand (the command prints the lines).
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +75,16 @@ async def _page(cls, graph, **kw: Any) -> list[Any]:
         return []
 
 
+def _drop_ends(edge) -> None:
+    """graphiti's FalkorDB save stores its own parameters ``source_uuid`` / ``target_uuid`` on the relationship,
+    and its reader hands every property it does not know back as an attribute: the edge's ends are not
+    attributes, and carried into Kuzu they would be (``attributes`` JSON)."""
+    attrs = edge.attributes or {}
+    for key, end in (("source_uuid", edge.source_node_uuid), ("target_uuid", edge.target_node_uuid)):
+        if attrs.get(key) == end:
+            del attrs[key]
+
+
 async def read_all(graph, kind: Kind) -> list[Any]:
     """Every object of one kind in the graph's partition, with embeddings, in pages of PAGE.
 
@@ -94,6 +106,9 @@ async def read_all(graph, kind: Kind) -> list[Any]:
                 return list(out.values())
             raise
         fresh = [obj for obj in page if obj.uuid not in out]
+        if kind.cls == "EntityEdge":
+            for obj in fresh:
+                _drop_ends(obj)
         if kind.embedding:
             for obj in fresh:
                 await getattr(obj, kind.embedding)(graph.driver)
@@ -110,19 +125,187 @@ def _stamp(value) -> str | None:
     return v.isoformat() if v is not None else None
 
 
-def fingerprint(kind: Kind, objs: list[Any]) -> set[tuple]:
-    """What must survive the move, per object: its uuid, its text, its ends and times (facts: valid, invalid,
-    expired; episodes: valid)."""
+def _vector(values) -> int | None:
+    """An embedding compared at float32 precision (every engine stores float32)."""
+    if values is None:
+        return None
+    import struct
+
+    return hash(struct.pack(f"{len(values)}f", *values))
+
+
+def _attrs(value) -> str:
+    import json
+
+    return json.dumps(value or {}, sort_keys=True, default=str)
+
+
+def fields(kind: Kind, o: Any) -> dict[str, Any]:
+    """What must survive the move, per object: its uuid, its text, its ends, times, attributes, labels and
+    embedding (facts: created, valid, invalid, expired; episodes: created, valid, source, the facts it gave)."""
     if kind.cls == "EntityEdge":
-        return {(o.uuid, o.source_node_uuid, o.target_node_uuid, o.name, o.fact, tuple(sorted(o.episodes or [])),
-                 _stamp(o.valid_at), _stamp(o.invalid_at), _stamp(o.expired_at)) for o in objs}
+        return {"uuid": o.uuid, "source": o.source_node_uuid, "target": o.target_node_uuid, "name": o.name,
+                "fact": o.fact, "episodes": tuple(sorted(o.episodes or [])), "created_at": _stamp(o.created_at),
+                "valid_at": _stamp(o.valid_at), "invalid_at": _stamp(o.invalid_at),
+                "expired_at": _stamp(o.expired_at), "reference_time": _stamp(o.reference_time),
+                "attributes": _attrs(o.attributes), "fact_embedding": _vector(o.fact_embedding)}
     if kind.cls == "EpisodicNode":
-        return {(o.uuid, o.name, o.content, _stamp(o.valid_at)) for o in objs}
+        return {"uuid": o.uuid, "name": o.name, "content": o.content, "created_at": _stamp(o.created_at),
+                "valid_at": _stamp(o.valid_at), "source": o.source.value, "source_description": o.source_description,
+                "entity_edges": tuple(sorted(o.entity_edges or []))}
     if kind.cls == "EntityNode":
-        return {(o.uuid, o.name, o.summary, tuple(sorted(o.labels or []))) for o in objs}
+        return {"uuid": o.uuid, "name": o.name, "summary": o.summary, "labels": tuple(sorted(o.labels or [])),
+                "created_at": _stamp(o.created_at), "attributes": _attrs(o.attributes),
+                "name_embedding": _vector(o.name_embedding)}
     if kind.module == "edges":
-        return {(o.uuid, o.source_node_uuid, o.target_node_uuid) for o in objs}
-    return {(o.uuid, o.name) for o in objs}
+        return {"uuid": o.uuid, "source": o.source_node_uuid, "target": o.target_node_uuid,
+                "created_at": _stamp(o.created_at)}
+    return {"uuid": o.uuid, "name": o.name, "created_at": _stamp(o.created_at)}
+
+
+def fingerprint(kind: Kind, objs: list[Any]) -> set[tuple]:
+    """Every object's :func:`fields`, comparable as a set."""
+    return {tuple(fields(kind, o).values()) for o in objs}
+
+
+def differences(kind: Kind, want: list[Any], got: list[Any]) -> str:
+    """Which fields differ, for the problem line: ``fact_embedding (600), attributes (86)``."""
+    from collections import Counter
+
+    moved = {o.uuid: fields(kind, o) for o in got}
+    seen: Counter[str] = Counter()
+    for o in want:
+        a, b = fields(kind, o), moved.get(o.uuid)
+        if b is None:
+            seen["missing"] += 1
+        else:
+            seen.update(k for k in a if a[k] != b[k])
+    return ", ".join(f"{k} ({n})" for k, n in seen.most_common())
+
+
+#: Objects per statement where the target takes them in batches (Kuzu, LadybugDB, FalkorDB: entities, facts,
+#: episodes, mentions); one statement is one transaction.
+BATCH = 500
+
+#: graphiti's single saves on Kuzu (``EntityNode.save``, ``EntityEdge.save``, ``EpisodicNode.save``,
+#: ``EpisodicEdge.save``: the same MERGE and SETs) over a batch of rows. A field that is None in every row of a
+#: batch reaches Kuzu as a STRING null, hence the casts.
+KUZU_BATCH = {
+    "EntityNode": """UNWIND $rows AS r MERGE (n:Entity {uuid: r.uuid})
+        SET n.name = r.name, n.group_id = r.group_id, n.labels = CAST(r.labels AS STRING[]),
+            n.created_at = CAST(r.created_at AS TIMESTAMP), n.name_embedding = CAST(r.name_embedding AS FLOAT[]),
+            n.summary = r.summary, n.attributes = r.attributes""",
+    "EntityEdge": """UNWIND $rows AS r MATCH (source:Entity {uuid: r.source_uuid}) MATCH (target:Entity {uuid: r.target_uuid})
+        MERGE (source)-[:RELATES_TO]->(e:RelatesToNode_ {uuid: r.uuid})-[:RELATES_TO]->(target)
+        SET e.group_id = r.group_id, e.created_at = CAST(r.created_at AS TIMESTAMP), e.name = r.name, e.fact = r.fact,
+            e.fact_embedding = CAST(r.fact_embedding AS FLOAT[]), e.episodes = CAST(r.episodes AS STRING[]),
+            e.expired_at = CAST(r.expired_at AS TIMESTAMP), e.valid_at = CAST(r.valid_at AS TIMESTAMP),
+            e.invalid_at = CAST(r.invalid_at AS TIMESTAMP), e.reference_time = CAST(r.reference_time AS TIMESTAMP),
+            e.attributes = r.attributes""",
+    "EpisodicNode": """UNWIND $rows AS r MERGE (n:Episodic {uuid: r.uuid})
+        SET n.name = r.name, n.group_id = r.group_id, n.created_at = CAST(r.created_at AS TIMESTAMP),
+            n.source = r.source, n.source_description = r.source_description, n.content = r.content,
+            n.valid_at = CAST(r.valid_at AS TIMESTAMP), n.entity_edges = CAST(r.entity_edges AS STRING[])""",
+    "EpisodicEdge": """UNWIND $rows AS r MATCH (episode:Episodic {uuid: r.episode_uuid})
+        MATCH (node:Entity {uuid: r.entity_uuid}) MERGE (episode)-[e:MENTIONS {uuid: r.uuid}]->(node)
+        SET e.group_id = r.group_id, e.created_at = CAST(r.created_at AS TIMESTAMP)""",
+}
+#: The same on FalkorDB (graphiti's FalkorDB saves over a batch; an entity's labels are written per label set).
+FALKOR_BATCH = {
+    "EntityNode": """UNWIND $rows AS r MERGE (n:Entity {{uuid: r.uuid}}) SET n:{labels} SET n = r
+        SET n.name_embedding = vecf32(r.name_embedding)""",
+    "EntityEdge": """UNWIND $rows AS r MATCH (source:Entity {uuid: r.source_uuid}) MATCH (target:Entity {uuid: r.target_uuid})
+        MERGE (source)-[e:RELATES_TO {uuid: r.uuid}]->(target) SET e = r SET e.fact_embedding = vecf32(r.fact_embedding)""",
+    "EpisodicNode": """UNWIND $rows AS r MERGE (n:Episodic {uuid: r.uuid})
+        SET n = {uuid: r.uuid, name: r.name, group_id: r.group_id, source_description: r.source_description,
+                 source: r.source, content: r.content, entity_edges: r.entity_edges, created_at: r.created_at,
+                 valid_at: r.valid_at}""",
+    "EpisodicEdge": """UNWIND $rows AS r MATCH (episode:Episodic {uuid: r.episode_uuid})
+        MATCH (node:Entity {uuid: r.entity_uuid}) MERGE (episode)-[e:MENTIONS {uuid: r.uuid}]->(node)
+        SET e.group_id = r.group_id, e.created_at = r.created_at""",
+}
+_LABEL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def save_row(obj: Any, kuzu: bool) -> dict[str, Any]:
+    """The parameters graphiti's single save sends for ``obj`` (EntityNode, EntityEdge, EpisodicNode,
+    EpisodicEdge), as one row of a batch."""
+    import json
+
+    name = type(obj).__name__
+    if name == "EpisodicNode":
+        return {"uuid": obj.uuid, "name": obj.name, "group_id": obj.group_id, "source_description":
+                obj.source_description, "content": obj.content, "entity_edges": obj.entity_edges,
+                "created_at": obj.created_at, "valid_at": obj.valid_at, "source": obj.source.value}
+    if name == "EpisodicEdge":
+        return {"episode_uuid": obj.source_node_uuid, "entity_uuid": obj.target_node_uuid, "uuid": obj.uuid,
+                "group_id": obj.group_id, "created_at": obj.created_at}
+    if name == "EntityNode":
+        row = {"uuid": obj.uuid, "name": obj.name, "name_embedding": obj.name_embedding, "group_id": obj.group_id,
+               "summary": obj.summary, "created_at": obj.created_at}
+        if kuzu:
+            return {**row, "attributes": json.dumps(obj.attributes), "labels": sorted(set(obj.labels + ["Entity"]))}
+    else:
+        row = {"source_uuid": obj.source_node_uuid, "target_uuid": obj.target_node_uuid, "uuid": obj.uuid,
+               "name": obj.name, "group_id": obj.group_id, "fact": obj.fact, "fact_embedding": obj.fact_embedding,
+               "episodes": obj.episodes, "created_at": obj.created_at, "expired_at": obj.expired_at,
+               "valid_at": obj.valid_at, "invalid_at": obj.invalid_at, "reference_time": obj.reference_time}
+        if kuzu:
+            return {**row, "attributes": json.dumps(obj.attributes)}
+    return {**{k: v for k, v in (obj.attributes or {}).items() if k not in row}, **row}
+
+
+async def write_all(graph, kind: Kind, objs: list[Any], bar=None) -> None:
+    """Write ``objs`` into ``graph``: in batches of :data:`BATCH` where the engine takes them (what graphiti's
+    single saves write, one statement per batch: a 3,000-fact graph moved one object at a time took 30-100 s),
+    else one at a time with graphiti's own ``save`` (Neo4j; communities, sagas and their edges, few)."""
+    kuzu = graph.kuzu is not None
+    batch = (KUZU_BATCH if kuzu else FALKOR_BATCH if graph.kind == "falkordb" else {}).get(kind.cls)
+    if batch is None or not objs:
+        for obj in objs:
+            await obj.save(graph.driver)
+            if bar is not None:
+                bar.update(1)
+        return
+    groups: dict[str, list[Any]] = {"": objs}
+    if kind.cls == "EntityNode" and not kuzu:  # FalkorDB sets labels by name: one statement per label set
+        groups = {}
+        for obj in objs:
+            groups.setdefault(":".join(obj.labels + ["Entity"]), []).append(obj)
+    for labels, members in groups.items():
+        if labels and not all(_LABEL.fullmatch(label) for label in labels.split(":")):
+            for obj in members:  # a label that is not a plain name: graphiti's own save decides
+                await obj.save(graph.driver)
+                if bar is not None:
+                    bar.update(1)
+            continue
+        cypher = batch.format(labels=labels) if labels else batch
+        for i in range(0, len(members), BATCH):
+            chunk = members[i:i + BATCH]
+            await graph.query(cypher, rows=[save_row(obj, kuzu) for obj in chunk])
+            if bar is not None:
+                bar.update(len(chunk))
+
+
+async def fulltext(graph, build: bool) -> None:
+    """Kuzu's full-text indexes dropped (``build=False``) before a batched copy and built over the copied tables
+    after it: Kuzu 0.11.3 crashes (SIGSEGV) on a multi-row statement into a table with a full-text index (the
+    episodes), and keeps an index's statistics up to date row by row only (BM25 after batched rows differs from
+    an index built over the same rows; bench/graph.py's writer builds them again too)."""
+    from .engine_client import _PATIENT
+    from .records import FULLTEXT_INDEXES
+
+    token = _PATIENT.set(True)  # building an index reads every row
+    try:
+        have = {r["index_name"] for r in await graph.query("CALL SHOW_INDEXES() RETURN index_name")}
+        for stmt in FULLTEXT_INDEXES:
+            table, name = stmt.split("'")[1], stmt.split("'")[3]
+            if build and name not in have:
+                await graph.query(stmt)
+            elif not build and name in have:
+                await graph.query(f"CALL DROP_FTS_INDEX('{table}', '{name}')")
+    finally:
+        _PATIENT.reset(token)
 
 
 async def copy_graph(source, target, bar=None) -> dict[str, Any]:
@@ -131,11 +314,13 @@ async def copy_graph(source, target, bar=None) -> dict[str, Any]:
     if bar is not None:
         bar.total = sum(len(v) for v in found.values())
         bar.refresh()
+    indexed = target.kuzu is not None and target.kuzu.fts
+    if indexed:
+        await fulltext(target, build=False)
     for kind in KINDS:  # nodes first: edges need both ends
-        for obj in found[kind.name]:
-            await obj.save(target.driver)
-            if bar is not None:
-                bar.update(1)
+        await write_all(target, kind, found[kind.name], bar)
+    if indexed:
+        await fulltext(target, build=True)
     report: dict[str, Any] = {"copied": {}, "problems": []}
     for kind in KINDS:
         moved = await read_all(target, kind)
@@ -143,7 +328,8 @@ async def copy_graph(source, target, bar=None) -> dict[str, Any]:
         report["copied"][kind.name] = len(moved)
         if len(moved) != len(found[kind.name]) or want != got:
             report["problems"].append(f"{kind.name}: {len(found[kind.name])} in the source, {len(moved)} in the "
-                                      f"target, {len(want - got)} missing or changed")
+                                      f"target, {len(want - got)} missing or changed: "
+                                      + differences(kind, found[kind.name], moved))
     return report
 
 
