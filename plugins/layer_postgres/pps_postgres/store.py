@@ -896,9 +896,9 @@ class PostgresStore(TurnVectors):
     async def channel_neighbours(self, ids, reach):
         if not ids:
             return []
-        rows = await self.fetch("SELECT m.id AS a, p.id AS b FROM messages m JOIN messages p ON p.channel = m.channel "
-                                "AND p.id BETWEEN m.id - %s AND m.id + %s AND p.id <> m.id WHERE m.id = ANY(%s)",
-                                (reach, reach, [int(i) for i in ids]))
+        from .retrieval import CHANNEL_PAIRS
+
+        rows = await self.fetch(CHANNEL_PAIRS, (reach, reach, [int(i) for i in ids]))
         return [(r["a"], r["b"]) for r in rows]
 
     async def term_counts(self, terms, cap):
