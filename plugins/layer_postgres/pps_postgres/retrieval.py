@@ -163,11 +163,11 @@ class TurnIndex:
             if now - self._checked.get(model, 0.0) < BULK_CHECK_S:
                 return
             self._checked[model] = now
-            if (model, dim) in self.ready:
-                await self._bulk_check(model, dim)
         if (model, dim) not in self.ready:
             async with self.store.connection() as conn:
                 await self.ensure(conn, model, dim)
+        if full and (model, dim) in self.ready:
+            await self._bulk_check(model, dim)
 
     async def caught_up(self, model: str) -> None:
         """A drain found no more turns waiting than its batch held: the model's index looked up again (set aside
