@@ -180,3 +180,44 @@ async def test_a_turn_forgotten_while_its_batch_is_embedded_gets_no_vector_back(
             assert conn.execute(f'SELECT count(*) FROM "{schema}".vector_backlog').fetchone()[0] == 0
     finally:
         await store.close()
+
+
+async def test_a_forget_that_meets_a_claim_half_way_waits_for_it_instead_of_deadlocking(postgres_section, pg_dsn):
+    """A server's claim locks the backlog rows, then the turns (two statements). A forget of one of those turns that
+    came in between took the turn's row and then waited for its backlog row (the cascade), while the claim waited for
+    the turn: PostgreSQL found the deadlock after a second and failed the forget. Now the forget takes the rows
+    derived from the turn first, as the claim does, and waits its turn."""
+    from pps_postgres.vectors import CLAIM_MISSING
+
+    section = postgres_section("dl")
+    schema = section["schema"]
+    store = PostgresStore(PostgresSettings(**section), "dl")
+    await store.open()
+    try:
+        ids = await _store(store, 10, 0)
+        victim = ids[3]
+        with psycopg.connect(pg_dsn) as side:  # another server, half-way through its claim
+            side.execute(f'SET search_path TO "{schema}", public')
+            claimed = sorted(r[0] for r in side.execute(CLAIM_MISSING.format(skip="SKIP LOCKED"),
+                                                        (BATCH, MODEL, BATCH, MODEL, BATCH)).fetchall())
+            assert victim in claimed
+            forget = asyncio.create_task(store.forget([victim], "test", "ids"))
+            for _ in range(400):  # the forget has reached a row the claim holds
+                waiting = side.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                       "AND pid <> pg_backend_pid()").fetchone()[0]
+                if waiting or forget.done():
+                    break
+                await asyncio.sleep(0.025)
+            # the claim's second statement, as the store's: the turns, KEY SHARE
+            await asyncio.to_thread(side.execute, "SELECT id FROM messages WHERE id = ANY(%s) ORDER BY id "
+                                                  "FOR KEY SHARE", (claimed,))
+            side.execute(f"INSERT INTO message_vectors (message_id, model, embedding) "
+                         f"SELECT unnest(%s::bigint[]), %s, %s::vector",
+                         (claimed, MODEL, "[" + ",".join(["0.25"] * DIM) + "]"))
+            side.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", (claimed,))
+            side.commit()
+        assert (await forget)["forgotten"] == [victim]
+        rows = dict(_vector_rows(pg_dsn, schema))
+        assert victim not in rows and len(rows) == 9
+    finally:
+        await store.close()
