@@ -211,8 +211,8 @@ async def test_a_forget_that_meets_a_claim_half_way_waits_for_it_instead_of_dead
             # the claim's second statement, as the store's: the turns, KEY SHARE
             await asyncio.to_thread(side.execute, "SELECT id FROM messages WHERE id = ANY(%s) ORDER BY id "
                                                   "FOR KEY SHARE", (claimed,))
-            side.execute(f"INSERT INTO message_vectors (message_id, model, embedding) "
-                         f"SELECT unnest(%s::bigint[]), %s, %s::vector",
+            side.execute("INSERT INTO message_vectors (message_id, model, embedding) "
+                         "SELECT unnest(%s::bigint[]), %s, %s::vector",
                          (claimed, MODEL, "[" + ",".join(["0.25"] * DIM) + "]"))
             side.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", (claimed,))
             side.commit()
