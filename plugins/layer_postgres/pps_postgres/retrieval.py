@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -32,6 +33,18 @@ ANN_OVERFETCH = 2
 HNSW_MAX_DIM = 2000
 #: pgvector's ``hnsw.ef_search`` upper bound.
 EF_SEARCH_MAX = 1000
+#: A large backlog is embedded with the model's HNSW index out of the way and the index made from the rows after:
+#: pgvector builds an index from its rows several times faster than it takes them one insert at a time (the
+#: insert was the whole cost of a drain, bench/RESULTS.md "Issue 37: the PostgreSQL vector backlog in batches").
+#: While at least this many turns wait for a vector of the model, a missing index is not made (searches scan the
+#: vectors exactly in the database meanwhile, as during any build), and an index of fewer than
+#: :data:`REBUILD_RATIO` times the backlog is set aside (dropped) and made again once the backlog has drained.
+BULK_BACKLOG = 5_000
+REBUILD_RATIO = 4
+#: A drain in full batches looks at the backlog's size at most this often (s).
+BULK_CHECK_S = 5.0
+#: At most this many waiting turns are counted (the counts read index entries; bounded, so each stays a few ms).
+BULK_COUNT_CAP = 50_000
 
 
 def vec(v: Any) -> str:
@@ -63,13 +76,17 @@ class TurnIndex:
         self.store = store
         #: (model, dimension) pairs whose index this process has seen or made
         self.ready: set[tuple[str, int]] = set()
-        #: the index being made in the background (searches scan exactly in the database meanwhile)
+        #: the index being made (or set aside) in the background (searches scan exactly in the database meanwhile)
         self.building: asyncio.Task[None] | None = None
         #: a channel's digest -> (when counted, its turns, every turn)
         self.sizes: dict[bytes, tuple[float, int, int]] = {}
         #: (model, question vector) -> the index's nearest turns, (id, channel digest) nearest first: the last few
         #: questions' first passes, for their second pass
         self.nearest_seen: OrderedDict[tuple[str, bytes], list[tuple[int, bytes]]] = OrderedDict()
+        #: when a drain in full batches last counted the backlog, per model
+        self._checked: dict[str, float] = {}
+        #: the dimension of each model's vectors this process wrote
+        self.dims: dict[str, int] = {}
 
     def forget(self) -> None:
         self.ready.clear()  # vectors were dropped (the index stays, emptied): looked up again at the next use
@@ -86,6 +103,8 @@ class TurnIndex:
         if valid:
             self.ready.add((model, dim))
             return True
+        if valid is None and await self.waiting(conn, model) >= BULK_BACKLOG:
+            return False  # made from the rows once the backlog has drained, not grown with it a row at a time
         # missing, or a build not finished (here, on another server, or one stopped half-way): made (again) in
         # the background; searches scan exactly meanwhile
         if self.building is None or self.building.done():
@@ -98,21 +117,24 @@ class TurnIndex:
         history, bench/RESULTS.md), on a connection of its own (not one of the pool's), one builder at a time across
         servers (a session advisory lock, released when the connection closes however the build ends). A build
         stopped half-way leaves an invalid index of that name: it is dropped and built again."""
-        import psycopg
-
         s = self.store.settings
         name = index_name(model, dim)
-        async with await psycopg.AsyncConnection.connect(
-                s.dsn, autocommit=True, connect_timeout=max(1, int(s.connect_timeout_s)),
-                row_factory=dict_row) as conn:
-            await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(self.store.schema)))
-            await conn.execute("SELECT pg_advisory_lock(hashtext(%s))", ("pps-hnsw:" + self.store.schema,))
+        async with self._builder() as conn:
             valid = await _valid(conn, name)
             if valid is False:  # nobody else builds it (we hold the lock): what a stopped build left
                 log.info("dropping the unfinished HNSW index %s to build it again", name)
                 await conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
             if not valid:
                 log.info("making the HNSW index of %s turn vectors (%d dimensions), writes going on", model, dim)
+                # the tables vacuumed and their statistics fresh first (PostgreSQL's advice after a bulk load): an
+                # index is made after a bulk of vectors (a first drain, or one with the index set aside) that
+                # autovacuum may not have looked at yet, and the searches' context queries planned without it
+                # took 2-3x longer (bench/RESULTS.md)
+                if s.index_build_memory_mb:  # the graph in memory: pgvector's build is 2.3x faster at 50,000
+                    # vectors with 1 GB than with PostgreSQL's default 64 MB (bench/RESULTS.md)
+                    await conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(
+                        sql.Literal(f"{s.index_build_memory_mb}MB")))
+                await conn.execute("VACUUM (ANALYZE) message_vectors, messages")
                 await conn.execute(sql.SQL(
                     "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON message_vectors USING hnsw "
                     "((embedding::vector({})) vector_cosine_ops) WITH (m = {}, ef_construction = {}) "
@@ -143,10 +165,82 @@ class TurnIndex:
                 await self.building
         self.building = None
 
-    async def ensure_for(self, model: str, dim: int) -> None:
-        if (model, dim) not in self.ready and dim <= HNSW_MAX_DIM:
+    async def ensure_for(self, model: str, dim: int, full: bool = False) -> None:
+        """Before vectors of ``model`` are written: the index looked up (made when missing, unless a large backlog
+        waits). ``full``: a drain's full batch (more may wait: the backlog's size is looked at, every
+        :data:`BULK_CHECK_S`)."""
+        if dim > HNSW_MAX_DIM:
+            return
+        self.dims[model] = dim
+        if full:
+            now = time.monotonic()
+            if now - self._checked.get(model, 0.0) < BULK_CHECK_S:
+                return
+            self._checked[model] = now
+        if (model, dim) not in self.ready:
             async with self.store.connection() as conn:
                 await self.ensure(conn, model, dim)
+        if full and (model, dim) in self.ready:
+            await self._bulk_check(model, dim)
+
+    async def caught_up(self, model: str) -> None:
+        """A drain found no more turns waiting than its batch held: the model's index looked up again (set aside
+        here or by another server, whose drain may have stopped) and made if it is missing."""
+        dim = self.dims.get(model)
+        if dim is not None and dim <= HNSW_MAX_DIM:
+            self.ready.discard((model, dim))
+            await self.ensure_for(model, dim)
+
+    async def waiting(self, conn: Any, model: str, cap: int = BULK_BACKLOG) -> int:
+        """How many turns wait for a vector of ``model``, counted up to ``cap``."""
+        from .vectors import MISSING_IDS
+
+        row = await (await conn.execute(f"SELECT count(*) AS n FROM ({MISSING_IDS}) w",
+                                        (cap, model, cap, model, cap, cap))).fetchone()
+        return int(row["n"])
+
+    async def _bulk_check(self, model: str, dim: int) -> None:
+        """A large backlog beside a smaller index: the index set aside in the background, made again from the
+        rows once the backlog has drained (:data:`BULK_BACKLOG`)."""
+        if self.building is not None and not self.building.done():
+            return
+        async with self.store.connection() as conn:
+            backlog = await self.waiting(conn, model, BULK_COUNT_CAP)
+            if backlog < BULK_BACKLOG:
+                return
+            row = await (await conn.execute(
+                "SELECT count(*) AS n FROM (SELECT 1 FROM message_vectors WHERE model = %s LIMIT %s) v",
+                (model, REBUILD_RATIO * backlog))).fetchone()
+        if row["n"] < REBUILD_RATIO * backlog:
+            self.building = asyncio.get_running_loop().create_task(self._set_aside(model, dim, backlog, row["n"]))
+
+    async def _set_aside(self, model: str, dim: int, backlog: int, rows: int) -> None:
+        """Drop the model's index without blocking reads or writes (``DROP INDEX CONCURRENTLY``, one builder at a
+        time across servers); the drain's writes make it again when the backlog has drained."""
+        name = index_name(model, dim)
+        try:
+            async with self._builder() as conn:
+                log.info("setting the HNSW index %s (%d vectors) aside while %s%d turns are embedded; it is made "
+                         "again from the rows after", name, rows, "at least " if backlog >= BULK_COUNT_CAP else "",
+                         backlog)
+                await conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name)))
+            self.ready.discard((model, dim))  # the writes look it up again: made when the backlog has drained
+        except Exception as exc:  # it stays, and grows a row at a time
+            log.warning("the HNSW index of turn vectors was not set aside: %s: %s", type(exc).__name__, exc)
+
+    @contextlib.asynccontextmanager
+    async def _builder(self):
+        """A connection of its own (not one of the pool's), autocommit, holding the schema's builder lock (a
+        session advisory lock, released when the connection closes however the work ends)."""
+        import psycopg
+
+        s = self.store.settings
+        async with await psycopg.AsyncConnection.connect(
+                s.dsn, autocommit=True, connect_timeout=max(1, int(s.connect_timeout_s)),
+                row_factory=dict_row) as conn:
+            await conn.execute(sql.SQL("SET search_path TO {}, public").format(sql.Identifier(self.store.schema)))
+            await conn.execute("SELECT pg_advisory_lock(hashtext(%s))", ("pps-hnsw:" + self.store.schema,))
+            yield conn
 
     def nearest(self, model: str, dim: int, indexed: bool, channel: str | None) -> tuple[sql.Composable, int | None]:
         """The statement giving the ``%(k)s`` turns nearest ``%(q)s`` by their own vector (as ``id``), and the

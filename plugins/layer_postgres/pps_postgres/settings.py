@@ -30,6 +30,10 @@ class PostgresSettings(PluginSettings, env_prefix="PPS_POSTGRES_"):
                                                       "is made; drop the idx_message_vectors_hnsw_* index to remake it)")
     hnsw_ef_construction: int = Field(64, ge=4, le=1000,
                                       description="pgvector HNSW index: candidate list size while building")
+    index_build_memory_mb: int = Field(
+        1024, ge=0, le=1_048_576, description="PostgreSQL's maintenance_work_mem (MB) for the session that makes an "
+                                              "HNSW index: a build whose graph fits is 2x faster or more (about 2 KB "
+                                              "per turn at 384 dimensions); 0: the server's own setting")
     auto_upgrade: bool = Field(
         False, description="a server that finds the entity's schema older than this PPS upgrades it as it starts "
                            "(for an entity with one server); false (default): it is not ready until `pps db upgrade "

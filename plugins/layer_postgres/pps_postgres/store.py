@@ -716,6 +716,11 @@ class PostgresStore(TurnVectors):
             rows = await (await conn.execute("SELECT id, summary_id, message_id, author_name, channel, created_at, "
                                              "content FROM messages WHERE id = ANY(%s) ORDER BY id", (ids,))).fetchall()
             found = sorted(r["id"] for r in rows)
+            # the rows derived from the turns first, in the order a vector claim takes them (backlog, vectors, then
+            # the turns): a claim met half-way is waited for, not deadlocked with (issue 37)
+            for table in ("vector_backlog", "message_vectors"):
+                await conn.execute(sql.SQL("SELECT 1 FROM {} WHERE message_id = ANY(%s) ORDER BY message_id "
+                                           "FOR UPDATE").format(sql.Identifier(table)), (found,))
             summaries = sorted({r["summary_id"] for r in rows if r["summary_id"] is not None})
             gone_covered = sum(1 for r in rows if r["summary_id"] is not None)
             returned = 0

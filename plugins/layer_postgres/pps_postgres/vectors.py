@@ -4,7 +4,12 @@ A part of :class:`~pps_postgres.store.PostgresStore`, which gives it ``fetch``, 
 
 from __future__ import annotations
 
+import struct
 from contextlib import asynccontextmanager
+from typing import Any
+
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
 
 from .retrieval import HNSW_MAX_DIM, index_name, vec
 from .rows import COLUMNS, row_to_turn
@@ -29,13 +34,35 @@ SELECT message_id FROM a UNION SELECT message_id FROM b UNION SELECT message_id 
 """
 
 
+class _Vector:
+    """A vector sent in pgvector's binary form (dimension, a reserved int16, big-endian float4s): 70x cheaper to
+    make than its text literal (0.17 ms per 384-dimension vector, a third of a drain's time), and exact."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, v: Any) -> None:
+        import numpy as np
+
+        a = np.frombuffer(v, dtype=np.float32) if isinstance(v, bytes | bytearray | memoryview) else \
+            np.asarray(v, dtype=np.float32)
+        self.data = struct.pack(">HH", len(a), 0) + a.astype(">f4").tobytes()
+
+
+class _VectorDumper(Dumper):
+    format = Format.BINARY  # no oid: the parameter's type is the ``::vector`` it is cast to
+
+    def dump(self, obj: _Vector) -> bytes:
+        return obj.data
+
+
 async def _keep_turn_vectors(conn, model, turns, vectors) -> None:
     """The turns' vectors of ``model`` stored (or replaced) and the turns out of the backlog, on ``conn``."""
     async with conn.cursor() as cur:
+        cur.adapters.register_dumper(_Vector, _VectorDumper)
         await cur.executemany(
-            "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %s::vector) "
+            "INSERT INTO message_vectors (message_id, model, embedding) VALUES (%s, %s, %b::vector) "
             "ON CONFLICT (message_id) DO UPDATE SET model = EXCLUDED.model, embedding = EXCLUDED.embedding",
-            [(t["id"], model, vec(v)) for t, v in zip(turns, vectors, strict=True)])
+            [(t["id"], model, _Vector(v)) for t, v in zip(turns, vectors, strict=True)])
     await conn.execute("DELETE FROM vector_backlog WHERE message_id = ANY(%s)", ([t["id"] for t in turns],))
 
 
@@ -72,11 +99,13 @@ class TurnVectors:
             todo = [row_to_turn(r) for r in found]
 
             async def write(vectors) -> None:
-                if vectors:
-                    await self.dense.ensure_for(model, len(vectors[0]) // 4)
+                if vectors:  # a full batch: a drain that may have a large backlog (bulk: the index waits)
+                    await self.dense.ensure_for(model, len(vectors[0]) // 4, full=len(todo) >= limit)
                 await _keep_turn_vectors(conn, model, todo, vectors)
 
             yield todo, write
+        if len(todo) < limit:  # caught up (committed): an index set aside for a bulk drain is made again now
+            await self.dense.caught_up(model)
 
     async def count_turns_missing_vectors(self, model):
         return (await self.fetch(
