@@ -75,8 +75,10 @@ def settled_server_address(home: Path, wait_s: float = STARTING_OWNER_WAIT_S) ->
     return server_address(home)
 
 
-def try_forward(settings: EntitySettings, operation: str, params: dict[str, Any] | None) -> Any | None:
-    """Run ``operation`` on the entity's owner; None when no process serves the entity.
+def try_forward(settings: EntitySettings, operation: str, params: dict[str, Any] | None, *,
+                timeout: float | None = None) -> Any | None:
+    """Run ``operation`` on the entity's owner; None when no process serves the entity. ``timeout`` bounds each
+    wait as in :func:`request`.
 
     An error answer is raised as the matching :class:`~pps_core.errors.PPSError`; an owner that holds the lock
     but does not answer raises :class:`~pps_core.errors.Unavailable`.
@@ -85,7 +87,7 @@ def try_forward(settings: EntitySettings, operation: str, params: dict[str, Any]
     if not address:
         return None
     try:
-        return call(address, operation, params or {}, read_token(settings.home))
+        return call(address, operation, params or {}, read_token(settings.home), timeout=timeout)
     except errors.Unavailable:
         if server_address(settings.home) is None:  # it stopped meanwhile: the caller may own the stores
             return None

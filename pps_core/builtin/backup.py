@@ -342,6 +342,10 @@ def add_commands(cli: Any) -> None:
                         "[startup], [recall], ...)")
 
 
+#: How long Ctrl-C of ``pps backup`` waits for the server to confirm it cancelled the archive.
+CANCEL_WAIT_S = 20.0
+
+
 def _interrupted(settings: Any, name: str) -> int:
     """Ctrl-C while the entity's server writes the archive: ask it to cancel (nothing is written, or what it wrote
     is deleted), and say what is left."""
@@ -349,7 +353,8 @@ def _interrupted(settings: Any, name: str) -> int:
 
     folder = Path(settings.home) / settings.backup.dir
     try:
-        answer = try_forward(settings, "pps_backup", {"path": name, "cancel": True})
+        # bounded: a Ctrl-C is answered in seconds, whatever the server is doing
+        answer = try_forward(settings, "pps_backup", {"path": name, "cancel": True}, timeout=CANCEL_WAIT_S)
     except (Exception, KeyboardInterrupt):  # noqa: BLE001 - said below
         answer = None
     if answer is not None and answer.get("cancelled"):
