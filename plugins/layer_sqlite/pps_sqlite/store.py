@@ -82,6 +82,18 @@ class SQLiteStore:
         """``fn(conn, *args)`` on a reader thread and connection (``fn`` only reads)."""
         return await self.db.read(fn, *args)
 
+    async def _run_dense(self, fn, *args):
+        """``fn(conn, *args)`` on the writer's thread holding the index's lock, the lock waited for on a thread of
+        its own: while ``pps reindex`` builds the index (a reader holding the lock for minutes) the writer's thread
+        stays free for captures; only this call waits."""
+        import asyncio
+
+        await asyncio.to_thread(self._dense_lock.acquire)
+        try:
+            return await self._run(fn, *args)
+        finally:
+            self._dense_lock.release()
+
     def _dense(self, fn):
         def locked(*args):
             with self._dense_lock:
@@ -171,7 +183,7 @@ class SQLiteStore:
     async def forget(self, ids, who, how, owed=()):
         out = await self._run(turns.forget, list(ids), who, how, list(owed))
         if out["forgotten"]:
-            await self._run(self._dense(self.dense.forget), out["forgotten"])
+            await self._run_dense(self.dense.forget, out["forgotten"])
             self.summary_matrix.invalidate()
         return out
 
@@ -237,7 +249,7 @@ class SQLiteStore:
         return await self._read(turnindex.missing_upto, model, limit, after)
 
     async def write_turn_vectors(self, model, batch, vectors):
-        await self._run(self._dense(self.dense.write), model, batch, vectors)
+        await self._run_dense(self.dense.write, model, batch, vectors)
 
     async def count_turns_missing_vectors(self, model):
         return await self._read(_count_missing_turns, model)

@@ -379,14 +379,16 @@ async def test_turns_are_captured_while_pps_reindex_builds_the_index(make_memory
     build = asyncio.create_task(raw.reindex(lambda done, total: None, full=False))
     assert await asyncio.to_thread(started.wait, 30)
     try:
-        stored = await asyncio.wait_for(
-            m.call("store_message", {"content": "a capture during the build", "author_name": "Jeff",
-                                     "channel": "terminal"}), 10)
+        for k in range(3):  # the first capture's vector waits for the build: the captures after it do not
+            stored = await asyncio.wait_for(
+                m.call("store_message", {"content": f"a capture during the build {k}", "author_name": "Jeff",
+                                         "channel": "terminal"}), 10)
+            await asyncio.sleep(0.3)  # the background embedding of the turn starts (and waits for the index)
         assert not build.done()  # answered while the build was still running
     finally:
         release.set()
     report = await build
     assert report["ann_vectors"] == 45
     await raw.retriever.drain()
-    found = await m.call("raw_search", {"query": "a capture during the build", "limit": 1})
+    found = await m.call("raw_search", {"query": "a capture during the build 2", "limit": 1})
     assert found["results"][0]["id"] == stored["id"]
