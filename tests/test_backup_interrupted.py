@@ -116,8 +116,11 @@ def test_ctrl_c_of_pps_backup_while_a_server_writes_it_cancels_it_there_and_says
         assert server.call("store_message", {"content": f"the {CANARY} code", "author_name": "Jeff",
                                              "channel": "web"}).status_code == 200
         out = tmp_path / "lyra.tar.gz"
+        # Ctrl-C's default action restored for the command, as a terminal gives it: a suite run in the background
+        # (`make test &`) hands its children SIGINT ignored, and Python then installs no KeyboardInterrupt handler
         cli = subprocess.Popen([sys.executable, "-P", "-m", "pps_core.cli", "backup", "--entity", "lyra", str(out)],
-                               env=pps_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               env=pps_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         _wait(marker.exists)  # the server is writing the archive into <home>/backups
         cli.send_signal(signal.SIGINT)
         stdout, stderr = cli.communicate(timeout=60)
