@@ -264,7 +264,7 @@ class EntitySettings(PluginSettings):
 
 def misspelled(settings: EntitySettings) -> list[tuple[str, str]]:
     """Top-level keys and tables of pps.toml that nothing reads and that look like a misspelling of one something
-    does read: ``(written, meant)`` pairs, e.g. ``("postgress", "postgres")``. Known names are the kernel's
+    does read: ``(written, meant)`` pairs, e.g. ``("timezon", "timezone")``. Known names are the kernel's
     settings and the installed plugins' names (a plugin's section is named as the plugin); a key close to none of
     them (a third-party plugin's own section) is left alone."""
     import difflib
